@@ -1,0 +1,419 @@
+//! The AD operations of VLAD.md section 6 on run-time values, and the
+//! tag-aware pair operations that transformed code uses.
+//!
+//! A value "in the world `[T, ...]`" is `T` applied to a value of the world
+//! `[...]`. Perturbation, sensitivity and reverse worlds are plain wrappers;
+//! the forward world pairs a primal with a perturbation tangent, so its pair
+//! operations work on both halves. Procedures are transformed eagerly and
+//! through the `ad` crate (see [`crate::value`]).
+
+use crate::eval::{err, Interp, Result};
+use crate::value::{Closure, Value};
+use ad::Untransformed;
+use ir::{ConstDatum, ConstId, PatId, Tag};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+fn op_name(tag: Tag, wrap: bool) -> &'static str {
+    match (tag, wrap) {
+        (Tag::Perturb, true) => "perturb",
+        (Tag::Perturb, false) => "unperturb",
+        (Tag::Sensitize, true) => "sensitize",
+        (Tag::Sensitize, false) => "unsensitize",
+        (Tag::Reverse, true) => "*j",
+        (Tag::Reverse, false) => "*j-inverse",
+        (Tag::Forward, true) => "bundle",
+        (Tag::Forward, false) => "primal",
+    }
+}
+
+fn article(tag: Tag) -> &'static str {
+    match tag {
+        Tag::Perturb => "a perturbation",
+        Tag::Forward => "a forward value",
+        Tag::Sensitize => "a sensitivity",
+        Tag::Reverse => "a reverse value",
+    }
+}
+
+impl Interp<'_> {
+    /// `perturb`, `sensitize` or `*j` of any value.
+    pub fn tag_wrap(&mut self, tag: Tag, v: Value) -> Result<Value> {
+        let mut memo = HashMap::new();
+        self.wrap_memo(tag, v, &mut memo)
+    }
+
+    fn wrap_memo(&mut self, tag: Tag, v: Value, memo: &mut HashMap<usize, Value>) -> Result<Value> {
+        self.counters.transform += 1;
+        match v {
+            Value::Closure(c) => {
+                let key = Rc::as_ptr(&c) as usize;
+                if let Some(r) = memo.get(&key) {
+                    return Ok(r.clone());
+                }
+                let l = ad::transform(&mut self.prog, &mut self.memo, tag, c.lambda);
+                let mut env = Vec::with_capacity(c.env.len());
+                for x in c.env.iter() {
+                    env.push(self.wrap_memo(tag, x.clone(), memo)?);
+                }
+                let r = Value::Closure(Rc::new(Closure {
+                    lambda: l,
+                    env: env.into_boxed_slice(),
+                }));
+                memo.insert(key, r.clone());
+                Ok(r)
+            }
+            Value::Prim(p) => Ok(self.prim_closure(tag, p)),
+            other => Ok(Value::wrap(tag, other)),
+        }
+    }
+
+    /// `unperturb`, `unsensitize` or `*j-inverse` of any value.
+    pub fn tag_unwrap(&mut self, tag: Tag, v: Value) -> Result<Value> {
+        let mut memo = HashMap::new();
+        self.unwrap_memo(tag, v, &mut memo)
+    }
+
+    fn unwrap_memo(
+        &mut self,
+        tag: Tag,
+        v: Value,
+        memo: &mut HashMap<usize, Value>,
+    ) -> Result<Value> {
+        self.counters.transform += 1;
+        match (&v, tag) {
+            (Value::Perturbation(x), Tag::Perturb)
+            | (Value::Sensitivity(x), Tag::Sensitize)
+            | (Value::Reverse(x), Tag::Reverse) => Ok((**x).clone()),
+            (Value::Closure(c), _) => {
+                let key = Rc::as_ptr(c) as usize;
+                if let Some(r) = memo.get(&key) {
+                    return Ok(r.clone());
+                }
+                let r = match ad::untransform(&self.prog, tag, c.lambda) {
+                    Some(Untransformed::Prim(p)) => Value::Prim(p),
+                    Some(Untransformed::Lambda(l)) => {
+                        let mut env = Vec::with_capacity(c.env.len());
+                        for x in c.env.iter() {
+                            env.push(self.unwrap_memo(tag, x.clone(), memo)?);
+                        }
+                        Value::Closure(Rc::new(Closure {
+                            lambda: l,
+                            env: env.into_boxed_slice(),
+                        }))
+                    }
+                    None => return self.not_tagged(tag, &v),
+                };
+                memo.insert(key, r.clone());
+                Ok(r)
+            }
+            _ => self.not_tagged(tag, &v),
+        }
+    }
+
+    fn not_tagged<T>(&self, tag: Tag, v: &Value) -> Result<T> {
+        err(format!(
+            "`{}` expects {}, found {}",
+            op_name(tag, false),
+            article(tag),
+            v.describe()
+        ))
+    }
+
+    /// `(bundle p t)`: the forward value with primal `p` and tangent `t`.
+    pub fn bundle(&mut self, p: Value, t: Value) -> Result<Value> {
+        self.counters.transform += 1;
+        match (&p, &t) {
+            (Value::Closure(c), Value::Closure(d))
+                if ad::untransform(&self.prog, Tag::Perturb, d.lambda)
+                    == Some(Untransformed::Lambda(c.lambda))
+                    && c.env.len() == d.env.len() =>
+            {
+                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, c.lambda);
+                let mut env = Vec::with_capacity(c.env.len());
+                for (a, b) in c.env.iter().zip(d.env.iter()) {
+                    env.push(self.bundle(a.clone(), b.clone())?);
+                }
+                Ok(Value::Closure(Rc::new(Closure {
+                    lambda: l,
+                    env: env.into_boxed_slice(),
+                })))
+            }
+            (Value::Prim(q), Value::Perturbation(x)) if matches!(**x, Value::Nil) => {
+                Ok(self.prim_closure(Tag::Forward, *q))
+            }
+            (_, Value::Perturbation(x)) if shallow_conform(&p, x) => {
+                Ok(Value::Bundle(Rc::new((p, t))))
+            }
+            _ => err(format!(
+                "`bundle` expects a tangent that is a perturbation of the same shape as the primal {}, found {}",
+                p.describe(),
+                t.describe()
+            )),
+        }
+    }
+
+    /// `(primal v)` of a forward value.
+    pub fn primal(&mut self, v: Value) -> Result<Value> {
+        self.forward_half(v, true)
+    }
+
+    /// `(tangent v)` of a forward value.
+    pub fn tangent(&mut self, v: Value) -> Result<Value> {
+        self.forward_half(v, false)
+    }
+
+    fn forward_half(&mut self, v: Value, primal: bool) -> Result<Value> {
+        self.counters.transform += 1;
+        match &v {
+            Value::Bundle(pt) => Ok(if primal { pt.0.clone() } else { pt.1.clone() }),
+            Value::Closure(c) => match ad::untransform(&self.prog, Tag::Forward, c.lambda) {
+                Some(Untransformed::Prim(p)) => Ok(if primal {
+                    Value::Prim(p)
+                } else {
+                    Value::Perturbation(Rc::new(Value::Nil))
+                }),
+                Some(Untransformed::Lambda(l0)) => {
+                    let l = if primal {
+                        l0
+                    } else {
+                        ad::transform(&mut self.prog, &mut self.memo, Tag::Perturb, l0)
+                    };
+                    let mut env = Vec::with_capacity(c.env.len());
+                    for x in c.env.iter() {
+                        env.push(self.forward_half(x.clone(), primal)?);
+                    }
+                    Ok(Value::Closure(Rc::new(Closure {
+                        lambda: l,
+                        env: env.into_boxed_slice(),
+                    })))
+                }
+                None => self.not_forward(primal, &v),
+            },
+            _ => self.not_forward(primal, &v),
+        }
+    }
+
+    fn not_forward<T>(&self, primal: bool, v: &Value) -> Result<T> {
+        err(format!(
+            "`{}` expects a forward value, found {}",
+            if primal { "primal" } else { "tangent" },
+            v.describe()
+        ))
+    }
+
+    /// `(zero v)`: the same shape with every real 0. Shared substructure is
+    /// visited once.
+    pub fn zero(&mut self, v: &Value) -> Result<Value> {
+        let mut memo = HashMap::new();
+        self.zero_memo(v, &mut memo)
+    }
+
+    fn zero_memo(&mut self, v: &Value, memo: &mut HashMap<usize, Value>) -> Result<Value> {
+        if let Some(k) = v.addr() {
+            if let Some(r) = memo.get(&k) {
+                return Ok(r.clone());
+            }
+        }
+        self.counters.zero += 1;
+        let r = match v {
+            Value::Real(_) => Value::Real(0.0),
+            Value::Bool(_) | Value::Nil => v.clone(),
+            // A primitive has no environment: its zero is `()` (paper, §4).
+            Value::Prim(_) => Value::Nil,
+            Value::Pair(p) => {
+                let a = self.zero_memo(&p.0, memo)?;
+                let b = self.zero_memo(&p.1, memo)?;
+                Value::pair(a, b)
+            }
+            Value::Bundle(p) => {
+                let a = self.zero_memo(&p.0, memo)?;
+                let b = self.zero_memo(&p.1, memo)?;
+                Value::Bundle(Rc::new((a, b)))
+            }
+            Value::Closure(c) => {
+                let mut env = Vec::with_capacity(c.env.len());
+                for x in c.env.iter() {
+                    env.push(self.zero_memo(x, memo)?);
+                }
+                Value::Closure(Rc::new(Closure {
+                    lambda: c.lambda,
+                    env: env.into_boxed_slice(),
+                }))
+            }
+            Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => {
+                let z = self.zero_memo(x, memo)?;
+                Value::wrap(v.wrapper_tag().unwrap_or(Tag::Perturb), z)
+            }
+        };
+        if let Some(k) = v.addr() {
+            memo.insert(k, r.clone());
+        }
+        Ok(r)
+    }
+
+    /// `(plus a b)` of conforming values. Shared pairs of substructures are
+    /// added once.
+    pub fn plus(&mut self, a: &Value, b: &Value) -> Result<Value> {
+        let mut memo = HashMap::new();
+        self.plus_memo(a, b, &mut memo).map_err(|_| {
+            crate::eval::RunError {
+                message: format!(
+                    "`plus` expects two values of the same shape, found {} and {}",
+                    a.describe(),
+                    b.describe()
+                ),
+                span: None,
+            }
+        })
+    }
+
+    fn plus_memo(
+        &mut self,
+        a: &Value,
+        b: &Value,
+        memo: &mut HashMap<(usize, usize), Value>,
+    ) -> Result<Value> {
+        let key = match (a.addr(), b.addr()) {
+            (Some(x), Some(y)) => Some((x, y)),
+            _ => None,
+        };
+        if let Some(k) = key {
+            if let Some(r) = memo.get(&k) {
+                return Ok(r.clone());
+            }
+        }
+        self.counters.plus += 1;
+        let r = match (a, b) {
+            (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
+            (Value::Bool(x), Value::Bool(y)) if x == y => a.clone(),
+            (Value::Nil, Value::Nil) => Value::Nil,
+            (Value::Prim(p), Value::Prim(q)) if p == q => a.clone(),
+            (Value::Pair(p), Value::Pair(q)) => {
+                let x = self.plus_memo(&p.0, &q.0, memo)?;
+                let y = self.plus_memo(&p.1, &q.1, memo)?;
+                Value::pair(x, y)
+            }
+            (Value::Bundle(p), Value::Bundle(q)) => {
+                let x = self.plus_memo(&p.0, &q.0, memo)?;
+                let y = self.plus_memo(&p.1, &q.1, memo)?;
+                Value::Bundle(Rc::new((x, y)))
+            }
+            (Value::Closure(c), Value::Closure(d))
+                if c.lambda == d.lambda && c.env.len() == d.env.len() =>
+            {
+                let mut env = Vec::with_capacity(c.env.len());
+                for (x, y) in c.env.iter().zip(d.env.iter()) {
+                    env.push(self.plus_memo(x, y, memo)?);
+                }
+                Value::Closure(Rc::new(Closure {
+                    lambda: c.lambda,
+                    env: env.into_boxed_slice(),
+                }))
+            }
+            (Value::Perturbation(x), Value::Perturbation(y))
+            | (Value::Sensitivity(x), Value::Sensitivity(y))
+            | (Value::Reverse(x), Value::Reverse(y)) => {
+                let z = self.plus_memo(x, y, memo)?;
+                Value::wrap(a.wrapper_tag().unwrap_or(Tag::Perturb), z)
+            }
+            _ => return err("non-conforming"),
+        };
+        if let Some(k) = key {
+            memo.insert(k, r.clone());
+        }
+        Ok(r)
+    }
+
+    /// `tags(cons a b)` from `tags(a)` and `tags(b)`.
+    pub fn cons_t(&mut self, tags: &[Tag], a: Value, b: Value) -> Result<Value> {
+        match tags.split_first() {
+            None => Ok(Value::pair(a, b)),
+            Some((Tag::Forward, rest)) => {
+                let (pa, pb) = (self.primal(a.clone())?, self.primal(b.clone())?);
+                let ta = self.tangent(a)?;
+                let ta = self.tag_unwrap(Tag::Perturb, ta)?;
+                let tb = self.tangent(b)?;
+                let tb = self.tag_unwrap(Tag::Perturb, tb)?;
+                let p = self.cons_t(rest, pa, pb)?;
+                let t = self.cons_t(rest, ta, tb)?;
+                Ok(Value::Bundle(Rc::new((p, Value::wrap(Tag::Perturb, t)))))
+            }
+            Some((t, rest)) => {
+                let a = self.tag_unwrap(*t, a)?;
+                let b = self.tag_unwrap(*t, b)?;
+                let p = self.cons_t(rest, a, b)?;
+                Ok(Value::wrap(*t, p))
+            }
+        }
+    }
+
+    /// The car (or cdr) of `tags(pair)`, in the world `tags`.
+    pub fn car_t(&mut self, tags: &[Tag], v: Value, car: bool, pat: Option<PatId>) -> Result<Value> {
+        self.car_inner(tags, &v, car)
+            .map_err(|_| self.pattern_error(pat, &v))
+    }
+
+    fn car_inner(&mut self, tags: &[Tag], v: &Value, car: bool) -> Result<Value> {
+        match tags.split_first() {
+            None => match v {
+                Value::Pair(p) => Ok(if car { p.0.clone() } else { p.1.clone() }),
+                _ => err("not a pair"),
+            },
+            Some((Tag::Forward, rest)) => {
+                let p = self.primal(v.clone())?;
+                let t = self.tangent(v.clone())?;
+                let t = self.tag_unwrap(Tag::Perturb, t)?;
+                let a = self.car_inner(rest, &p, car)?;
+                let da = self.car_inner(rest, &t, car)?;
+                let da = self.tag_wrap(Tag::Perturb, da)?;
+                self.bundle(a, da)
+            }
+            Some((t, rest)) => {
+                let x = self.tag_unwrap(*t, v.clone())?;
+                let a = self.car_inner(rest, &x, car)?;
+                self.tag_wrap(*t, a)
+            }
+        }
+    }
+
+    /// A constant pattern: `v`, seen through `tags`, must equal `k`.
+    pub fn check_t(&mut self, tags: &[Tag], v: Value, k: ConstId, pat: Option<PatId>) -> Result<Value> {
+        let mut x = v.clone();
+        for t in tags {
+            x = match t {
+                Tag::Forward => self.primal(x),
+                _ => self.tag_unwrap(*t, x),
+            }
+            .map_err(|_| self.pattern_error(pat, &v))?;
+        }
+        if equal_datum(&x, &self.prog.consts[k].datum) {
+            Ok(v)
+        } else {
+            Err(self.pattern_error(pat, &v))
+        }
+    }
+}
+
+/// Is `t` (the inside of a perturbation) plausibly a tangent for `p`? Only
+/// the outermost layer is checked, so that `bundle` stays O(1).
+fn shallow_conform(p: &Value, t: &Value) -> bool {
+    match (p, t) {
+        (Value::Real(_), Value::Real(_)) => true,
+        (Value::Bool(a), Value::Bool(b)) => a == b,
+        (Value::Nil, Value::Nil) => true,
+        (Value::Pair(_), Value::Pair(_)) => true,
+        (Value::Closure(_), _) | (Value::Prim(_), _) => false,
+        _ => p.wrapper_tag().is_some() && p.wrapper_tag() == t.wrapper_tag(),
+    }
+}
+
+fn equal_datum(v: &Value, d: &ConstDatum) -> bool {
+    match (v, d) {
+        (Value::Real(x), ConstDatum::Real(y)) => x == y,
+        (Value::Bool(x), ConstDatum::Bool(y)) => x == y,
+        (Value::Nil, ConstDatum::Nil) => true,
+        (Value::Pair(p), ConstDatum::Pair(a, b)) => equal_datum(&p.0, a) && equal_datum(&p.1, b),
+        _ => false,
+    }
+}

@@ -1,0 +1,503 @@
+//! The evaluator: core IR run directly, one frame of slots per call.
+//!
+//! Each lambda is compiled once (lazily, since the AD transformations add
+//! lambdas while the program runs) into a [`Code`]: its bindings with every
+//! variable resolved to a frame slot or an environment slot. Tail calls,
+//! including the one `if-procedure` makes to the chosen thunk, reuse the
+//! Rust frame, so VLAD loops run in constant Rust stack.
+
+use crate::count::Counters;
+use crate::value::{Closure, Value};
+use ir::{ConstDatum, ConstId, EntityRef, LambdaId, PatId, Prim, Program, Rhs, Stmt, Tag, Var};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::rc::Rc;
+use syntax::{Diagnostic, Span};
+
+/// A run-time error: a message and, when known, where.
+#[derive(Debug, Clone)]
+pub struct RunError {
+    pub message: String,
+    pub span: Option<Span>,
+}
+
+pub type Result<T> = std::result::Result<T, RunError>;
+
+pub fn err<T>(message: impl Into<String>) -> Result<T> {
+    Err(RunError {
+        message: message.into(),
+        span: None,
+    })
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Loc {
+    Local(u32),
+    Env(u32),
+}
+
+#[derive(Debug)]
+enum Op {
+    Const(ConstId),
+    Copy(Loc),
+    Closure(LambdaId, Vec<Loc>),
+    Sibling(u32),
+    App(Loc, Loc),
+    Cons(Vec<Tag>, Loc, Loc),
+    Car(Vec<Tag>, Loc, Option<PatId>),
+    Cdr(Vec<Tag>, Loc, Option<PatId>),
+    Check(Vec<Tag>, Loc, ConstId, Option<PatId>),
+    EnvRef(Loc, u32),
+    EnvUpdate(Loc, u32, Loc),
+}
+
+#[derive(Debug)]
+struct Code {
+    slots: usize,
+    /// `ops[i]` writes slot `i + 1`; slot 0 is the parameter.
+    ops: Vec<(Op, Option<Span>)>,
+    result: Loc,
+    /// The last op is an application whose value is the result.
+    tail: bool,
+    group: Option<ir::GroupId>,
+}
+
+fn compile(prog: &Program, l: LambdaId) -> Code {
+    let lam = &prog.lambdas[l];
+    let mut map: HashMap<Var, Loc> = HashMap::new();
+    for (i, v) in lam.free.iter().enumerate() {
+        map.insert(*v, Loc::Env(i as u32));
+    }
+    map.insert(lam.param, Loc::Local(0));
+    let mut ops = Vec::with_capacity(lam.body.len());
+    for (i, b) in lam.body.iter().enumerate() {
+        ops.push((compile_rhs(&b.rhs, &map), b.span));
+        map.insert(b.var, Loc::Local(i as u32 + 1));
+    }
+    let tail = matches!(lam.body.last(), Some(b) if b.var == lam.result && matches!(b.rhs, Rhs::App { .. }));
+    Code {
+        slots: lam.body.len() + 1,
+        ops,
+        result: map[&lam.result],
+        tail,
+        group: lam.group,
+    }
+}
+
+fn compile_rhs(rhs: &Rhs, map: &HashMap<Var, Loc>) -> Op {
+    let l = |v: &Var| map[v];
+    match rhs {
+        Rhs::Const(k) => Op::Const(*k),
+        Rhs::Copy(v) => Op::Copy(l(v)),
+        Rhs::Closure { lambda, env } => Op::Closure(*lambda, env.iter().map(l).collect()),
+        Rhs::Sibling(i) => Op::Sibling(*i),
+        Rhs::App { f, arg } => Op::App(l(f), l(arg)),
+        Rhs::Cons { tags, car, cdr } => Op::Cons(tags.clone(), l(car), l(cdr)),
+        Rhs::Car { tags, pair, pat } => Op::Car(tags.clone(), l(pair), *pat),
+        Rhs::Cdr { tags, pair, pat } => Op::Cdr(tags.clone(), l(pair), *pat),
+        Rhs::Check {
+            tags,
+            var,
+            expect,
+            pat,
+        } => Op::Check(tags.clone(), l(var), *expect, *pat),
+        Rhs::EnvRef { closure, index } => Op::EnvRef(l(closure), *index),
+        Rhs::EnvUpdate {
+            closure,
+            index,
+            value,
+        } => Op::EnvUpdate(l(closure), *index, l(value)),
+    }
+}
+
+/// What `stalingrad` asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Print every top-level value.
+    Run,
+    /// Check every `===>` expectation and report.
+    Test,
+}
+
+/// The result of a test run.
+#[derive(Clone, Debug, Default)]
+pub struct TestReport {
+    pub passed: usize,
+    pub failed: usize,
+}
+
+pub struct Interp<'io> {
+    pub prog: Program,
+    pub memo: ad::AdMemo,
+    pub counters: Counters,
+    code: Vec<Option<Rc<Code>>>,
+    consts: Vec<Option<Value>>,
+    prim_closures: HashMap<(Tag, Prim), Value>,
+    input: &'io mut dyn BufRead,
+    pub(crate) out: &'io mut dyn Write,
+    /// Words read from input but not yet consumed.
+    pending: std::collections::VecDeque<String>,
+}
+
+impl<'io> Interp<'io> {
+    pub fn new(prog: Program, input: &'io mut dyn BufRead, out: &'io mut dyn Write) -> Self {
+        Interp {
+            prog,
+            memo: ad::AdMemo::default(),
+            counters: Counters::new(),
+            code: Vec::new(),
+            consts: Vec::new(),
+            prim_closures: HashMap::new(),
+            input,
+            out,
+            pending: Default::default(),
+        }
+    }
+
+    fn code(&mut self, l: LambdaId) -> Rc<Code> {
+        let i = l.index();
+        if i >= self.code.len() {
+            self.code.resize(self.prog.lambdas.len().max(i + 1), None);
+        }
+        if let Some(c) = &self.code[i] {
+            return c.clone();
+        }
+        let c = Rc::new(compile(&self.prog, l));
+        self.code[i] = Some(c.clone());
+        c
+    }
+
+    /// Runs the top-level statements. In [`Mode::Run`] each shown value is
+    /// printed; in [`Mode::Test`] each expectation is checked and reported,
+    /// with `file` naming the file in the report lines.
+    pub fn run_main(
+        &mut self,
+        mode: Mode,
+        map: &syntax::SourceMap,
+    ) -> std::result::Result<TestReport, Diagnostic> {
+        let mut slots: HashMap<Var, Value> = HashMap::new();
+        let main = std::mem::take(&mut self.prog.main);
+        let mut report = TestReport::default();
+        let result = (|| -> std::result::Result<(), Diagnostic> {
+            for st in &main {
+                match st {
+                    Stmt::Bind(b) => {
+                        let v = self
+                            .eval_top(&b.rhs, &slots)
+                            .map_err(|e| self.diagnostic(e, b.span))?;
+                        slots.insert(b.var, v);
+                    }
+                    Stmt::Show { var, expect, span } => {
+                        let v = slots.get(var).cloned().unwrap_or(Value::Nil);
+                        match mode {
+                            Mode::Run => {
+                                let mut s = v.to_text();
+                                s.push('\n');
+                                self.emit(&s).map_err(|e| self.diagnostic(e, Some(*span)))?;
+                            }
+                            Mode::Test => {
+                                if let Some(exp) = expect {
+                                    let got = v.to_expect();
+                                    let line = if crate::value::expect_matches(&got, &exp.datum) {
+                                        report.passed += 1;
+                                        format!("PASS {}\n", map.locate(*span))
+                                    } else {
+                                        report.failed += 1;
+                                        format!(
+                                            "FAIL {}: expected {}, got {}\n",
+                                            map.locate(*span),
+                                            crate::value::expect_text(&exp.datum),
+                                            v.describe()
+                                        )
+                                    };
+                                    self.emit(&line)
+                                        .map_err(|e| self.diagnostic(e, Some(*span)))?;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })();
+        self.prog.main = main;
+        let _ = self.out.flush();
+        result.map(|_| report)
+    }
+
+    pub(crate) fn emit(&mut self, s: &str) -> Result<()> {
+        self.out.write_all(s.as_bytes()).or_else(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                err(format!("cannot write output: {e}"))
+            }
+        })
+    }
+
+    fn diagnostic(&self, e: RunError, at: Option<Span>) -> Diagnostic {
+        let e = blame(e, at);
+        Diagnostic::new(e.span, e.message)
+    }
+
+    fn eval_top(&mut self, rhs: &Rhs, slots: &HashMap<Var, Value>) -> Result<Value> {
+        let get = |v: &Var| -> Result<Value> {
+            slots
+                .get(v)
+                .cloned()
+                .ok_or_else(|| RunError {
+                    message: "internal error: top-level variable read before it was bound".into(),
+                    span: None,
+                })
+        };
+        match rhs {
+            Rhs::Const(k) => self.const_value(*k),
+            Rhs::Copy(v) => get(v),
+            Rhs::Closure { lambda, env } => {
+                let env = env.iter().map(get).collect::<Result<Vec<_>>>()?;
+                Ok(Value::Closure(Rc::new(Closure {
+                    lambda: *lambda,
+                    env: env.into_boxed_slice(),
+                })))
+            }
+            Rhs::Sibling(_) => err("internal error: sibling reference at top level"),
+            Rhs::App { f, arg } => {
+                let (f, a) = (get(f)?, get(arg)?);
+                self.apply(f, a)
+            }
+            Rhs::Cons { tags, car, cdr } => self.cons_t(tags, get(car)?, get(cdr)?),
+            Rhs::Car { tags, pair, pat } => self.car_t(tags, get(pair)?, true, *pat),
+            Rhs::Cdr { tags, pair, pat } => self.car_t(tags, get(pair)?, false, *pat),
+            Rhs::Check {
+                tags,
+                var,
+                expect,
+                pat,
+            } => self.check_t(tags, get(var)?, *expect, *pat),
+            Rhs::EnvRef { closure, index } => self.env_ref(get(closure)?, *index),
+            Rhs::EnvUpdate {
+                closure,
+                index,
+                value,
+            } => self.env_update(get(closure)?, *index, get(value)?),
+        }
+    }
+
+    /// Applies a procedure to an argument.
+    pub fn apply(&mut self, mut f: Value, mut arg: Value) -> Result<Value> {
+        loop {
+            match f {
+                Value::Closure(c) => {
+                    let code = self.code(c.lambda);
+                    let mut slots: Vec<Value> = Vec::with_capacity(code.slots);
+                    slots.push(arg);
+                    let n = code.ops.len() - usize::from(code.tail);
+                    for (op, span) in &code.ops[..n] {
+                        let v = self
+                            .op(op, &slots, &c, &code)
+                            .map_err(|e| blame(e, *span))?;
+                        slots.push(v);
+                    }
+                    if code.tail {
+                        match &code.ops[n].0 {
+                            Op::App(g, a) => {
+                                let g2 = load(*g, &slots, &c);
+                                arg = load(*a, &slots, &c);
+                                f = g2;
+                                continue;
+                            }
+                            _ => unreachable!("tail op is an application"),
+                        }
+                    }
+                    return Ok(load(code.result, &slots, &c));
+                }
+                Value::Prim(p) => match self.prim(p, arg)? {
+                    crate::prims::Outcome::Value(v) => return Ok(v),
+                    crate::prims::Outcome::TailCall(g, a) => {
+                        f = g;
+                        arg = a;
+                    }
+                },
+                other => {
+                    return err(format!(
+                        "cannot apply a non-procedure: found {}",
+                        other.describe()
+                    ))
+                }
+            }
+        }
+    }
+
+    fn op(&mut self, op: &Op, slots: &[Value], c: &Rc<Closure>, code: &Code) -> Result<Value> {
+        let ld = |l: &Loc| load(*l, slots, c);
+        match op {
+            Op::Const(k) => self.const_value(*k),
+            Op::Copy(l) => Ok(ld(l)),
+            Op::Closure(lambda, env) => Ok(Value::Closure(Rc::new(Closure {
+                lambda: *lambda,
+                env: env.iter().map(ld).collect(),
+            }))),
+            Op::Sibling(i) => {
+                let g = code.group.ok_or_else(|| RunError {
+                    message: "internal error: sibling outside a group".into(),
+                    span: None,
+                })?;
+                let lambda = self.prog.groups[g].lambdas[*i as usize];
+                Ok(Value::Closure(Rc::new(Closure {
+                    lambda,
+                    env: c.env.clone(),
+                })))
+            }
+            Op::App(f, a) => self.apply(ld(f), ld(a)),
+            Op::Cons(tags, a, b) => self.cons_t(tags, ld(a), ld(b)),
+            Op::Car(tags, p, pat) => self.car_t(tags, ld(p), true, *pat),
+            Op::Cdr(tags, p, pat) => self.car_t(tags, ld(p), false, *pat),
+            Op::Check(tags, v, k, pat) => self.check_t(tags, ld(v), *k, *pat),
+            Op::EnvRef(cl, i) => self.env_ref(ld(cl), *i),
+            Op::EnvUpdate(cl, i, v) => self.env_update(ld(cl), *i, ld(v)),
+        }
+    }
+
+    /// The value of a constant of (possibly transformed) code, built once.
+    pub fn const_value(&mut self, k: ConstId) -> Result<Value> {
+        let i = k.index();
+        if let Some(Some(v)) = self.consts.get(i) {
+            return Ok(v.clone());
+        }
+        let c = self.prog.consts[k].clone();
+        let mut v = datum_value(&c.datum);
+        for tag in c.tags.iter().rev() {
+            v = self.tag_const(*tag, v)?;
+        }
+        if i >= self.consts.len() {
+            self.consts.resize(self.prog.consts.len().max(i + 1), None);
+        }
+        self.consts[i] = Some(v.clone());
+        Ok(v)
+    }
+
+    /// `tag` applied to a constant: forward constants get a zero tangent.
+    fn tag_const(&mut self, tag: Tag, v: Value) -> Result<Value> {
+        match tag {
+            Tag::Forward => {
+                let z = self.zero(&v)?;
+                let t = self.tag_wrap(Tag::Perturb, z)?;
+                self.bundle(v, t)
+            }
+            _ => self.tag_wrap(tag, v),
+        }
+    }
+
+    /// The closure of the AD prelude entry `tag(p)`.
+    pub(crate) fn prim_closure(&mut self, tag: Tag, p: Prim) -> Value {
+        if let Some(v) = self.prim_closures.get(&(tag, p)) {
+            return v.clone();
+        }
+        let l = ad::prim_transform(&mut self.prog, &mut self.memo, tag, p);
+        let v = Value::Closure(Rc::new(Closure {
+            lambda: l,
+            env: Box::new([]),
+        }));
+        self.prim_closures.insert((tag, p), v.clone());
+        v
+    }
+
+    fn env_ref(&mut self, c: Value, i: u32) -> Result<Value> {
+        match c {
+            Value::Closure(c) => c.env.get(i as usize).cloned().ok_or_else(|| RunError {
+                message: "internal error: environment slot out of range".into(),
+                span: None,
+            }),
+            other => err(format!(
+                "expected the sensitivity of a procedure, found {}",
+                other.describe()
+            )),
+        }
+    }
+
+    fn env_update(&mut self, c: Value, i: u32, v: Value) -> Result<Value> {
+        match c {
+            Value::Closure(c) if (i as usize) < c.env.len() => {
+                let mut env = c.env.clone();
+                env[i as usize] = v;
+                Ok(Value::Closure(Rc::new(Closure {
+                    lambda: c.lambda,
+                    env,
+                })))
+            }
+            other => err(format!(
+                "expected the sensitivity of a procedure, found {}",
+                other.describe()
+            )),
+        }
+    }
+
+    /// Reads the next whitespace-separated word of input.
+    pub(crate) fn read_word(&mut self) -> Result<Option<String>> {
+        loop {
+            if let Some(w) = self.pending.pop_front() {
+                return Ok(Some(w));
+            }
+            let mut line = String::new();
+            let n = self
+                .input
+                .read_line(&mut line)
+                .or_else(|e| err(format!("read-real: cannot read input: {e}")))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.pending
+                .extend(line.split_whitespace().map(str::to_string));
+        }
+    }
+
+    pub(crate) fn pattern_error(&self, pat: Option<PatId>, found: &Value) -> RunError {
+        match pat {
+            Some(p) => {
+                let info = &self.prog.patterns[p];
+                let owner = info.owner.as_deref().unwrap_or("lambda");
+                RunError {
+                    message: format!(
+                        "pattern mismatch: `{owner}` expects an argument matching {}, found {}",
+                        info.text,
+                        found.describe()
+                    ),
+                    span: None,
+                }
+            }
+            None => RunError {
+                message: format!("expected a pair, found {}", found.describe()),
+                span: None,
+            },
+        }
+    }
+}
+
+/// Attributes an error to the form at `span` unless it already points into
+/// user code: as an error travels out through the calls, the innermost
+/// position in the user's files wins, since library code (file 0) is not
+/// where the user can fix anything.
+fn blame(mut e: RunError, span: Option<Span>) -> RunError {
+    let in_user = |s: Option<Span>| s.is_some_and(|s| s.file.0 != 0);
+    if !in_user(e.span) && (in_user(span) || e.span.is_none()) {
+        e.span = span.or(e.span);
+    }
+    e
+}
+
+fn load(l: Loc, slots: &[Value], c: &Closure) -> Value {
+    match l {
+        Loc::Local(i) => slots[i as usize].clone(),
+        Loc::Env(i) => c.env[i as usize].clone(),
+    }
+}
+
+pub(crate) fn datum_value(d: &ConstDatum) -> Value {
+    match d {
+        ConstDatum::Real(r) => Value::Real(*r),
+        ConstDatum::Bool(b) => Value::Bool(*b),
+        ConstDatum::Nil => Value::Nil,
+        ConstDatum::Prim(p) => Value::Prim(*p),
+        ConstDatum::Pair(a, b) => Value::pair(datum_value(a), datum_value(b)),
+    }
+}

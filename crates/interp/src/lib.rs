@@ -1,0 +1,17 @@
+//! The reference interpreter: `stalingrad run` and `stalingrad test`.
+//!
+//! Input: a core IR [`ir::Program`]. Output: the program's printed values
+//! (or test report) and operation counts. It applies the AD
+//! transformations of crate `ad` at run time, memoised per lambda, so it is
+//! the oracle compiled code is checked against: simple, exact, and faithful
+//! to VLAD.md rather than fast.
+
+mod adops;
+pub mod count;
+pub mod eval;
+mod prims;
+pub mod value;
+
+pub use count::Counters;
+pub use eval::{Interp, Mode, RunError, TestReport};
+pub use value::Value;

@@ -1,0 +1,279 @@
+//! The core IR: alpha-converted A-normal form, the language the AD
+//! transformations, the interpreter and the flow analysis are written against.
+//!
+//! A [`Lambda`] is the paper's `λx0. let x1 = e1; ...; xn = en in xr`: one
+//! parameter, a straight-line list of single-assignment [`Binding`]s and a
+//! result variable. Conditionals are not special: `if` is an application of
+//! the primitive `if-procedure` to two thunks, so every transformation only
+//! has to handle straight-line code.
+//!
+//! Invariants:
+//! - every [`Var`] is bound exactly once in the whole program (by a
+//!   parameter, a binding, or the top level), and is only used inside the
+//!   scope of its binder;
+//! - `Lambda::free` lists exactly the variables a lambda uses but does not
+//!   bind, sorted by `Var` (the paper's order `≺`); it is the layout of the
+//!   closure environment, and a `Rhs::Closure` names one variable per slot;
+//! - all members of a letrec [`Group`] share the group's `free` layout, and
+//!   refer to each other with `Rhs::Sibling`, never through variables;
+//! - tag stacks are outermost first: `[Reverse, Forward]` is a reverse value
+//!   of a forward value.
+
+use crate::entity::Arena;
+use crate::prim::Prim;
+use syntax::Span;
+
+crate::entity!(Var, "x");
+crate::entity!(LambdaId, "L");
+crate::entity!(GroupId, "G");
+crate::entity!(ConstId, "k");
+crate::entity!(PatId, "p");
+
+/// The kinds of AD tag (VLAD.md section 6.1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Tag {
+    Perturb,
+    Forward,
+    Sensitize,
+    Reverse,
+}
+
+impl Tag {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tag::Perturb => "perturbation",
+            Tag::Forward => "forward",
+            Tag::Sensitize => "sensitivity",
+            Tag::Reverse => "reverse",
+        }
+    }
+    /// One letter, for transformed variable names in dumps.
+    pub fn letter(self) -> char {
+        match self {
+            Tag::Perturb => 'P',
+            Tag::Forward => 'F',
+            Tag::Sensitize => 'S',
+            Tag::Reverse => 'R',
+        }
+    }
+}
+
+/// A stack of tags, outermost first.
+pub type Tags = Vec<Tag>;
+
+/// Pushes `t` as the new outermost tag.
+pub fn push_tag(t: Tag, tags: &[Tag]) -> Tags {
+    let mut v = Vec::with_capacity(tags.len() + 1);
+    v.push(t);
+    v.extend_from_slice(tags);
+    v
+}
+
+#[derive(Clone, Debug)]
+pub struct VarData {
+    /// The source name, or a derived name for transformed code.
+    pub name: String,
+}
+
+/// Constant data, before tags are applied.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConstDatum {
+    Real(f64),
+    Bool(bool),
+    Nil,
+    Pair(Box<ConstDatum>, Box<ConstDatum>),
+    Prim(Prim),
+}
+
+/// A constant of transformed code: `tags` applied (innermost last) to the
+/// datum, e.g. `*j` of the primitive `+` is `{Prim(+), [Reverse]}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Const {
+    pub datum: ConstDatum,
+    pub tags: Tags,
+}
+
+/// Where a lambda came from: source text or a transformation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Origin {
+    Source,
+    /// The transformation `tag` of another lambda (its code and, for the
+    /// inverse operations, the way back).
+    Transform { tag: Tag, of: LambdaId },
+    /// The built-in transformed primitive `tag(prim)` from the AD prelude.
+    PrimTransform { tag: Tag, prim: Prim },
+    /// The backpropagator built inside the reverse transform of `of`.
+    Backprop { of: LambdaId },
+}
+
+#[derive(Clone, Debug)]
+pub struct Lambda {
+    pub param: Var,
+    pub body: Vec<Binding>,
+    pub result: Var,
+    pub free: Vec<Var>,
+    pub group: Option<GroupId>,
+    pub origin: Origin,
+    pub name: Option<String>,
+    pub span: Option<Span>,
+}
+
+/// Mutually recursive lambdas created together over one environment.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub lambdas: Vec<LambdaId>,
+    pub free: Vec<Var>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Binding {
+    pub var: Var,
+    pub rhs: Rhs,
+    /// The source form this binding computes, for run-time errors.
+    pub span: Option<Span>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rhs {
+    Const(ConstId),
+    Copy(Var),
+    /// Allocate a closure of `lambda`; `env[i]` fills slot `i`, i.e. the
+    /// lambda's `free[i]`.
+    Closure {
+        lambda: LambdaId,
+        env: Vec<Var>,
+    },
+    /// Inside a member of a letrec group: member `index` of the same group,
+    /// over the current closure's environment.
+    Sibling(u32),
+    App {
+        f: Var,
+        arg: Var,
+    },
+    /// A pair in the world `tags`: `tags(cons a b)` built from `tags(a)`
+    /// and `tags(b)`.
+    Cons {
+        tags: Tags,
+        car: Var,
+        cdr: Var,
+    },
+    Car {
+        tags: Tags,
+        pair: Var,
+        pat: Option<PatId>,
+    },
+    Cdr {
+        tags: Tags,
+        pair: Var,
+        pat: Option<PatId>,
+    },
+    /// A constant pattern: the value of `var` (seen through `tags`) must
+    /// equal the constant; the binding's value is `var`'s.
+    Check {
+        tags: Tags,
+        var: Var,
+        expect: ConstId,
+        pat: Option<PatId>,
+    },
+    /// Slot `index` of a closure's environment. Built by the reverse
+    /// transform to take closure-shaped sensitivities apart.
+    EnvRef {
+        closure: Var,
+        index: u32,
+    },
+    /// A copy of a closure with slot `index` replaced: the reverse of
+    /// `EnvRef`, needed when reverse mode is applied to backpropagators.
+    EnvUpdate {
+        closure: Var,
+        index: u32,
+        value: Var,
+    },
+}
+
+/// What a pattern match was, for the message when it fails.
+#[derive(Clone, Debug)]
+pub struct PatInfo {
+    /// The procedure whose parameter (or `let`) it is.
+    pub owner: Option<String>,
+    /// The whole pattern, as written.
+    pub text: String,
+    pub span: Span,
+}
+
+/// A top-level statement.
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    Bind(Binding),
+    /// Print (for `run`) or check (for `test`) the value of `var`.
+    Show {
+        var: Var,
+        expect: Option<syntax::ast::Expect>,
+        span: Span,
+    },
+}
+
+/// A whole program: arenas plus the top-level statements. Transformations
+/// append to the arenas; nothing is ever removed, so ids stay valid.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub vars: Arena<Var, VarData>,
+    pub lambdas: Arena<LambdaId, Lambda>,
+    pub groups: Arena<GroupId, Group>,
+    pub consts: Arena<ConstId, Const>,
+    pub patterns: Arena<PatId, PatInfo>,
+    pub main: Vec<Stmt>,
+}
+
+impl Program {
+    pub fn new_var(&mut self, name: impl Into<String>) -> Var {
+        self.vars.push(VarData { name: name.into() })
+    }
+
+    pub fn var_name(&self, v: Var) -> &str {
+        &self.vars[v].name
+    }
+
+    /// The outermost tag a closure of this lambda carries, if any.
+    pub fn lambda_tag(&self, l: LambdaId) -> Option<Tag> {
+        match self.lambdas[l].origin {
+            Origin::Transform { tag, .. } | Origin::PrimTransform { tag, .. } => Some(tag),
+            Origin::Source | Origin::Backprop { .. } => None,
+        }
+    }
+}
+
+impl Rhs {
+    /// The variables this right-hand side reads.
+    pub fn uses(&self) -> Vec<Var> {
+        match self {
+            Rhs::Const(_) | Rhs::Sibling(_) => vec![],
+            Rhs::Copy(v) => vec![*v],
+            Rhs::Closure { env, .. } => env.clone(),
+            Rhs::App { f, arg } => vec![*f, *arg],
+            Rhs::Cons { car, cdr, .. } => vec![*car, *cdr],
+            Rhs::Car { pair, .. } | Rhs::Cdr { pair, .. } => vec![*pair],
+            Rhs::Check { var, .. } => vec![*var],
+            Rhs::EnvRef { closure, .. } => vec![*closure],
+            Rhs::EnvUpdate { closure, value, .. } => vec![*closure, *value],
+        }
+    }
+}
+
+/// The free variables of a lambda body: used but not bound, sorted.
+pub fn free_vars(param: Var, body: &[Binding], result: Var) -> Vec<Var> {
+    let mut bound = std::collections::HashSet::new();
+    bound.insert(param);
+    let mut free = std::collections::BTreeSet::new();
+    for b in body {
+        for u in b.rhs.uses() {
+            if !bound.contains(&u) {
+                free.insert(u);
+            }
+        }
+        bound.insert(b.var);
+    }
+    if !bound.contains(&result) {
+        free.insert(result);
+    }
+    free.into_iter().collect()
+}

@@ -1,0 +1,102 @@
+//! The primitives of VLAD.md sections 5 and 6, by name.
+
+use std::fmt;
+
+macro_rules! prims {
+    ($($v:ident = $s:expr, $kind:ident;)*) => {
+        /// A primitive procedure. Every primitive takes one argument (a pair
+        /// for binary ones, `()` for `read-real`).
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+        pub enum Prim { $($v),* }
+
+        impl Prim {
+            pub const ALL: &'static [Prim] = &[$(Prim::$v),*];
+            pub fn name(self) -> &'static str {
+                match self { $(Prim::$v => $s),* }
+            }
+            pub fn kind(self) -> PrimKind {
+                match self { $(Prim::$v => PrimKind::$kind),* }
+            }
+        }
+    };
+}
+
+/// How a primitive treats its argument; decides its AD rules.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PrimKind {
+    /// Real-valued arithmetic on two reals.
+    Binary,
+    /// Real-valued arithmetic on one real.
+    Unary,
+    /// Comparison of two reals: boolean result, zero derivative.
+    Compare,
+    /// Predicate on one value: boolean result, zero derivative.
+    Predicate,
+    /// Control, input and output.
+    Control,
+    /// An AD operation of section 6.
+    Ad,
+}
+
+prims! {
+    Add = "+", Binary;
+    Sub = "-", Binary;
+    Mul = "*", Binary;
+    Div = "/", Binary;
+    Atan = "atan", Binary;
+    Sqrt = "sqrt", Unary;
+    Exp = "exp", Unary;
+    Log = "log", Unary;
+    Sin = "sin", Unary;
+    Cos = "cos", Unary;
+    Eq = "=", Compare;
+    Lt = "<", Compare;
+    Gt = ">", Compare;
+    Le = "<=", Compare;
+    Ge = ">=", Compare;
+    IsZero = "zero?", Predicate;
+    IsPositive = "positive?", Predicate;
+    IsNegative = "negative?", Predicate;
+    IsNull = "null?", Predicate;
+    IsBoolean = "boolean?", Predicate;
+    IsReal = "real?", Predicate;
+    IsPair = "pair?", Predicate;
+    IsProcedure = "procedure?", Predicate;
+    IsPerturbation = "perturbation?", Predicate;
+    IsForward = "forward?", Predicate;
+    IsSensitivity = "sensitivity?", Predicate;
+    IsReverse = "reverse?", Predicate;
+    IfProcedure = "if-procedure", Control;
+    Real = "real", Control;
+    WriteReal = "write-real", Control;
+    Write = "write", Control;
+    ReadReal = "read-real", Control;
+    Zero = "zero", Ad;
+    Plus = "plus", Ad;
+    Perturb = "perturb", Ad;
+    Unperturb = "unperturb", Ad;
+    Bundle = "bundle", Ad;
+    Primal = "primal", Ad;
+    Tangent = "tangent", Ad;
+    Sensitize = "sensitize", Ad;
+    Unsensitize = "unsensitize", Ad;
+    StarJ = "*j", Ad;
+    StarJInverse = "*j-inverse", Ad;
+}
+
+impl Prim {
+    pub fn from_name(s: &str) -> Option<Prim> {
+        Prim::ALL.iter().copied().find(|p| p.name() == s)
+    }
+
+    /// Arithmetic whose applications `--count-ops` reports.
+    pub fn is_arithmetic(self) -> bool {
+        matches!(self.kind(), PrimKind::Binary | PrimKind::Unary)
+    }
+}
+
+impl fmt::Display for Prim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,229 @@
+//! `stalingrad`: the command-line driver.
+//!
+//! `run` and `test` read, expand and convert a program (crates `syntax`,
+//! `ir`) and evaluate it with the reference interpreter (crate `interp`);
+//! `build --emit=anf` prints the core IR. Every failure is a
+//! [`syntax::Diagnostic`] printed as `file:line:col: error: ...` with a
+//! non-zero exit, never a panic.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use syntax::{Diagnostic, SourceMap};
+
+const ABOUT: &str = "An ahead-of-time compiler and reference interpreter for VLAD, \
+a pure higher-order Scheme with first-class forward and reverse AD.";
+
+const EXAMPLES: &str = "\
+Examples:
+  stalingrad run examples/hessian.vlad          print every top-level value
+  echo 1000 | stalingrad run prog.vlad          input for (read-real)
+  stalingrad run --count-ops prog.vlad          also count arithmetic and AD steps
+  stalingrad test examples/*.vlad               check every `expr ===> value`
+  stalingrad build --emit=anf prog.vlad         show the A-normal-form core IR
+
+A tiny program (gradient.vlad):
+  (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
+  ((gradient-R f) '(3 4))   ===> (24 9)";
+
+#[derive(Parser)]
+#[command(name = "stalingrad", version, about = ABOUT, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate a program with the reference interpreter, printing the value
+    /// of each top-level expression on its own line.
+    #[command(after_help = "Example:\n  stalingrad run examples/saddle.vlad -I lib")]
+    Run(RunArgs),
+    /// Check the `===>` expectations of one or more programs; prints PASS or
+    /// FAIL per expectation and `N passed, M failed`.
+    #[command(after_help = "Example:\n  stalingrad test examples/*.vlad")]
+    Test(TestArgs),
+    /// Compile a program. For now only `--emit=anf` (the core IR) is
+    /// available; native code generation is not built yet.
+    #[command(after_help = "Example:\n  stalingrad build --emit=anf examples/hessian.vlad")]
+    Build(BuildArgs),
+}
+
+#[derive(Args)]
+struct Common {
+    /// Directories searched for `(include "name")` after the including
+    /// file's own directory.
+    #[arg(short = 'I', value_name = "DIR")]
+    include: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    file: PathBuf,
+    #[command(flatten)]
+    common: Common,
+    /// After the run, print to standard error how many times each
+    /// arithmetic primitive ran and how many zero, plus and transformation
+    /// steps ran.
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, default_missing_value = "table")]
+    count_ops: Option<CountFormat>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CountFormat {
+    Table,
+    Json,
+}
+
+#[derive(Args)]
+struct TestArgs {
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct BuildArgs {
+    file: PathBuf,
+    #[command(flatten)]
+    common: Common,
+    /// Print a stage instead of building: `anf` is the core IR.
+    #[arg(long, value_name = "STAGE")]
+    emit: Option<Emit>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Emit {
+    Anf,
+}
+
+/// The interpreter recurses on the Rust stack for every non-tail VLAD call;
+/// deep (non-tail) recursion in VLAD needs a deep stack. This is address
+/// space, not memory: pages are only touched when used.
+const STACK_BYTES: usize = 4 << 30;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .stack_size(STACK_BYTES)
+        .spawn(move || match cli.command {
+            Command::Run(a) => run(a),
+            Command::Test(a) => test(a),
+            Command::Build(a) => build(a),
+        });
+    match worker.map(|h| h.join()) {
+        Ok(Ok(code)) => code,
+        _ => {
+            eprintln!("stalingrad: internal error (the run was aborted)");
+            ExitCode::from(101)
+        }
+    }
+}
+
+fn load(file: &Path, common: &Common, map: &mut SourceMap) -> Result<ir::Program, Diagnostic> {
+    let opts = syntax::expand::Options {
+        include_dirs: common.include.clone(),
+    };
+    let ast = syntax::expand::load_program(map, file, &opts)?;
+    ir::anf::lower_program(&ast)
+}
+
+fn report(d: &Diagnostic, map: &SourceMap) {
+    let _ = std::io::stdout().flush();
+    eprintln!("{}", d.render(map));
+}
+
+fn run(a: RunArgs) -> ExitCode {
+    let mut map = SourceMap::new();
+    let prog = match load(&a.file, &a.common, &mut map) {
+        Ok(p) => p,
+        Err(d) => {
+            report(&d, &map);
+            return ExitCode::FAILURE;
+        }
+    };
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut it = interp::Interp::new(prog, &mut input, &mut out);
+    let result = it.run_main(interp::Mode::Run, &map);
+    let counters = it.counters.clone();
+    drop(it);
+    let _ = out.flush();
+    let code = match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(d) => {
+            report(&d, &map);
+            ExitCode::FAILURE
+        }
+    };
+    match a.count_ops {
+        Some(CountFormat::Json) => eprintln!("{}", counters.json()),
+        Some(CountFormat::Table) => eprint!("{}", counters.table()),
+        None => {}
+    }
+    code
+}
+
+fn test(a: TestArgs) -> ExitCode {
+    let (mut passed, mut failed) = (0, 0);
+    for file in &a.files {
+        let mut map = SourceMap::new();
+        let prog = match load(file, &a.common, &mut map) {
+            Ok(p) => p,
+            Err(d) => {
+                println!("FAIL {}: {}", file.display(), d.render(&map));
+                failed += 1;
+                continue;
+            }
+        };
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        let mut it = interp::Interp::new(prog, &mut input, &mut out);
+        match it.run_main(interp::Mode::Test, &map) {
+            Ok(r) => {
+                passed += r.passed;
+                failed += r.failed;
+            }
+            Err(d) => {
+                drop(it);
+                println!("FAIL {}", d.render(&map));
+                failed += 1;
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn build(a: BuildArgs) -> ExitCode {
+    let mut map = SourceMap::new();
+    let prog = match load(&a.file, &a.common, &mut map) {
+        Ok(p) => p,
+        Err(d) => {
+            report(&d, &map);
+            return ExitCode::FAILURE;
+        }
+    };
+    match a.emit {
+        Some(Emit::Anf) => {
+            print!("{}", ir::print::program(&prog));
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!(
+                "error: native code generation is not implemented yet; use `stalingrad run`, or `--emit=anf`"
+            );
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! Operation counts (VLAD.md 6.4), measured with
+//! `stalingrad run --count-ops=json FILE` on the programs of
+//! `tests/complexity/`, with n on standard input. The counters are the one
+//! JSON line the binary prints on standard error after the run:
+//! `{"arithmetic":{...},"arithmetic_total":N,"comparisons":N,"zero":N,"plus":N,"transform":N}`.
+//!
+//! - The forward phase of reverse mode does exactly the primal arithmetic.
+//! - A reverse-mode gradient costs a constant factor more arithmetic than
+//!   the primal, the same factor for every n, and the structural AD work
+//!   (`zero` + `plus` + `transform`) it needs grows linearly in n.
+//! - `zero`, `plus` and `*j` preserve sharing: on an n-deep chain of shared
+//!   pairs they take O(n) steps, not O(2^n).
+
+mod common;
+
+use common::*;
+
+/// The counters of one run.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    arithmetic_total: u64,
+    zero: u64,
+    plus: u64,
+    transform: u64,
+}
+
+impl Counts {
+    fn structural(&self) -> u64 {
+        self.zero + self.plus + self.transform
+    }
+}
+
+/// The number after `"key":` in a JSON line (integers; a float is truncated).
+fn json_number(line: &str, key: &str) -> Option<u64> {
+    let needle = format!("\"{key}\"");
+    let start = line.find(&needle)? + needle.len();
+    let rest = line[start..].trim_start().strip_prefix(':')?.trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')))
+        .unwrap_or(rest.len());
+    let number: f64 = rest[..end].parse().ok()?;
+    Some(number as u64)
+}
+
+/// Parses the counters line from standard error.
+fn parse_counts(stderr: &str) -> Result<Counts, String> {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"arithmetic_total\""))
+        .ok_or("no line with \"arithmetic_total\" on standard error")?;
+    let get = |key: &str| json_number(line, key).ok_or(format!("no number for {key:?} in {line}"));
+    Ok(Counts {
+        arithmetic_total: get("arithmetic_total")?,
+        zero: get("zero")?,
+        plus: get("plus")?,
+        transform: get("transform")?,
+    })
+}
+
+/// Runs one program with n on standard input, checks its output, and
+/// returns its counters.
+fn measure(
+    program: &str,
+    n: u32,
+    expected_stdout: &str,
+    failures: &mut Failures,
+) -> Option<Counts> {
+    let path = repo_root().join("tests").join("complexity").join(program);
+    let args = vec![
+        "run".to_string(),
+        "--count-ops=json".to_string(),
+        rel(&path),
+    ];
+    let input = format!("{n}\n");
+    let run = run_stalingrad(&args, Some(input.as_bytes()));
+    if !run.success() {
+        failures.add(format!(
+            "{program} with n = {n}: run failed ({})\n{}",
+            run.describe_status(),
+            run.transcript()
+        ));
+        return None;
+    }
+    if run.stdout.trim_end() != expected_stdout {
+        failures.add(format!(
+            "{program} with n = {n}: expected output {expected_stdout:?}, got {:?}",
+            run.stdout
+        ));
+    }
+    match parse_counts(&run.stderr) {
+        Ok(c) => {
+            println!(
+                "{program:22} n = {n:5}: arithmetic {:8}  zero {:6}  plus {:6}  transform {:6}  ({:?})",
+                c.arithmetic_total, c.zero, c.plus, c.transform, run.elapsed
+            );
+            Some(c)
+        }
+        Err(e) => {
+            failures.add(format!("{program} with n = {n}: {e}\n{}", run.transcript()));
+            None
+        }
+    }
+}
+
+/// Whether a and b are within `tolerance` (relative) of each other.
+fn close(a: f64, b: f64, tolerance: f64) -> bool {
+    (a - b).abs() <= tolerance * a.abs().max(b.abs())
+}
+
+/// A chain program, its expected output, the counter it exercises, and how
+/// to read that counter.
+type ChainCase = (&'static str, &'static str, &'static str, fn(&Counts) -> u64);
+
+const SIZES: [u32; 3] = [10, 100, 1000];
+
+/// Checks one family (`NAME-primal`, `NAME-forward`, `NAME-gradient`).
+fn check_family(
+    family: &str,
+    primal_out: [&str; 3],
+    gradient_out: &str,
+    failures: &mut Failures,
+) -> usize {
+    let mut checks = 0;
+    let mut primal = Vec::new();
+    let mut gradient = Vec::new();
+    for (i, &n) in SIZES.iter().enumerate() {
+        let p = measure(&format!("{family}-primal.vlad"), n, primal_out[i], failures);
+        let f = measure(
+            &format!("{family}-forward.vlad"),
+            n,
+            primal_out[i],
+            failures,
+        );
+        let g = measure(
+            &format!("{family}-gradient.vlad"),
+            n,
+            gradient_out,
+            failures,
+        );
+        checks += 3;
+        if let (Some(p), Some(f)) = (p, f) {
+            checks += 1;
+            if p.arithmetic_total != f.arithmetic_total {
+                failures.add(format!(
+                    "{family}, n = {n}: forward phase does {} arithmetic operations, \
+                     the primal {}; they must be equal",
+                    f.arithmetic_total, p.arithmetic_total
+                ));
+            } else {
+                println!(
+                    "ok   {family}, n = {n}: forward phase arithmetic = primal arithmetic = {}",
+                    p.arithmetic_total
+                );
+            }
+        }
+        if let (Some(p), Some(g)) = (p, g) {
+            primal.push(p);
+            gradient.push(g);
+        }
+    }
+    if primal.len() != SIZES.len() {
+        return checks;
+    }
+    // The gradient/primal ratio must not depend on n. Small constant
+    // overheads weigh most at n = 10, so the totals are compared at the two
+    // larger sizes and the increments between consecutive sizes everywhere.
+    let ratio = |i: usize| gradient[i].arithmetic_total as f64 / primal[i].arithmetic_total as f64;
+    let marginal = |i: usize| {
+        (gradient[i + 1].arithmetic_total as f64 - gradient[i].arithmetic_total as f64)
+            / (primal[i + 1].arithmetic_total as f64 - primal[i].arithmetic_total as f64)
+    };
+    let (r10, r100, r1000) = (ratio(0), ratio(1), ratio(2));
+    let (m1, m2) = (marginal(0), marginal(1));
+    println!(
+        "{family}: gradient/primal arithmetic ratio {r10:.3} (n=10), {r100:.3} (n=100), \
+         {r1000:.3} (n=1000); per added element {m1:.3} (10..100), {m2:.3} (100..1000)"
+    );
+    checks += 2;
+    if !close(r100, r1000, 0.10) {
+        failures.add(format!(
+            "{family}: gradient/primal ratio changes with n: {r100:.3} at n = 100, \
+             {r1000:.3} at n = 1000 (more than 10% apart)"
+        ));
+    }
+    if !close(m1, m2, 0.10) || !m1.is_finite() {
+        failures.add(format!(
+            "{family}: gradient arithmetic per added element relative to the primal's \
+             changes with n: {m1:.3} from 10 to 100, {m2:.3} from 100 to 1000"
+        ));
+    }
+    // The structural work of the gradient must be linear in n as well:
+    // from 100 to 1000 it grows 10 times as much as from 10 to 100.
+    checks += 1;
+    let s: Vec<f64> = gradient.iter().map(|c| c.structural() as f64).collect();
+    let (d1, d2) = (s[1] - s[0], s[2] - s[1]);
+    let linear = if d1 == 0.0 {
+        d2 == 0.0
+    } else {
+        close(d2 / d1, 10.0, 0.10)
+    };
+    println!(
+        "{family}: gradient zero+plus+transform steps {} / {} / {} for n = 10 / 100 / 1000",
+        s[0], s[1], s[2]
+    );
+    if !linear {
+        failures.add(format!(
+            "{family}: the gradient's zero+plus+transform steps are not linear in n: \
+             {} / {} / {} for n = 10 / 100 / 1000",
+            s[0], s[1], s[2]
+        ));
+    }
+    checks
+}
+
+#[test]
+fn reverse_mode_has_the_complexity_of_the_primal() {
+    let mut failures = Failures::default();
+    let mut checks = 0;
+    checks += check_family(
+        "sumsq",
+        ["332.5", "333325", "333333250"],
+        "1",
+        &mut failures,
+    );
+    checks += check_family(
+        "dot",
+        ["357.5", "335825", "333583250"],
+        "(1 0.5)",
+        &mut failures,
+    );
+    failures.finish("reverse-mode complexity", checks);
+}
+
+#[test]
+fn ad_operations_preserve_sharing() {
+    const N: [u32; 3] = [10, 20, 40];
+    const SLACK: u64 = 50;
+    let mut failures = Failures::default();
+    let mut checks = 0;
+    let cases: [ChainCase; 3] = [
+        ("chain-zero.vlad", "0", "zero", |c| c.zero),
+        ("chain-plus.vlad", "2", "plus", |c| c.plus),
+        ("chain-transform.vlad", "1", "transform", |c| c.transform),
+    ];
+    for (program, out, key, get) in cases {
+        let counts: Vec<Option<Counts>> = N
+            .iter()
+            .map(|&n| measure(program, n, out, &mut failures))
+            .collect();
+        checks += 3;
+        let Some(counts) = counts.into_iter().collect::<Option<Vec<Counts>>>() else {
+            continue;
+        };
+        let c: Vec<u64> = counts.iter().map(get).collect();
+        checks += 2;
+        let (d1, d2) = (c[1] as f64 - c[0] as f64, c[2] as f64 - c[1] as f64);
+        let linear = if d1 == 0.0 {
+            d2 == 0.0
+        } else {
+            close(d2, 2.0 * d1, 0.10)
+        };
+        if !linear {
+            failures.add(format!(
+                "{program}: `{key}` counts {} / {} / {} for n = 10 / 20 / 40 do not grow \
+                 linearly (count(40) - count(20) should be 2 (count(20) - count(10)))",
+                c[0], c[1], c[2]
+            ));
+        }
+        if c[2] >= 10 * 40 + SLACK {
+            failures.add(format!(
+                "{program}: `{key}` count {} for n = 40 is not below 10 n + {SLACK}",
+                c[2]
+            ));
+        }
+        if linear && c[2] < 10 * 40 + SLACK {
+            println!(
+                "ok   {program}: `{key}` steps {} / {} / {} for n = 10 / 20 / 40: linear",
+                c[0], c[1], c[2]
+            );
+        }
+    }
+    failures.finish("sharing in zero, plus and *j", checks);
+}
+
+#[test]
+fn json_counter_line_parses() {
+    let line = r#"{"arithmetic":{"+":3,"-":0,"*":2,"/":0,"sqrt":0,"exp":0,"log":0,"sin":0,"cos":0,"atan":0},"comparisons":1,"zero":4,"plus":5,"transform":6,"arithmetic_total":5}"#;
+    let c = parse_counts(&format!("noise\n{line}\n")).expect("parses");
+    assert_eq!(
+        (c.arithmetic_total, c.zero, c.plus, c.transform),
+        (5, 4, 5, 6)
+    );
+    assert_eq!(json_number(r#"{"a" : 12 }"#, "a"), Some(12));
+    assert_eq!(json_number(r#"{"a":1}"#, "b"), None);
+}

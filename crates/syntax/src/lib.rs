@@ -1,0 +1,24 @@
+//! Front end of `stalingrad`: source text to core AST.
+//!
+//! Input: a `.vlad` file (and the files it `include`s) plus the embedded
+//! standard library. Output: a [`ast::Program`], a flat, ordered list of
+//! top-level items in which every top-level name is unique and every
+//! definition appears after everything it needs (VLAD's top level is
+//! `letrec*`; [`expand`] turns it into an evaluation order or rejects the
+//! program). Derived forms (`let*`, named `let`, `cond`, `and`, `or`, `list`,
+//! `cons*`, curried `define`, n-ary application) are gone; what remains is the
+//! small core language of [`ast`].
+//!
+//! Stages: [`reader`] (text to [`sexp::Sexp`] with positions), [`expand`]
+//! (S-expressions to core AST). [`number`] owns numerals in both directions:
+//! reading every VLAD numeral and printing reals the way VLAD.md section 8
+//! asks. [`diag`] is the error type every later stage reports with.
+
+pub mod ast;
+pub mod diag;
+pub mod expand;
+pub mod number;
+pub mod reader;
+pub mod sexp;
+
+pub use diag::{Diagnostic, FileId, SourceMap, Span};
