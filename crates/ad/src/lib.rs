@@ -26,8 +26,8 @@
 //!   written in VLAD in `prelude.vlad`.
 
 mod prelude;
-mod reverse;
 mod retag;
+mod reverse;
 
 use ir::{ConstId, GroupId, LambdaId, Prim, Program, Tag, Var};
 use std::collections::HashMap;

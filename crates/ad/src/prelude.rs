@@ -26,7 +26,8 @@ fn build(prog: &mut Program, tag: Tag, prim: Prim) -> Result<LambdaId, Diagnosti
     let sexp = match template(tag, prim) {
         Some(src) => {
             let mut v = syntax::reader::read_str(&src, FileId(0))?;
-            v.pop().ok_or_else(|| Diagnostic::new(None, "empty template"))?
+            v.pop()
+                .ok_or_else(|| Diagnostic::new(None, "empty template"))?
         }
         None => entry(tag, prim)?,
     };
@@ -77,7 +78,9 @@ fn entry(tag: Tag, prim: Prim) -> Result<Sexp, Diagnostic> {
     let data = parsed().as_ref().map_err(Clone::clone)?;
     for d in data {
         if let SexpKind::List(v) = &d.kind {
-            if v.len() == 3 && v[0].symbol() == Some(tag.name()) && v[1].symbol() == Some(prim.name())
+            if v.len() == 3
+                && v[0].symbol() == Some(tag.name())
+                && v[1].symbol() == Some(prim.name())
             {
                 return Ok(v[2].clone());
             }

@@ -153,14 +153,28 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Lam
             Rhs::Copy(y) | Rhs::Check { var: y, .. } => bw.accumulate(prog, *y, s),
             Rhs::Closure { env, .. } => {
                 for (i, y) in env.iter().enumerate() {
-                    let t = bw.emit(prog, "se", Rhs::EnvRef { closure: s, index: i as u32 });
+                    let t = bw.emit(
+                        prog,
+                        "se",
+                        Rhs::EnvRef {
+                            closure: s,
+                            index: i as u32,
+                        },
+                    );
                     bw.accumulate(prog, *y, t);
                 }
             }
             Rhs::Sibling(_) => {
                 // A sibling's environment is this lambda's environment.
                 for (i, y) in lam.free.iter().enumerate() {
-                    let t = bw.emit(prog, "se", Rhs::EnvRef { closure: s, index: i as u32 });
+                    let t = bw.emit(
+                        prog,
+                        "se",
+                        Rhs::EnvRef {
+                            closure: s,
+                            index: i as u32,
+                        },
+                    );
                     bw.accumulate(prog, *y, t);
                 }
             }

@@ -12,6 +12,10 @@ use crate::value::{Closure, Value};
 use ad::Untransformed;
 use ir::{ConstDatum, ConstId, PatId, Tag};
 use std::collections::HashMap;
+
+/// Entries of the `zero` cache before it is dropped, bounding its memory in
+/// long runs; dropping it only costs speed.
+const ZERO_CACHE_LIMIT: usize = 1 << 18;
 use std::rc::Rc;
 
 fn op_name(tag: Tag, wrap: bool) -> &'static str {
@@ -139,8 +143,19 @@ impl Interp<'_> {
                     env: env.into_boxed_slice(),
                 })))
             }
-            (Value::Prim(q), Value::Perturbation(x)) if matches!(**x, Value::Nil) => {
+            (Value::Prim(q), _) if self.nil_perturbation(&t) => {
                 Ok(self.prim_closure(Tag::Forward, *q))
+            }
+            (Value::Closure(c), _)
+                if c.env.is_empty()
+                    && self.prim_chain(c.lambda).is_some()
+                    && self.nil_perturbation(&t) =>
+            {
+                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, c.lambda);
+                Ok(Value::Closure(Rc::new(Closure {
+                    lambda: l,
+                    env: Box::new([]),
+                })))
             }
             (_, Value::Perturbation(x)) if shallow_conform(&p, x) => {
                 Ok(Value::Bundle(Rc::new((p, t))))
@@ -202,16 +217,37 @@ impl Interp<'_> {
         ))
     }
 
-    /// `(zero v)`: the same shape with every real 0. Shared substructure is
-    /// visited once.
+    /// `(zero v)`: the same shape with every real 0.
+    ///
+    /// Results are cached by the identity of `v` across calls (the cache
+    /// keeps `v` alive, so an address is never reused while cached) and
+    /// remembered as known zeros. That makes the reverse phase linear on
+    /// lists: the backpropagator of `(car l)` asks for the zero of
+    /// `(cdr l)` at every step, which the cache answers in O(1) from the
+    /// previous step's answer, and `plus` skips a known zero in O(1)
+    /// (paper, section 4: "the AD primitives ... lazy").
     pub fn zero(&mut self, v: &Value) -> Result<Value> {
-        let mut memo = HashMap::new();
-        self.zero_memo(v, &mut memo)
+        if self.zero_cache.len() > ZERO_CACHE_LIMIT {
+            self.zero_cache.clear();
+            self.known_zeros.clear();
+        }
+        if v.addr().is_some_and(|a| self.known_zeros.contains(&a)) {
+            return Ok(v.clone());
+        }
+        let r = self.zero_memo(v)?;
+        if let Some(a) = r.addr() {
+            self.known_zeros.insert(a);
+        }
+        Ok(r)
     }
 
-    fn zero_memo(&mut self, v: &Value, memo: &mut HashMap<usize, Value>) -> Result<Value> {
+    fn is_known_zero(&self, v: &Value) -> bool {
+        v.addr().is_some_and(|a| self.known_zeros.contains(&a))
+    }
+
+    fn zero_memo(&mut self, v: &Value) -> Result<Value> {
         if let Some(k) = v.addr() {
-            if let Some(r) = memo.get(&k) {
+            if let Some((_, r)) = self.zero_cache.get(&k) {
                 return Ok(r.clone());
             }
         }
@@ -222,19 +258,34 @@ impl Interp<'_> {
             // A primitive has no environment: its zero is `()` (paper, §4).
             Value::Prim(_) => Value::Nil,
             Value::Pair(p) => {
-                let a = self.zero_memo(&p.0, memo)?;
-                let b = self.zero_memo(&p.1, memo)?;
+                let a = self.zero_memo(&p.0)?;
+                let b = self.zero_memo(&p.1)?;
                 Value::pair(a, b)
             }
             Value::Bundle(p) => {
-                let a = self.zero_memo(&p.0, memo)?;
-                let b = self.zero_memo(&p.1, memo)?;
+                let a = self.zero_memo(&p.0)?;
+                let b = self.zero_memo(&p.1)?;
                 Value::Bundle(Rc::new((a, b)))
+            }
+            Value::Closure(c) if c.env.is_empty() && self.prim_chain(c.lambda).is_some() => {
+                // A transformed primitive: the zero of `T(p)` is `T(())`,
+                // as the tag model gives it, whichever way it was built.
+                let tags = self.prim_chain(c.lambda).unwrap_or_default();
+                let mut z = Value::Nil;
+                for t in tags.iter().rev() {
+                    z = match t {
+                        Tag::Forward => {
+                            Value::Bundle(Rc::new((z.clone(), Value::wrap(Tag::Perturb, z))))
+                        }
+                        _ => Value::wrap(*t, z),
+                    };
+                }
+                z
             }
             Value::Closure(c) => {
                 let mut env = Vec::with_capacity(c.env.len());
                 for x in c.env.iter() {
-                    env.push(self.zero_memo(x, memo)?);
+                    env.push(self.zero_memo(x)?);
                 }
                 Value::Closure(Rc::new(Closure {
                     lambda: c.lambda,
@@ -242,12 +293,15 @@ impl Interp<'_> {
                 }))
             }
             Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => {
-                let z = self.zero_memo(x, memo)?;
+                let z = self.zero_memo(x)?;
                 Value::wrap(v.wrapper_tag().unwrap_or(Tag::Perturb), z)
             }
         };
         if let Some(k) = v.addr() {
-            memo.insert(k, r.clone());
+            if let Some(a) = r.addr() {
+                self.known_zeros.insert(a);
+            }
+            self.zero_cache.insert(k, (v.clone(), r.clone()));
         }
         Ok(r)
     }
@@ -257,14 +311,11 @@ impl Interp<'_> {
     pub fn plus(&mut self, a: &Value, b: &Value) -> Result<Value> {
         let mut memo = HashMap::new();
         self.plus_memo(a, b, &mut memo).map_err(|_| {
-            crate::eval::RunError {
-                message: format!(
-                    "`plus` expects two values of the same shape, found {} and {}",
-                    a.describe(),
-                    b.describe()
-                ),
-                span: None,
-            }
+            crate::eval::RunError::new(format!(
+                "`plus` expects two values of the same shape, found {} and {}",
+                a.describe(),
+                b.describe()
+            ))
         })
     }
 
@@ -284,6 +335,12 @@ impl Interp<'_> {
             }
         }
         self.counters.plus += 1;
+        if self.is_known_zero(a) {
+            return Ok(b.clone());
+        }
+        if self.is_known_zero(b) {
+            return Ok(a.clone());
+        }
         let r = match (a, b) {
             (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
             (Value::Bool(x), Value::Bool(y)) if x == y => a.clone(),
@@ -317,12 +374,63 @@ impl Interp<'_> {
                 let z = self.plus_memo(x, y, memo)?;
                 Value::wrap(a.wrapper_tag().unwrap_or(Tag::Perturb), z)
             }
+            // Values without reals whose representations differ only in
+            // how a transformed primitive was reached are all the same zero.
+            _ if self.nil_like(a) && self.nil_like(b) => {
+                if matches!(a, Value::Closure(_) | Value::Prim(_)) {
+                    b.clone()
+                } else {
+                    a.clone()
+                }
+            }
             _ => return err("non-conforming"),
         };
         if let Some(k) = key {
             memo.insert(k, r.clone());
         }
         Ok(r)
+    }
+
+    /// The tags that took a primitive to lambda `l` (outermost first), if
+    /// `l` is a chain of transformations of an AD prelude entry.
+    fn prim_chain(&self, mut l: ir::LambdaId) -> Option<Vec<Tag>> {
+        let mut tags = Vec::new();
+        loop {
+            match self.prog.lambdas[l].origin {
+                ir::Origin::Transform { tag, of } => {
+                    tags.push(tag);
+                    l = of;
+                }
+                ir::Origin::PrimTransform { tag, .. } => {
+                    tags.push(tag);
+                    return Some(tags);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A value with no reals that stands for the sensitivity of a
+    /// primitive: `()`, tagged `()`s, or a transformed primitive itself.
+    fn nil_like(&self, v: &Value) -> bool {
+        match v {
+            Value::Nil | Value::Prim(_) => true,
+            Value::Closure(c) => c.env.is_empty() && self.prim_chain(c.lambda).is_some(),
+            Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => self.nil_like(x),
+            Value::Bundle(p) => self.nil_like(&p.0) && self.nil_like(&p.1),
+            _ => false,
+        }
+    }
+
+    /// A perturbation with no reals: the tangent of a transformed primitive.
+    fn nil_perturbation(&self, t: &Value) -> bool {
+        match t {
+            Value::Perturbation(x) => self.nil_like(x),
+            Value::Closure(c) => {
+                self.nil_like(t) && self.prog.lambda_tag(c.lambda) == Some(Tag::Perturb)
+            }
+            _ => false,
+        }
     }
 
     /// `tags(cons a b)` from `tags(a)` and `tags(b)`.
@@ -349,7 +457,13 @@ impl Interp<'_> {
     }
 
     /// The car (or cdr) of `tags(pair)`, in the world `tags`.
-    pub fn car_t(&mut self, tags: &[Tag], v: Value, car: bool, pat: Option<PatId>) -> Result<Value> {
+    pub fn car_t(
+        &mut self,
+        tags: &[Tag],
+        v: Value,
+        car: bool,
+        pat: Option<PatId>,
+    ) -> Result<Value> {
         self.car_inner(tags, &v, car)
             .map_err(|_| self.pattern_error(pat, &v))
     }
@@ -378,7 +492,13 @@ impl Interp<'_> {
     }
 
     /// A constant pattern: `v`, seen through `tags`, must equal `k`.
-    pub fn check_t(&mut self, tags: &[Tag], v: Value, k: ConstId, pat: Option<PatId>) -> Result<Value> {
+    pub fn check_t(
+        &mut self,
+        tags: &[Tag],
+        v: Value,
+        k: ConstId,
+        pat: Option<PatId>,
+    ) -> Result<Value> {
         let mut x = v.clone();
         for t in tags {
             x = match t {

@@ -19,15 +19,28 @@ use syntax::{Diagnostic, Span};
 pub struct RunError {
     pub message: String,
     pub span: Option<Span>,
+    /// A parameter pattern that did not match: the fault is the call that
+    /// passed the argument, one frame out, not the pattern itself.
+    pub blame_caller: bool,
+    /// Where the pattern that failed to match is, for a note.
+    pub pattern_at: Option<Span>,
+}
+
+impl RunError {
+    pub fn new(message: impl Into<String>) -> RunError {
+        RunError {
+            message: message.into(),
+            span: None,
+            blame_caller: false,
+            pattern_at: None,
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, RunError>;
 
 pub fn err<T>(message: impl Into<String>) -> Result<T> {
-    Err(RunError {
-        message: message.into(),
-        span: None,
-    })
+    Err(RunError::new(message))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -135,6 +148,10 @@ pub struct Interp<'io> {
     prim_closures: HashMap<(Tag, Prim), Value>,
     input: &'io mut dyn BufRead,
     pub(crate) out: &'io mut dyn Write,
+    /// `zero` results by the address of their argument (kept alive here).
+    pub(crate) zero_cache: HashMap<usize, (Value, Value)>,
+    /// Addresses of values known to be zeros.
+    pub(crate) known_zeros: std::collections::HashSet<usize>,
     /// Words read from input but not yet consumed.
     pending: std::collections::VecDeque<String>,
 }
@@ -151,6 +168,8 @@ impl<'io> Interp<'io> {
             input,
             out,
             pending: Default::default(),
+            zero_cache: HashMap::new(),
+            known_zeros: Default::default(),
         }
     }
 
@@ -184,7 +203,7 @@ impl<'io> Interp<'io> {
                     Stmt::Bind(b) => {
                         let v = self
                             .eval_top(&b.rhs, &slots)
-                            .map_err(|e| self.diagnostic(e, b.span))?;
+                            .map_err(|e| self.diagnostic(map, e, b.span))?;
                         slots.insert(b.var, v);
                     }
                     Stmt::Show { var, expect, span } => {
@@ -193,7 +212,8 @@ impl<'io> Interp<'io> {
                             Mode::Run => {
                                 let mut s = v.to_text();
                                 s.push('\n');
-                                self.emit(&s).map_err(|e| self.diagnostic(e, Some(*span)))?;
+                                self.emit(&s)
+                                    .map_err(|e| self.diagnostic(map, e, Some(*span)))?;
                             }
                             Mode::Test => {
                                 if let Some(exp) = expect {
@@ -211,7 +231,7 @@ impl<'io> Interp<'io> {
                                         )
                                     };
                                     self.emit(&line)
-                                        .map_err(|e| self.diagnostic(e, Some(*span)))?;
+                                        .map_err(|e| self.diagnostic(map, e, Some(*span)))?;
                                 }
                             }
                         }
@@ -235,20 +255,20 @@ impl<'io> Interp<'io> {
         })
     }
 
-    fn diagnostic(&self, e: RunError, at: Option<Span>) -> Diagnostic {
+    fn diagnostic(&self, map: &syntax::SourceMap, e: RunError, at: Option<Span>) -> Diagnostic {
         let e = blame(e, at);
-        Diagnostic::new(e.span, e.message)
+        let mut d = Diagnostic::new(e.span, e.message);
+        if let Some(p) = e.pattern_at {
+            d = d.with_note(format!("the pattern is at {}", map.locate(p)));
+        }
+        d
     }
 
     fn eval_top(&mut self, rhs: &Rhs, slots: &HashMap<Var, Value>) -> Result<Value> {
         let get = |v: &Var| -> Result<Value> {
-            slots
-                .get(v)
-                .cloned()
-                .ok_or_else(|| RunError {
-                    message: "internal error: top-level variable read before it was bound".into(),
-                    span: None,
-                })
+            slots.get(v).cloned().ok_or_else(|| {
+                RunError::new("internal error: top-level variable read before it was bound")
+            })
         };
         match rhs {
             Rhs::Const(k) => self.const_value(*k),
@@ -338,10 +358,9 @@ impl<'io> Interp<'io> {
                 env: env.iter().map(ld).collect(),
             }))),
             Op::Sibling(i) => {
-                let g = code.group.ok_or_else(|| RunError {
-                    message: "internal error: sibling outside a group".into(),
-                    span: None,
-                })?;
+                let g = code
+                    .group
+                    .ok_or_else(|| RunError::new("internal error: sibling outside a group"))?;
                 let lambda = self.prog.groups[g].lambdas[*i as usize];
                 Ok(Value::Closure(Rc::new(Closure {
                     lambda,
@@ -404,10 +423,11 @@ impl<'io> Interp<'io> {
 
     fn env_ref(&mut self, c: Value, i: u32) -> Result<Value> {
         match c {
-            Value::Closure(c) => c.env.get(i as usize).cloned().ok_or_else(|| RunError {
-                message: "internal error: environment slot out of range".into(),
-                span: None,
-            }),
+            Value::Closure(c) => c
+                .env
+                .get(i as usize)
+                .cloned()
+                .ok_or_else(|| RunError::new("internal error: environment slot out of range")),
             other => err(format!(
                 "expected the sensitivity of a procedure, found {}",
                 other.describe()
@@ -456,19 +476,16 @@ impl<'io> Interp<'io> {
             Some(p) => {
                 let info = &self.prog.patterns[p];
                 let owner = info.owner.as_deref().unwrap_or("lambda");
-                RunError {
-                    message: format!(
-                        "pattern mismatch: `{owner}` expects an argument matching {}, found {}",
-                        info.text,
-                        found.describe()
-                    ),
-                    span: None,
-                }
+                let mut e = RunError::new(format!(
+                    "pattern mismatch: `{owner}` expects an argument matching {}, found {}",
+                    info.text,
+                    found.describe()
+                ));
+                e.blame_caller = owner != "let";
+                e.pattern_at = Some(info.span);
+                e
             }
-            None => RunError {
-                message: format!("expected a pair, found {}", found.describe()),
-                span: None,
-            },
+            None => RunError::new(format!("expected a pair, found {}", found.describe())),
         }
     }
 }
@@ -478,6 +495,10 @@ impl<'io> Interp<'io> {
 /// position in the user's files wins, since library code (file 0) is not
 /// where the user can fix anything.
 fn blame(mut e: RunError, span: Option<Span>) -> RunError {
+    if e.blame_caller {
+        e.blame_caller = false;
+        return e;
+    }
     let in_user = |s: Option<Span>| s.is_some_and(|s| s.file.0 != 0);
     if !in_user(e.span) && (in_user(span) || e.span.is_none()) {
         e.span = span.or(e.span);

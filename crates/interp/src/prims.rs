@@ -18,13 +18,21 @@ fn two_reals(p: Prim, v: &Value) -> Result<(f64, f64)> {
             return Ok((*a, *b));
         }
     }
-    err(format!("`{}` expects two reals, found {}", p.name(), v.describe()))
+    err(format!(
+        "`{}` expects two reals, found {}",
+        p.name(),
+        v.describe()
+    ))
 }
 
 fn one_real(p: Prim, v: &Value) -> Result<f64> {
     match v {
         Value::Real(x) => Ok(*x),
-        _ => err(format!("`{}` expects a real, found {}", p.name(), v.describe())),
+        _ => err(format!(
+            "`{}` expects a real, found {}",
+            p.name(),
+            v.describe()
+        )),
     }
 }
 

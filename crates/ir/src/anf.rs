@@ -64,7 +64,10 @@ pub fn lower_closed_lambda(
     };
     let id = lw.lambda(lam, None)?;
     if !lw.prog.lambdas[id].free.is_empty() {
-        return Err(Diagnostic::at(lam.span, "expected a closed lambda expression"));
+        return Err(Diagnostic::at(
+            lam.span,
+            "expected a closed lambda expression",
+        ));
     }
     lw.prog.lambdas[id].origin = origin;
     Ok(id)

@@ -99,11 +99,19 @@ pub enum Origin {
     Source,
     /// The transformation `tag` of another lambda (its code and, for the
     /// inverse operations, the way back).
-    Transform { tag: Tag, of: LambdaId },
+    Transform {
+        tag: Tag,
+        of: LambdaId,
+    },
     /// The built-in transformed primitive `tag(prim)` from the AD prelude.
-    PrimTransform { tag: Tag, prim: Prim },
+    PrimTransform {
+        tag: Tag,
+        prim: Prim,
+    },
     /// The backpropagator built inside the reverse transform of `of`.
-    Backprop { of: LambdaId },
+    Backprop {
+        of: LambdaId,
+    },
 }
 
 #[derive(Clone, Debug)]

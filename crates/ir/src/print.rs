@@ -61,7 +61,12 @@ pub fn rhs(p: &Program, r: &Rhs) -> String {
             var: x,
             expect,
             ..
-        } => format!("check{} {} {}", tags(t), v(x), const_text(&p.consts[*expect])),
+        } => format!(
+            "check{} {} {}",
+            tags(t),
+            v(x),
+            const_text(&p.consts[*expect])
+        ),
         Rhs::EnvRef { closure, index } => format!("env-ref {} {}", v(closure), index),
         Rhs::EnvUpdate {
             closure,

@@ -34,7 +34,8 @@ fn headers(text: &str, key: &str) -> Vec<String> {
         .collect()
 }
 
-fn options(path: &Path, text: &str) -> Options {
+/// `-I` directories from an `;; args:` header, relative to the repository.
+fn options(text: &str) -> Options {
     let mut include_dirs = Vec::new();
     for args in headers(text, "args") {
         let words: Vec<&str> = args.split_whitespace().collect();
@@ -44,7 +45,6 @@ fn options(path: &Path, text: &str) -> Options {
             }
         }
     }
-    let _ = path;
     Options { include_dirs }
 }
 
@@ -56,7 +56,7 @@ fn programs_that_run_load() {
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         let mut map = SourceMap::new();
-        if let Err(e) = load_program(&mut map, &f, &options(&f, &text)) {
+        if let Err(e) = load_program(&mut map, &f, &options(&text)) {
             panic!("{}: {}", f.display(), e.render(&map));
         }
     }
@@ -67,7 +67,7 @@ fn compile_time_errors() {
     for f in vlad_files(&repo().join("tests/errors")) {
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         let mut map = SourceMap::new();
-        let e = match load_program(&mut map, &f, &options(&f, &text)) {
+        let e = match load_program(&mut map, &f, &options(&text)) {
             Ok(_) => continue, // found by a later stage
             Err(e) => e,
         };
@@ -97,6 +97,21 @@ fn compile_time_errors() {
                 Some(file) => assert!(path.ends_with(&file), "{}: {rendered}", f.display()),
                 None => assert_eq!(map.path(span.file), f.as_path(), "{rendered}"),
             }
+        }
+    }
+}
+
+/// Prints what the front end says about each error test, for a human to
+/// read: `cargo test -p syntax --test repo_programs -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn show_error_messages() {
+    for f in vlad_files(&repo().join("tests/errors")) {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        let mut map = SourceMap::new();
+        match load_program(&mut map, &f, &options(&text)) {
+            Ok(_) => println!("{}: loads", f.display()),
+            Err(e) => println!("{}", e.render(&map)),
         }
     }
 }
