@@ -17,7 +17,7 @@ a pure higher-order Scheme with first-class forward and reverse AD.";
 
 const EXAMPLES: &str = "\
 Examples:
-  stalingrad run examples/hessian.vlad          print every top-level value
+  stalingrad run examples/08-gradients-hessians.vlad   print every top-level value
   echo 1000 | stalingrad run prog.vlad          input for (read-real)
   stalingrad run --count-ops prog.vlad          also count arithmetic and AD steps
   stalingrad test examples/*.vlad               check every `expr ===> value`
