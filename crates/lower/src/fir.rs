@@ -1,0 +1,157 @@
+//! The first-order IR (FIR): what lowering produces and code generation
+//! consumes.
+//!
+//! A [`Module`] is a set of first-order functions over unboxed scalars.
+//! Every VLAD value has already been given its representation: a known
+//! constant has none, an unknown real is one `F64`, an unknown boolean one
+//! `Bool`, and a pair or closure of fixed shape is the concatenation of its
+//! parts' scalars. So a VLAD procedure of a 2-vector takes two `F64`
+//! parameters, and a backpropagator closure is just the reals it captured.
+//! There are no closures, no indirect calls and no AD operations left.
+//!
+//! Invariants:
+//! - values are numbered per function; parameters are values
+//!   `0..params.len()`; every other value is defined exactly once, by an
+//!   [`Inst`] result, before it is used, and is visible in the rest of its
+//!   block and in blocks nested in it (not after an enclosing `If`);
+//! - every block ends in a [`Term`]; the blocks of an `If` end in
+//!   `Yield` (or diverge), yielding values of the `If`'s result types;
+//!   a function body never ends in `Yield`;
+//! - `Call` and `TailCall` pass exactly the callee's parameter types and a
+//!   `Call`'s results have the callee's return types; a `TailCall` is only
+//!   made to a function with the caller's return types;
+//! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
+//!   fused multiply-add, so results equal the interpreter's bit for bit.
+
+use std::fmt;
+
+/// A scalar type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    F64,
+    /// 0 or 1 (an `i8` in machine code).
+    Bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Val(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StrId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FBin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// `atan2(y, x)`: the first operand is y.
+    Atan2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FUn {
+    Sqrt,
+    Exp,
+    Log,
+    Sin,
+    Cos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    Eq,
+    Lt,
+    Gt,
+    Le,
+    Ge,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    F64Const(f64),
+    BoolConst(bool),
+    FBin(FBin, Val, Val),
+    FUn(FUn, Val),
+    /// Comparison of two reals, giving a `Bool`.
+    FCmp(Cmp, Val, Val),
+    /// `Bool` negation.
+    Not(Val),
+    Call(FuncId, Vec<Val>),
+    /// Structured conditional: runs one block; its results are what that
+    /// block yields.
+    If {
+        cond: Val,
+        then_: Block,
+        else_: Block,
+    },
+    /// Prints a constant string (no newline).
+    PrintStr(StrId),
+    /// Prints a real in VLAD's format (no newline).
+    PrintReal(Val),
+    /// Prints `#t` or `#f` (no newline).
+    PrintBool(Val),
+    /// Reads the next real from standard input (a run-time error at end of
+    /// input).
+    ReadReal,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inst {
+    pub results: Vec<Val>,
+    pub op: Op,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Term {
+    Return(Vec<Val>),
+    TailCall(FuncId, Vec<Val>),
+    /// Ends an `If` arm with the `If`'s results.
+    Yield(Vec<Val>),
+    /// A run-time error: prints the string (a whole message, with its
+    /// position) on standard error and exits with status 1.
+    Error(StrId),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub insts: Vec<Inst>,
+    pub term: Term,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Func {
+    /// For dumps and symbol names; unique within the module.
+    pub name: String,
+    pub params: Vec<Ty>,
+    pub returns: Vec<Ty>,
+    /// The type of every value, indexed by `Val`.
+    pub types: Vec<Ty>,
+    pub body: Block,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Module {
+    pub funcs: Vec<Func>,
+    /// Runs the top-level expressions: no parameters, no results.
+    pub main: Option<FuncId>,
+    pub strings: Vec<String>,
+}
+
+impl Module {
+    pub fn func(&self, f: FuncId) -> &Func {
+        &self.funcs[f.0 as usize]
+    }
+    pub fn string(&self, s: StrId) -> &str {
+        &self.strings[s.0 as usize]
+    }
+}
+
+impl fmt::Display for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
