@@ -1,0 +1,1093 @@
+//! The flow analysis: an abstract interpreter over the core IR that
+//! specialises every procedure on the abstract values it meets.
+//!
+//! A specialisation ([`Spec`]) is a lambda applied to an abstract closure
+//! environment and an abstract argument. Applying an abstract closure looks
+//! up (or creates) the specialisation of its key and uses its current
+//! result; the whole program is re-analysed from the top until no result
+//! changes (results only grow, by [`Domain::join`]). AD operations act on
+//! abstract values exactly as the interpreter's act on values, calling the
+//! same transformations of crate `ad`: that is where the transformation of
+//! closures moves from run time to compile time.
+//!
+//! Termination: a recursive call of a lambda already on the analysis stack
+//! [`UNROLL`] times forgets its constants ([`Domain::widen`]), so a loop
+//! counter unrolls a few times at most; abstract values deeper than
+//! [`MAX_DEPTH`] and more than [`MAX_SPECS`] specialisations stop the
+//! analysis with an error naming the expression. A value that would need a
+//! union of shapes (a list of unknown length, a conditional returning a
+//! pair or a real) is not compiled yet and is reported the same way.
+//!
+//! Type errors the analysis finds on a path are not compile-time errors
+//! (VLAD.md section 7): they become [`Plan::Error`], a run-time error in the
+//! compiled program with the interpreter's message.
+
+use crate::domain::{Av, AvId, Domain};
+use ad::{AdMemo, Untransformed};
+use ir::{ConstDatum, ConstId, LambdaId, Prim, PrimKind, Program, Rhs, Stmt, Tag, Var};
+use std::collections::HashMap;
+use syntax::{Diagnostic, Span};
+
+/// How many specialisations a recursive lambda may get that differ only in
+/// their constants: fixed-size recursions (unit vectors, `map-n` over a
+/// known length) unroll fully below this; loops over run-time data widen.
+/// The budget is per widened key, so that two uses of `map-n` with
+/// different procedures do not share one.
+pub const UNROLL: u32 = 32;
+/// Deepest abstract value accepted.
+pub const MAX_DEPTH: u32 = 200;
+/// Most specialisations accepted.
+pub const MAX_SPECS: usize = 50_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpecId(pub u32);
+
+/// What the code for one binding does, decided by the analysis.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    /// Computed from the operands' abstract values (pairs, closures, tag
+    /// operations, constants, copies).
+    Plain,
+    /// A call of a known specialisation.
+    Call(SpecId),
+    /// A primitive on the argument's representation.
+    Prim(Prim),
+    /// `if-procedure`: the specialisations of the thunks that may run.
+    If {
+        then_: Option<SpecId>,
+        else_: Option<SpecId>,
+    },
+    /// A constant pattern that must be checked at run time.
+    Check,
+    /// Always fails at run time with this message.
+    Error(String),
+    /// Never reached: an earlier binding never returns.
+    Dead,
+}
+
+#[derive(Clone, Debug)]
+pub struct BindInfo {
+    pub av: AvId,
+    pub plan: Plan,
+}
+
+/// One specialised procedure.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub lambda: LambdaId,
+    pub env: Vec<AvId>,
+    pub arg: AvId,
+    pub result: AvId,
+    /// One entry per binding of the lambda's body (after the fixpoint).
+    pub binds: Vec<BindInfo>,
+    visited: u32,
+}
+
+/// The analysed program.
+pub struct Analysis {
+    pub prog: Program,
+    pub memo: AdMemo,
+    pub dom: Domain,
+    pub specs: Vec<Spec>,
+    /// One entry per `Stmt::Bind` of `prog.main`, in order.
+    pub main: Vec<BindInfo>,
+    /// How many times the whole program was analysed.
+    pub iterations: u32,
+}
+
+impl Analysis {
+    pub fn spec(&self, s: SpecId) -> &Spec {
+        &self.specs[s.0 as usize]
+    }
+}
+
+/// Analyses a whole program.
+pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
+    let mut a = Analyzer {
+        prog,
+        memo: AdMemo::default(),
+        dom: Domain::new(),
+        specs: Vec::new(),
+        index: HashMap::new(),
+        budget: HashMap::new(),
+        stack: Vec::new(),
+        iteration: 0,
+        changed: false,
+        zero_memo: HashMap::new(),
+        consts: HashMap::new(),
+        main: Vec::new(),
+    };
+    loop {
+        a.iteration += 1;
+        a.changed = false;
+        a.main = a.analyze_main()?;
+        if !a.changed {
+            break;
+        }
+    }
+    Ok(Analysis {
+        prog: a.prog,
+        memo: a.memo,
+        dom: a.dom,
+        specs: a.specs,
+        main: a.main,
+        iterations: a.iteration,
+    })
+}
+
+type SpecKey = (LambdaId, Box<[AvId]>, AvId);
+
+struct Analyzer {
+    prog: Program,
+    memo: AdMemo,
+    dom: Domain,
+    specs: Vec<Spec>,
+    index: HashMap<SpecKey, SpecId>,
+    /// Specialisations created per widened key (see [`UNROLL`]).
+    budget: HashMap<SpecKey, u32>,
+    /// Lambdas being analysed, innermost last.
+    stack: Vec<LambdaId>,
+    iteration: u32,
+    changed: bool,
+    zero_memo: HashMap<AvId, AvId>,
+    consts: HashMap<ConstId, AvId>,
+    main: Vec<BindInfo>,
+}
+
+/// A failure of the analysis itself (not of the analysed program).
+struct Limit {
+    message: String,
+    /// The innermost binding the analysis was at.
+    span: Option<Span>,
+}
+
+type R<T> = Result<T, Limit>;
+/// An operation on abstract values that fails the way the program would at
+/// run time.
+type Op<T> = Result<T, String>;
+
+fn limit<T>(message: impl Into<String>) -> R<T> {
+    Err(Limit {
+        message: message.into(),
+        span: None,
+    })
+}
+
+impl Analyzer {
+    fn analyze_main(&mut self) -> Result<Vec<BindInfo>, Diagnostic> {
+        let stmts = self.prog.main.clone();
+        let mut vals: HashMap<Var, AvId> = HashMap::new();
+        let mut out = Vec::new();
+        let mut dead = false;
+        for st in &stmts {
+            if let Stmt::Bind(b) = st {
+                if dead {
+                    out.push(BindInfo {
+                        av: self.dom.bottom(),
+                        plan: Plan::Dead,
+                    });
+                    continue;
+                }
+                let info = self
+                    .eval_rhs(&b.rhs, &vals, &[], None)
+                    .map_err(|e| Diagnostic::new(e.span.or(b.span), e.message))?;
+                if info.av == self.dom.bottom() {
+                    dead = true;
+                }
+                vals.insert(b.var, info.av);
+                out.push(info);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The specialisation of `lambda` on `env` and `arg`, analysed (again)
+    /// if this iteration has not done so yet.
+    fn call(&mut self, lambda: LambdaId, env: &[AvId], arg: AvId) -> R<(AvId, SpecId)> {
+        let recursive = self.stack.contains(&lambda);
+        let wenv: Box<[AvId]> = env.iter().map(|x| self.dom.widen(*x)).collect();
+        let warg = self.dom.widen(arg);
+        let wkey: SpecKey = (lambda, wenv.clone(), warg);
+        let (env, arg): (Box<[AvId]>, AvId) =
+            if recursive && self.budget.get(&wkey).copied().unwrap_or(0) >= UNROLL {
+                (wenv, warg)
+            } else {
+                (env.into(), arg)
+            };
+        if self.dom.depth(arg) > MAX_DEPTH || env.iter().any(|x| self.dom.depth(*x) > MAX_DEPTH) {
+            return limit(format!(
+                "the analysis cannot bound the values passed to `{}`: they grow without limit \
+                 (a list of run-time length, or data built by a loop); such programs are not compiled yet",
+                self.lambda_name(lambda)
+            ));
+        }
+        let key: SpecKey = (lambda, env.clone(), arg);
+        let id = match self.index.get(&key) {
+            Some(id) => *id,
+            None => {
+                if self.specs.len() >= MAX_SPECS {
+                    return limit(format!(
+                        "the analysis needs more than {MAX_SPECS} specialisations (while specialising `{}`)",
+                        self.lambda_name(lambda)
+                    ));
+                }
+                let id = SpecId(self.specs.len() as u32);
+                self.specs.push(Spec {
+                    lambda,
+                    env: env.to_vec(),
+                    arg,
+                    result: self.dom.bottom(),
+                    binds: Vec::new(),
+                    visited: 0,
+                });
+                self.index.insert(key, id);
+                *self.budget.entry(wkey).or_insert(0) += 1;
+                self.changed = true;
+                id
+            }
+        };
+        let s = &self.specs[id.0 as usize];
+        if s.visited == self.iteration {
+            return Ok((s.result, id));
+        }
+        self.specs[id.0 as usize].visited = self.iteration;
+        self.stack.push(lambda);
+        let r = self.analyze_body(lambda, &env, arg);
+        self.stack.pop();
+        let (result, binds) = r?;
+        let old = self.specs[id.0 as usize].result;
+        let new = match self.dom.join(old, result) {
+            Some(n) => n,
+            None => {
+                return limit(format!(
+                    "`{}` returns values of different shapes on different paths; \
+                     unions of shapes are not compiled yet",
+                    self.lambda_name(lambda)
+                ));
+            }
+        };
+        if new != old {
+            self.changed = true;
+        }
+        let s = &mut self.specs[id.0 as usize];
+        s.result = new;
+        s.binds = binds;
+        Ok((new, id))
+    }
+
+    fn lambda_name(&self, l: LambdaId) -> String {
+        self.prog.lambdas[l]
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("lambda {l}"))
+    }
+
+    fn analyze_body(&mut self, l: LambdaId, env: &[AvId], arg: AvId) -> R<(AvId, Vec<BindInfo>)> {
+        let lam = self.prog.lambdas[l].clone();
+        let mut vals: HashMap<Var, AvId> = HashMap::with_capacity(lam.body.len() + env.len() + 1);
+        for (v, a) in lam.free.iter().zip(env) {
+            vals.insert(*v, *a);
+        }
+        vals.insert(lam.param, arg);
+        let mut binds = Vec::with_capacity(lam.body.len());
+        let mut dead = false;
+        for b in &lam.body {
+            if dead {
+                binds.push(BindInfo {
+                    av: self.dom.bottom(),
+                    plan: Plan::Dead,
+                });
+                continue;
+            }
+            let info = self
+                .eval_rhs(&b.rhs, &vals, env, lam.group)
+                .map_err(|mut e| {
+                    if e.span.is_none() {
+                        e.span = b.span;
+                    }
+                    e
+                })?;
+            if info.av == self.dom.bottom() {
+                dead = true;
+            }
+            vals.insert(b.var, info.av);
+            binds.push(info);
+        }
+        let result = if dead {
+            self.dom.bottom()
+        } else {
+            vals.get(&lam.result).copied().unwrap_or(self.dom.bottom())
+        };
+        Ok((result, binds))
+    }
+
+    fn eval_rhs(
+        &mut self,
+        rhs: &Rhs,
+        vals: &HashMap<Var, AvId>,
+        env: &[AvId],
+        group: Option<ir::GroupId>,
+    ) -> R<BindInfo> {
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId(0));
+        let plain = |r: Op<AvId>, dom: &Domain| match r {
+            Ok(av) => BindInfo {
+                av,
+                plan: Plan::Plain,
+            },
+            Err(m) => BindInfo {
+                av: dom.bottom(),
+                plan: Plan::Error(m),
+            },
+        };
+        Ok(match rhs {
+            Rhs::Const(k) => {
+                let av = self.const_value(*k);
+                BindInfo {
+                    av,
+                    plan: Plan::Plain,
+                }
+            }
+            Rhs::Copy(x) => BindInfo {
+                av: v(x),
+                plan: Plan::Plain,
+            },
+            Rhs::Closure { lambda, env } => {
+                let e = env.iter().map(v).collect();
+                BindInfo {
+                    av: self.dom.closure(*lambda, e),
+                    plan: Plan::Plain,
+                }
+            }
+            Rhs::Sibling(i) => {
+                let Some(g) = group else {
+                    return limit("internal error: sibling reference outside a group");
+                };
+                let l = self.prog.groups[g].lambdas[*i as usize];
+                BindInfo {
+                    av: self.dom.closure(l, env.to_vec()),
+                    plan: Plan::Plain,
+                }
+            }
+            Rhs::App { f, arg } => return self.apply(v(f), v(arg)),
+            Rhs::Cons { tags, car, cdr } => {
+                let r = self.cons_t(tags, v(car), v(cdr));
+                plain(r, &self.dom)
+            }
+            Rhs::Car { tags, pair, pat } | Rhs::Cdr { tags, pair, pat } => {
+                let is_car = matches!(rhs, Rhs::Car { .. });
+                let p = v(pair);
+                let r = self
+                    .car_t(tags, p, is_car)
+                    .map_err(|_| self.pattern_message(*pat, p));
+                plain(r, &self.dom)
+            }
+            Rhs::Check {
+                tags,
+                var,
+                expect,
+                pat,
+            } => {
+                let x = v(var);
+                match self.check_t(tags, x, *expect) {
+                    Ok(Some(true)) => BindInfo {
+                        av: x,
+                        plan: Plan::Plain,
+                    },
+                    Ok(None) => BindInfo {
+                        av: x,
+                        plan: Plan::Check,
+                    },
+                    Ok(Some(false)) | Err(_) => BindInfo {
+                        av: self.dom.bottom(),
+                        plan: Plan::Error(self.pattern_message(*pat, x)),
+                    },
+                }
+            }
+            Rhs::EnvRef { closure, index } => {
+                let r = match self.dom.get(v(closure)).clone() {
+                    Av::Closure(_, e) => e
+                        .get(*index as usize)
+                        .copied()
+                        .ok_or_else(|| "internal error: environment slot out of range".to_string()),
+                    Av::Bottom => Ok(self.dom.bottom()),
+                    _ => Err(format!(
+                        "expected the sensitivity of a procedure, found {}",
+                        self.describe(v(closure))
+                    )),
+                };
+                plain(r, &self.dom)
+            }
+            Rhs::EnvUpdate {
+                closure,
+                index,
+                value,
+            } => {
+                let r = match self.dom.get(v(closure)).clone() {
+                    Av::Closure(l, e) if (*index as usize) < e.len() => {
+                        let mut e = e.to_vec();
+                        e[*index as usize] = v(value);
+                        Ok(self.dom.closure(l, e))
+                    }
+                    Av::Bottom => Ok(self.dom.bottom()),
+                    _ => Err(format!(
+                        "expected the sensitivity of a procedure, found {}",
+                        self.describe(v(closure))
+                    )),
+                };
+                plain(r, &self.dom)
+            }
+        })
+    }
+
+    fn apply(&mut self, f: AvId, arg: AvId) -> R<BindInfo> {
+        let bottom = self.dom.bottom();
+        if arg == bottom {
+            return Ok(BindInfo {
+                av: bottom,
+                plan: Plan::Dead,
+            });
+        }
+        match self.dom.get(f).clone() {
+            Av::Bottom => Ok(BindInfo {
+                av: bottom,
+                plan: Plan::Dead,
+            }),
+            Av::Closure(l, env) => {
+                let (av, s) = self.call(l, &env, arg)?;
+                Ok(BindInfo {
+                    av,
+                    plan: Plan::Call(s),
+                })
+            }
+            Av::Prim(Prim::IfProcedure) => self.if_procedure(arg),
+            Av::Prim(p) => Ok(match self.prim(p, arg) {
+                Ok(av) => BindInfo {
+                    av,
+                    plan: Plan::Prim(p),
+                },
+                Err(m) => BindInfo {
+                    av: bottom,
+                    plan: Plan::Error(m),
+                },
+            }),
+            _ => Ok(BindInfo {
+                av: bottom,
+                plan: Plan::Error(format!(
+                    "cannot apply a non-procedure: found {}",
+                    self.describe(f)
+                )),
+            }),
+        }
+    }
+
+    fn if_procedure(&mut self, arg: AvId) -> R<BindInfo> {
+        let bottom = self.dom.bottom();
+        let bad = |s: &Self| BindInfo {
+            av: bottom,
+            plan: Plan::Error(format!(
+                "`if-procedure` expects a condition and two thunks, found {}",
+                s.describe(arg)
+            )),
+        };
+        let Av::Pair(c, te) = self.dom.get(arg).clone() else {
+            return Ok(bad(self));
+        };
+        let Av::Pair(t, e) = self.dom.get(te).clone() else {
+            return Ok(bad(self));
+        };
+        let (take_then, take_else) = match self.dom.get(c) {
+            Av::Bool(Some(false)) => (false, true),
+            Av::Bool(None) => (true, true),
+            Av::Bottom => (false, false),
+            _ => (true, false),
+        };
+        let nil = self.dom.nil();
+        let mut result = bottom;
+        let mut specs = [None, None];
+        for (i, (take, thunk)) in [(take_then, t), (take_else, e)].into_iter().enumerate() {
+            if !take {
+                continue;
+            }
+            let info = self.apply(thunk, nil)?;
+            match info.plan {
+                Plan::Call(s) => specs[i] = Some(s),
+                Plan::Dead => {}
+                _ => {
+                    // A thunk that is a primitive or not a procedure: only
+                    // reachable through misuse of `if-procedure`.
+                    return Ok(BindInfo {
+                        av: bottom,
+                        plan: Plan::Error(format!(
+                            "`if-procedure` expects a condition and two thunks, found {}",
+                            self.describe(arg)
+                        )),
+                    });
+                }
+            }
+            result = match self.dom.join(result, info.av) {
+                Some(r) => r,
+                None => {
+                    return limit(
+                        "the two arms of this conditional return values of different shapes; \
+                         unions of shapes are not compiled yet",
+                    )
+                }
+            };
+        }
+        Ok(BindInfo {
+            av: result,
+            plan: Plan::If {
+                then_: specs[0],
+                else_: specs[1],
+            },
+        })
+    }
+
+    // ---- constants -------------------------------------------------------
+
+    fn const_value(&mut self, k: ConstId) -> AvId {
+        if let Some(a) = self.consts.get(&k) {
+            return *a;
+        }
+        let c = self.prog.consts[k].clone();
+        let mut v = self.datum(&c.datum);
+        for tag in c.tags.iter().rev() {
+            v = match tag {
+                Tag::Forward => {
+                    let z = self.zero(v);
+                    let t = self.tag_wrap(Tag::Perturb, z);
+                    self.bundle(v, t).unwrap_or(AvId(0))
+                }
+                _ => self.tag_wrap(*tag, v),
+            };
+        }
+        self.consts.insert(k, v);
+        v
+    }
+
+    fn datum(&mut self, d: &ConstDatum) -> AvId {
+        match d {
+            ConstDatum::Real(r) => self.dom.real(*r),
+            ConstDatum::Bool(b) => self.dom.boolean(Some(*b)),
+            ConstDatum::Nil => self.dom.nil(),
+            ConstDatum::Prim(p) => self.dom.intern(Av::Prim(*p)),
+            ConstDatum::Pair(a, b) => {
+                let (a, b) = (self.datum(a), self.datum(b));
+                self.dom.pair(a, b)
+            }
+        }
+    }
+}
+
+// The abstract versions of the interpreter's AD operations and primitives
+// (crate `interp`, `adops.rs` and `prims.rs`): keep them in step.
+impl Analyzer {
+    fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
+        match self.dom.get(v).clone() {
+            Av::Bottom => v,
+            Av::Closure(l, env) => {
+                let l2 = ad::transform(&mut self.prog, &mut self.memo, tag, l);
+                let env = env.iter().map(|x| self.tag_wrap(tag, *x)).collect();
+                self.dom.closure(l2, env)
+            }
+            Av::Prim(p) => {
+                let l = ad::prim_transform(&mut self.prog, &mut self.memo, tag, p);
+                self.dom.closure(l, vec![])
+            }
+            _ => self.dom.wrap(tag, v),
+        }
+    }
+
+    fn tag_unwrap(&mut self, tag: Tag, v: AvId) -> Op<AvId> {
+        match self.dom.get(v).clone() {
+            Av::Bottom => Ok(v),
+            Av::Wrap(t, x) if t == tag => Ok(x),
+            Av::Closure(l, env) => match ad::untransform(&self.prog, tag, l) {
+                Some(Untransformed::Prim(p)) => Ok(self.dom.intern(Av::Prim(p))),
+                Some(Untransformed::Lambda(l0)) => {
+                    let mut e = Vec::with_capacity(env.len());
+                    for x in env.iter() {
+                        e.push(self.tag_unwrap(tag, *x)?);
+                    }
+                    Ok(self.dom.closure(l0, e))
+                }
+                None => Err(self.not_tagged(tag, v)),
+            },
+            _ => Err(self.not_tagged(tag, v)),
+        }
+    }
+
+    fn not_tagged(&self, tag: Tag, v: AvId) -> String {
+        let (op, what) = match tag {
+            Tag::Perturb => ("unperturb", "a perturbation"),
+            Tag::Sensitize => ("unsensitize", "a sensitivity"),
+            Tag::Reverse => ("*j-inverse", "a reverse value"),
+            Tag::Forward => ("primal", "a forward value"),
+        };
+        format!("`{op}` expects {what}, found {}", self.describe(v))
+    }
+
+    fn prim_chain(&self, mut l: LambdaId) -> Option<Vec<Tag>> {
+        let mut tags = Vec::new();
+        loop {
+            match self.prog.lambdas[l].origin {
+                ir::Origin::Transform { tag, of } => {
+                    tags.push(tag);
+                    l = of;
+                }
+                ir::Origin::PrimTransform { tag, .. } => {
+                    tags.push(tag);
+                    return Some(tags);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn nil_like(&self, v: AvId) -> bool {
+        match self.dom.get(v) {
+            Av::Nil | Av::Prim(_) => true,
+            Av::Closure(l, env) => env.is_empty() && self.prim_chain(*l).is_some(),
+            Av::Wrap(_, x) => self.nil_like(*x),
+            Av::Bundle(p, t) => self.nil_like(*p) && self.nil_like(*t),
+            _ => false,
+        }
+    }
+
+    fn nil_perturbation(&self, t: AvId) -> bool {
+        match self.dom.get(t) {
+            Av::Wrap(Tag::Perturb, x) => self.nil_like(*x),
+            Av::Closure(l, _) => self.nil_like(t) && self.prog.lambda_tag(*l) == Some(Tag::Perturb),
+            _ => false,
+        }
+    }
+
+    fn shallow_conform(&self, p: AvId, t: AvId) -> bool {
+        match (self.dom.get(p), self.dom.get(t)) {
+            (Av::Real(_), Av::Real(_)) | (Av::Nil, Av::Nil) | (Av::Pair(..), Av::Pair(..)) => true,
+            (Av::Bool(a), Av::Bool(b)) => a.is_none() || b.is_none() || a == b,
+            (Av::Wrap(t1, _), Av::Wrap(t2, _)) => t1 == t2,
+            (Av::Bundle(..), Av::Bundle(..)) => true,
+            _ => false,
+        }
+    }
+
+    fn bundle(&mut self, p: AvId, t: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        if p == bottom || t == bottom {
+            return Ok(bottom);
+        }
+        match (self.dom.get(p).clone(), self.dom.get(t).clone()) {
+            (Av::Closure(lc, ec), Av::Closure(ld, ed))
+                if ad::untransform(&self.prog, Tag::Perturb, ld) == Some(Untransformed::Lambda(lc))
+                    && ec.len() == ed.len() =>
+            {
+                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, lc);
+                let mut env = Vec::with_capacity(ec.len());
+                for (a, b) in ec.iter().zip(ed.iter()) {
+                    env.push(self.bundle(*a, *b)?);
+                }
+                Ok(self.dom.closure(l, env))
+            }
+            (Av::Prim(q), _) if self.nil_perturbation(t) => {
+                let l = ad::prim_transform(&mut self.prog, &mut self.memo, Tag::Forward, q);
+                Ok(self.dom.closure(l, vec![]))
+            }
+            (Av::Closure(lc, ec), _)
+                if ec.is_empty() && self.prim_chain(lc).is_some() && self.nil_perturbation(t) =>
+            {
+                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, lc);
+                Ok(self.dom.closure(l, vec![]))
+            }
+            (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => Ok(self.dom.bundle(p, t)),
+            _ => Err(format!(
+                "`bundle` expects a tangent that is a perturbation of the same shape as the primal {}, found {}",
+                self.describe(p),
+                self.describe(t)
+            )),
+        }
+    }
+
+    fn forward_half(&mut self, v: AvId, primal: bool) -> Op<AvId> {
+        match self.dom.get(v).clone() {
+            Av::Bottom => Ok(v),
+            Av::Bundle(p, t) => Ok(if primal { p } else { t }),
+            Av::Closure(l, env) => match ad::untransform(&self.prog, Tag::Forward, l) {
+                Some(Untransformed::Prim(p)) => Ok(if primal {
+                    self.dom.intern(Av::Prim(p))
+                } else {
+                    let n = self.dom.nil();
+                    self.dom.wrap(Tag::Perturb, n)
+                }),
+                Some(Untransformed::Lambda(l0)) => {
+                    let l = if primal {
+                        l0
+                    } else {
+                        ad::transform(&mut self.prog, &mut self.memo, Tag::Perturb, l0)
+                    };
+                    let mut e = Vec::with_capacity(env.len());
+                    for x in env.iter() {
+                        e.push(self.forward_half(*x, primal)?);
+                    }
+                    Ok(self.dom.closure(l, e))
+                }
+                None => Err(self.not_forward(primal, v)),
+            },
+            _ => Err(self.not_forward(primal, v)),
+        }
+    }
+
+    fn not_forward(&self, primal: bool, v: AvId) -> String {
+        format!(
+            "`{}` expects a forward value, found {}",
+            if primal { "primal" } else { "tangent" },
+            self.describe(v)
+        )
+    }
+
+    fn zero(&mut self, v: AvId) -> AvId {
+        if let Some(z) = self.zero_memo.get(&v) {
+            return *z;
+        }
+        let z = match self.dom.get(v).clone() {
+            Av::Bottom | Av::Bool(_) | Av::Nil => v,
+            Av::Real(_) => self.dom.real(0.0),
+            Av::Prim(_) => self.dom.nil(),
+            Av::Pair(a, b) => {
+                let (a, b) = (self.zero(a), self.zero(b));
+                self.dom.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.zero(a), self.zero(b));
+                self.dom.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.zero(x);
+                self.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) => match self.prim_chain(l) {
+                Some(tags) if env.is_empty() => {
+                    let mut z = self.dom.nil();
+                    for t in tags.iter().rev() {
+                        z = match t {
+                            Tag::Forward => {
+                                let pz = self.dom.wrap(Tag::Perturb, z);
+                                self.dom.bundle(z, pz)
+                            }
+                            _ => self.dom.wrap(*t, z),
+                        };
+                    }
+                    z
+                }
+                _ => {
+                    let env = env.iter().map(|x| self.zero(*x)).collect();
+                    self.dom.closure(l, env)
+                }
+            },
+        };
+        self.zero_memo.insert(v, z);
+        z
+    }
+
+    fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
+        self.plus_inner(a, b).map_err(|_| {
+            format!(
+                "`plus` expects two values of the same shape, found {} and {}",
+                self.describe(a),
+                self.describe(b)
+            )
+        })
+    }
+
+    fn plus_inner(&mut self, a: AvId, b: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        if a == bottom || b == bottom {
+            return Ok(bottom);
+        }
+        match (self.dom.get(a).clone(), self.dom.get(b).clone()) {
+            (Av::Real(x), Av::Real(y)) => Ok(match (x, y) {
+                (Some(x), Some(y)) => self.dom.real(f64::from_bits(x) + f64::from_bits(y)),
+                _ => self.dom.any_real(),
+            }),
+            (Av::Bool(x), Av::Bool(y)) if x.is_none() || y.is_none() || x == y => Ok(a),
+            (Av::Nil, Av::Nil) => Ok(a),
+            (Av::Prim(p), Av::Prim(q)) if p == q => Ok(a),
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
+                let (x, y) = (self.plus_inner(a1, a2)?, self.plus_inner(b1, b2)?);
+                Ok(self.dom.pair(x, y))
+            }
+            (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                let (x, y) = (self.plus_inner(a1, a2)?, self.plus_inner(b1, b2)?);
+                Ok(self.dom.bundle(x, y))
+            }
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
+                let mut env = Vec::with_capacity(e1.len());
+                for (x, y) in e1.iter().zip(e2.iter()) {
+                    env.push(self.plus_inner(*x, *y)?);
+                }
+                Ok(self.dom.closure(l1, env))
+            }
+            (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => {
+                let z = self.plus_inner(x, y)?;
+                Ok(self.dom.wrap(t1, z))
+            }
+            (ka, _) if self.nil_like(a) && self.nil_like(b) => {
+                Ok(if matches!(ka, Av::Closure(..) | Av::Prim(_)) {
+                    b
+                } else {
+                    a
+                })
+            }
+            _ => Err(String::new()),
+        }
+    }
+
+    fn cons_t(&mut self, tags: &[Tag], a: AvId, b: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        if a == bottom || b == bottom {
+            return Ok(bottom);
+        }
+        match tags.split_first() {
+            None => Ok(self.dom.pair(a, b)),
+            Some((Tag::Forward, rest)) => {
+                let (pa, pb) = (self.forward_half(a, true)?, self.forward_half(b, true)?);
+                let ta = self.forward_half(a, false)?;
+                let ta = self.tag_unwrap(Tag::Perturb, ta)?;
+                let tb = self.forward_half(b, false)?;
+                let tb = self.tag_unwrap(Tag::Perturb, tb)?;
+                let p = self.cons_t(rest, pa, pb)?;
+                let t = self.cons_t(rest, ta, tb)?;
+                let wt = self.dom.wrap(Tag::Perturb, t);
+                Ok(self.dom.bundle(p, wt))
+            }
+            Some((t, rest)) => {
+                let a = self.tag_unwrap(*t, a)?;
+                let b = self.tag_unwrap(*t, b)?;
+                let p = self.cons_t(rest, a, b)?;
+                Ok(self.dom.wrap(*t, p))
+            }
+        }
+    }
+
+    fn car_t(&mut self, tags: &[Tag], v: AvId, car: bool) -> Op<AvId> {
+        if v == self.dom.bottom() {
+            return Ok(v);
+        }
+        match tags.split_first() {
+            None => match self.dom.get(v) {
+                Av::Pair(a, b) => Ok(if car { *a } else { *b }),
+                _ => Err(String::new()),
+            },
+            Some((Tag::Forward, rest)) => {
+                let p = self.forward_half(v, true)?;
+                let t = self.forward_half(v, false)?;
+                let t = self.tag_unwrap(Tag::Perturb, t)?;
+                let a = self.car_t(rest, p, car)?;
+                let da = self.car_t(rest, t, car)?;
+                let da = self.tag_wrap(Tag::Perturb, da);
+                self.bundle(a, da)
+            }
+            Some((t, rest)) => {
+                let x = self.tag_unwrap(*t, v)?;
+                let a = self.car_t(rest, x, car)?;
+                Ok(self.tag_wrap(*t, a))
+            }
+        }
+    }
+
+    /// `Some(matches)` when decided now, `None` when it needs a run-time
+    /// comparison.
+    fn check_t(&mut self, tags: &[Tag], v: AvId, k: ConstId) -> Op<Option<bool>> {
+        let mut x = v;
+        for t in tags {
+            x = match t {
+                Tag::Forward => self.forward_half(x, true)?,
+                _ => self.tag_unwrap(*t, x)?,
+            };
+        }
+        let d = self.prog.consts[k].datum.clone();
+        Ok(self.match_datum(x, &d))
+    }
+
+    fn match_datum(&self, v: AvId, d: &ConstDatum) -> Option<bool> {
+        match (self.dom.get(v), d) {
+            (Av::Real(Some(x)), ConstDatum::Real(y)) => Some(f64::from_bits(*x) == *y),
+            (Av::Real(None), ConstDatum::Real(_)) => None,
+            (Av::Bool(Some(x)), ConstDatum::Bool(y)) => Some(x == y),
+            (Av::Bool(None), ConstDatum::Bool(_)) => None,
+            (Av::Nil, ConstDatum::Nil) => Some(true),
+            (Av::Pair(a, b), ConstDatum::Pair(x, y)) => {
+                match (self.match_datum(*a, x), self.match_datum(*b, y)) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                }
+            }
+            _ => Some(false),
+        }
+    }
+
+    fn pattern_message(&self, pat: Option<ir::PatId>, found: AvId) -> String {
+        match pat {
+            Some(p) => {
+                let info = &self.prog.patterns[p];
+                format!(
+                    "pattern mismatch: `{}` expects an argument matching {}, found {}",
+                    info.owner.as_deref().unwrap_or("lambda"),
+                    info.text,
+                    self.describe(found)
+                )
+            }
+            None => format!("expected a pair, found {}", self.describe(found)),
+        }
+    }
+
+    fn has_tag(&self, v: AvId, tag: Tag) -> bool {
+        match self.dom.get(v) {
+            Av::Closure(l, _) => self.prog.lambda_tag(*l) == Some(tag),
+            Av::Wrap(t, _) => *t == tag,
+            Av::Bundle(..) => tag == Tag::Forward,
+            _ => false,
+        }
+    }
+
+    /// An untagged primitive applied to an abstract argument.
+    fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        let describe = |s: &Self| s.describe(arg);
+        let reals2 = |s: &Self| -> Op<Option<(Option<f64>, Option<f64>)>> {
+            match s.dom.get(arg) {
+                Av::Pair(a, b) => match (s.dom.get(*a), s.dom.get(*b)) {
+                    (Av::Real(x), Av::Real(y)) => {
+                        Ok(Some((x.map(f64::from_bits), y.map(f64::from_bits))))
+                    }
+                    (Av::Bottom, _) | (_, Av::Bottom) => Ok(None),
+                    _ => Err(format!(
+                        "`{}` expects two reals, found {}",
+                        p.name(),
+                        describe(s)
+                    )),
+                },
+                _ => Err(format!(
+                    "`{}` expects two reals, found {}",
+                    p.name(),
+                    describe(s)
+                )),
+            }
+        };
+        let real1 = |s: &Self| -> Op<Option<Option<f64>>> {
+            match s.dom.get(arg) {
+                Av::Real(x) => Ok(Some(x.map(f64::from_bits))),
+                _ => Err(format!(
+                    "`{}` expects a real, found {}",
+                    p.name(),
+                    describe(s)
+                )),
+            }
+        };
+        let pair2 = |s: &Self| -> Op<(AvId, AvId)> {
+            match s.dom.get(arg) {
+                Av::Pair(a, b) => Ok((*a, *b)),
+                _ => Err(format!(
+                    "`{}` expects two arguments, found {}",
+                    p.name(),
+                    describe(s)
+                )),
+            }
+        };
+        Ok(match p.kind() {
+            PrimKind::Binary | PrimKind::Compare => {
+                let Some((x, y)) = reals2(self)? else {
+                    return Ok(bottom);
+                };
+                match (x, y) {
+                    (Some(x), Some(y)) => match p {
+                        Prim::Add => self.dom.real(x + y),
+                        Prim::Sub => self.dom.real(x - y),
+                        Prim::Mul => self.dom.real(x * y),
+                        Prim::Div => self.dom.real(x / y),
+                        Prim::Atan => self.dom.real(x.atan2(y)),
+                        Prim::Eq => self.dom.boolean(Some(x == y)),
+                        Prim::Lt => self.dom.boolean(Some(x < y)),
+                        Prim::Gt => self.dom.boolean(Some(x > y)),
+                        Prim::Le => self.dom.boolean(Some(x <= y)),
+                        _ => self.dom.boolean(Some(x >= y)),
+                    },
+                    _ if p.kind() == PrimKind::Binary => self.dom.any_real(),
+                    _ => self.dom.boolean(None),
+                }
+            }
+            PrimKind::Unary => match real1(self)? {
+                Some(Some(x)) => self.dom.real(match p {
+                    Prim::Sqrt => x.sqrt(),
+                    Prim::Exp => x.exp(),
+                    Prim::Log => x.ln(),
+                    Prim::Sin => x.sin(),
+                    _ => x.cos(),
+                }),
+                _ => self.dom.any_real(),
+            },
+            PrimKind::Predicate => {
+                let a = self.dom.get(arg).clone();
+                let known = |b: bool| Some(b);
+                let r = match p {
+                    Prim::IsZero | Prim::IsPositive | Prim::IsNegative => match real1(self)? {
+                        Some(Some(x)) => known(match p {
+                            Prim::IsZero => x == 0.0,
+                            Prim::IsPositive => x > 0.0,
+                            _ => x < 0.0,
+                        }),
+                        _ => None,
+                    },
+                    Prim::IsNull => known(matches!(a, Av::Nil)),
+                    Prim::IsBoolean => known(matches!(a, Av::Bool(_))),
+                    Prim::IsReal => known(matches!(a, Av::Real(_))),
+                    Prim::IsPair => known(matches!(a, Av::Pair(..))),
+                    Prim::IsProcedure => known(matches!(a, Av::Closure(..) | Av::Prim(_))),
+                    Prim::IsPerturbation => known(self.has_tag(arg, Tag::Perturb)),
+                    Prim::IsForward => known(self.has_tag(arg, Tag::Forward)),
+                    Prim::IsSensitivity => known(self.has_tag(arg, Tag::Sensitize)),
+                    _ => known(self.has_tag(arg, Tag::Reverse)),
+                };
+                self.dom.boolean(r)
+            }
+            PrimKind::Control => match p {
+                // `real` hides its argument's value from the compiler.
+                Prim::Real => match real1(self)? {
+                    Some(_) => self.dom.any_real(),
+                    None => bottom,
+                },
+                Prim::WriteReal => match real1(self)? {
+                    Some(_) => arg,
+                    None => bottom,
+                },
+                Prim::Write => arg,
+                Prim::ReadReal => self.dom.any_real(),
+                _ => unreachable!("if-procedure is applied by `if_procedure`"),
+            },
+            PrimKind::Ad => match p {
+                Prim::Zero => self.zero(arg),
+                Prim::Plus => {
+                    let (a, b) = pair2(self)?;
+                    self.plus(a, b)?
+                }
+                Prim::Perturb => self.tag_wrap(Tag::Perturb, arg),
+                Prim::Sensitize => self.tag_wrap(Tag::Sensitize, arg),
+                Prim::StarJ => self.tag_wrap(Tag::Reverse, arg),
+                Prim::Unperturb => self.tag_unwrap(Tag::Perturb, arg)?,
+                Prim::Unsensitize => self.tag_unwrap(Tag::Sensitize, arg)?,
+                Prim::StarJInverse => self.tag_unwrap(Tag::Reverse, arg)?,
+                Prim::Bundle => {
+                    let (a, b) = pair2(self)?;
+                    self.bundle(a, b)?
+                }
+                Prim::Primal => self.forward_half(arg, true)?,
+                _ => self.forward_half(arg, false)?,
+            },
+        })
+    }
+
+    fn describe(&self, v: AvId) -> String {
+        crate::print::av_text(&self.dom, &self.prog, v)
+    }
+}
