@@ -22,7 +22,7 @@
 //! (VLAD.md section 7): they become [`Plan::Error`], a run-time error in the
 //! compiled program with the interpreter's message.
 
-use crate::domain::{Av, AvId, Domain};
+use crate::domain::{Av, AvId, Domain, SymKind};
 use ad::{AdMemo, Untransformed};
 use ir::{ConstDatum, ConstId, LambdaId, Prim, PrimKind, Program, Rhs, Stmt, Tag, Var};
 use std::collections::HashMap;
@@ -85,9 +85,7 @@ pub struct Spec {
 
 /// The analysed program.
 pub struct Analysis {
-    pub prog: Program,
-    pub memo: AdMemo,
-    pub dom: Domain,
+    pub ops: Ops,
     pub specs: Vec<Spec>,
     /// One entry per `Stmt::Bind` of `prog.main`, in order.
     pub main: Vec<BindInfo>,
@@ -104,17 +102,19 @@ impl Analysis {
 /// Analyses a whole program.
 pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
     let mut a = Analyzer {
-        prog,
-        memo: AdMemo::default(),
-        dom: Domain::new(),
+        ops: Ops {
+            prog,
+            memo: AdMemo::default(),
+            dom: Domain::new(),
+            zero_memo: HashMap::new(),
+            consts: HashMap::new(),
+        },
         specs: Vec::new(),
         index: HashMap::new(),
         budget: HashMap::new(),
         stack: Vec::new(),
         iteration: 0,
         changed: false,
-        zero_memo: HashMap::new(),
-        consts: HashMap::new(),
         main: Vec::new(),
     };
     loop {
@@ -126,9 +126,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         }
     }
     Ok(Analysis {
-        prog: a.prog,
-        memo: a.memo,
-        dom: a.dom,
+        ops: a.ops,
         specs: a.specs,
         main: a.main,
         iterations: a.iteration,
@@ -137,10 +135,22 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
 
 type SpecKey = (LambdaId, Box<[AvId]>, AvId);
 
+/// The program, its AD memo tables and the abstract domain, with the
+/// structural operations on abstract values. Lowering keeps using these
+/// operations, on abstract values whose unknown leaves are symbolic
+/// ([`Av::Sym`]), to find where each scalar of a result comes from: so the
+/// meaning of `bundle`, `car` of a forward pair and the rest is written once
+/// for compile time (here) and once for run time (crate `interp`).
+pub struct Ops {
+    pub prog: Program,
+    pub memo: AdMemo,
+    pub dom: Domain,
+    zero_memo: HashMap<AvId, AvId>,
+    consts: HashMap<ConstId, AvId>,
+}
+
 struct Analyzer {
-    prog: Program,
-    memo: AdMemo,
-    dom: Domain,
+    ops: Ops,
     specs: Vec<Spec>,
     index: HashMap<SpecKey, SpecId>,
     /// Specialisations created per widened key (see [`UNROLL`]).
@@ -149,9 +159,20 @@ struct Analyzer {
     stack: Vec<LambdaId>,
     iteration: u32,
     changed: bool,
-    zero_memo: HashMap<AvId, AvId>,
-    consts: HashMap<ConstId, AvId>,
     main: Vec<BindInfo>,
+}
+
+impl std::ops::Deref for Analyzer {
+    type Target = Ops;
+    fn deref(&self) -> &Ops {
+        &self.ops
+    }
+}
+
+impl std::ops::DerefMut for Analyzer {
+    fn deref_mut(&mut self) -> &mut Ops {
+        &mut self.ops
+    }
 }
 
 /// A failure of the analysis itself (not of the analysed program).
@@ -542,10 +563,12 @@ impl Analyzer {
             },
         })
     }
+}
 
+impl Ops {
     // ---- constants -------------------------------------------------------
 
-    fn const_value(&mut self, k: ConstId) -> AvId {
+    pub fn const_value(&mut self, k: ConstId) -> AvId {
         if let Some(a) = self.consts.get(&k) {
             return *a;
         }
@@ -581,8 +604,8 @@ impl Analyzer {
 
 // The abstract versions of the interpreter's AD operations and primitives
 // (crate `interp`, `adops.rs` and `prims.rs`): keep them in step.
-impl Analyzer {
-    fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
+impl Ops {
+    pub fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
         match self.dom.get(v).clone() {
             Av::Bottom => v,
             Av::Closure(l, env) => {
@@ -598,7 +621,7 @@ impl Analyzer {
         }
     }
 
-    fn tag_unwrap(&mut self, tag: Tag, v: AvId) -> Op<AvId> {
+    pub fn tag_unwrap(&mut self, tag: Tag, v: AvId) -> Op<AvId> {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
             Av::Wrap(t, x) if t == tag => Ok(x),
@@ -627,7 +650,7 @@ impl Analyzer {
         format!("`{op}` expects {what}, found {}", self.describe(v))
     }
 
-    fn prim_chain(&self, mut l: LambdaId) -> Option<Vec<Tag>> {
+    pub fn prim_chain(&self, mut l: LambdaId) -> Option<Vec<Tag>> {
         let mut tags = Vec::new();
         loop {
             match self.prog.lambdas[l].origin {
@@ -644,7 +667,7 @@ impl Analyzer {
         }
     }
 
-    fn nil_like(&self, v: AvId) -> bool {
+    pub fn nil_like(&self, v: AvId) -> bool {
         match self.dom.get(v) {
             Av::Nil | Av::Prim(_) => true,
             Av::Closure(l, env) => env.is_empty() && self.prim_chain(*l).is_some(),
@@ -664,7 +687,11 @@ impl Analyzer {
 
     fn shallow_conform(&self, p: AvId, t: AvId) -> bool {
         match (self.dom.get(p), self.dom.get(t)) {
-            (Av::Real(_), Av::Real(_)) | (Av::Nil, Av::Nil) | (Av::Pair(..), Av::Pair(..)) => true,
+            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(_) | Av::Sym(_, SymKind::Real))
+            | (Av::Nil, Av::Nil)
+            | (Av::Pair(..), Av::Pair(..))
+            | (Av::Bool(_) | Av::Sym(_, SymKind::Bool), Av::Sym(_, SymKind::Bool))
+            | (Av::Sym(_, SymKind::Bool), Av::Bool(_)) => true,
             (Av::Bool(a), Av::Bool(b)) => a.is_none() || b.is_none() || a == b,
             (Av::Wrap(t1, _), Av::Wrap(t2, _)) => t1 == t2,
             (Av::Bundle(..), Av::Bundle(..)) => true,
@@ -672,7 +699,7 @@ impl Analyzer {
         }
     }
 
-    fn bundle(&mut self, p: AvId, t: AvId) -> Op<AvId> {
+    pub fn bundle(&mut self, p: AvId, t: AvId) -> Op<AvId> {
         let bottom = self.dom.bottom();
         if p == bottom || t == bottom {
             return Ok(bottom);
@@ -708,7 +735,7 @@ impl Analyzer {
         }
     }
 
-    fn forward_half(&mut self, v: AvId, primal: bool) -> Op<AvId> {
+    pub fn forward_half(&mut self, v: AvId, primal: bool) -> Op<AvId> {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
             Av::Bundle(p, t) => Ok(if primal { p } else { t }),
@@ -745,13 +772,13 @@ impl Analyzer {
         )
     }
 
-    fn zero(&mut self, v: AvId) -> AvId {
+    pub fn zero(&mut self, v: AvId) -> AvId {
         if let Some(z) = self.zero_memo.get(&v) {
             return *z;
         }
         let z = match self.dom.get(v).clone() {
-            Av::Bottom | Av::Bool(_) | Av::Nil => v,
-            Av::Real(_) => self.dom.real(0.0),
+            Av::Bottom | Av::Bool(_) | Av::Nil | Av::Sym(_, SymKind::Bool) => v,
+            Av::Real(_) | Av::Sym(_, SymKind::Real) => self.dom.real(0.0),
             Av::Prim(_) => self.dom.nil(),
             Av::Pair(a, b) => {
                 let (a, b) = (self.zero(a), self.zero(b));
@@ -789,7 +816,7 @@ impl Analyzer {
         z
     }
 
-    fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
+    pub fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
         self.plus_inner(a, b).map_err(|_| {
             format!(
                 "`plus` expects two values of the same shape, found {} and {}",
@@ -842,7 +869,7 @@ impl Analyzer {
         }
     }
 
-    fn cons_t(&mut self, tags: &[Tag], a: AvId, b: AvId) -> Op<AvId> {
+    pub fn cons_t(&mut self, tags: &[Tag], a: AvId, b: AvId) -> Op<AvId> {
         let bottom = self.dom.bottom();
         if a == bottom || b == bottom {
             return Ok(bottom);
@@ -869,7 +896,7 @@ impl Analyzer {
         }
     }
 
-    fn car_t(&mut self, tags: &[Tag], v: AvId, car: bool) -> Op<AvId> {
+    pub fn car_t(&mut self, tags: &[Tag], v: AvId, car: bool) -> Op<AvId> {
         if v == self.dom.bottom() {
             return Ok(v);
         }
@@ -897,7 +924,7 @@ impl Analyzer {
 
     /// `Some(matches)` when decided now, `None` when it needs a run-time
     /// comparison.
-    fn check_t(&mut self, tags: &[Tag], v: AvId, k: ConstId) -> Op<Option<bool>> {
+    pub fn check_t(&mut self, tags: &[Tag], v: AvId, k: ConstId) -> Op<Option<bool>> {
         let mut x = v;
         for t in tags {
             x = match t {
@@ -912,7 +939,8 @@ impl Analyzer {
     fn match_datum(&self, v: AvId, d: &ConstDatum) -> Option<bool> {
         match (self.dom.get(v), d) {
             (Av::Real(Some(x)), ConstDatum::Real(y)) => Some(f64::from_bits(*x) == *y),
-            (Av::Real(None), ConstDatum::Real(_)) => None,
+            (Av::Real(None) | Av::Sym(_, SymKind::Real), ConstDatum::Real(_)) => None,
+            (Av::Sym(_, SymKind::Bool), ConstDatum::Bool(_)) => None,
             (Av::Bool(Some(x)), ConstDatum::Bool(y)) => Some(x == y),
             (Av::Bool(None), ConstDatum::Bool(_)) => None,
             (Av::Nil, ConstDatum::Nil) => Some(true),
@@ -927,7 +955,7 @@ impl Analyzer {
         }
     }
 
-    fn pattern_message(&self, pat: Option<ir::PatId>, found: AvId) -> String {
+    pub fn pattern_message(&self, pat: Option<ir::PatId>, found: AvId) -> String {
         match pat {
             Some(p) => {
                 let info = &self.prog.patterns[p];
@@ -952,7 +980,7 @@ impl Analyzer {
     }
 
     /// An untagged primitive applied to an abstract argument.
-    fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
+    pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
         let bottom = self.dom.bottom();
         let describe = |s: &Self| s.describe(arg);
         let reals2 = |s: &Self| -> Op<Option<(Option<f64>, Option<f64>)>> {
@@ -1087,7 +1115,7 @@ impl Analyzer {
         })
     }
 
-    fn describe(&self, v: AvId) -> String {
+    pub fn describe(&self, v: AvId) -> String {
         crate::print::av_text(&self.dom, &self.prog, v)
     }
 }

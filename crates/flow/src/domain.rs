@@ -28,6 +28,17 @@ pub enum Av {
     Wrap(Tag, AvId),
     /// A forward value: primal and tangent.
     Bundle(AvId, AvId),
+    /// Lowering only: the unknown real or boolean held in scalar number
+    /// `n` of the code being generated. Stands for `Real(None)` or
+    /// `Bool(None)` with an identity, so that structural operations show
+    /// where each scalar goes.
+    Sym(u32, SymKind),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymKind {
+    Real,
+    Bool,
 }
 
 /// The arena of abstract values.
@@ -104,6 +115,7 @@ impl Domain {
         match self.get(id) {
             Av::Real(r) => r.is_some(),
             Av::Bool(b) => b.is_some(),
+            Av::Sym(..) => false,
             Av::Bottom | Av::Nil | Av::Prim(_) => true,
             Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
             Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
@@ -115,8 +127,8 @@ impl Domain {
     /// that keeps recursion from unrolling forever on a counter.
     pub fn widen(&mut self, id: AvId) -> AvId {
         match self.get(id).clone() {
-            Av::Real(Some(_)) => self.any_real(),
-            Av::Bool(Some(_)) => self.boolean(None),
+            Av::Real(Some(_)) | Av::Sym(_, SymKind::Real) => self.any_real(),
+            Av::Bool(Some(_)) | Av::Sym(_, SymKind::Bool) => self.boolean(None),
             Av::Pair(a, b) => {
                 let (a, b) = (self.widen(a), self.widen(b));
                 self.pair(a, b)

@@ -11,5 +11,5 @@ pub mod analysis;
 pub mod domain;
 pub mod print;
 
-pub use analysis::{analyze, Analysis, BindInfo, Plan, Spec, SpecId};
-pub use domain::{Av, AvId, Domain};
+pub use analysis::{analyze, Analysis, BindInfo, Ops, Plan, Spec, SpecId};
+pub use domain::{Av, AvId, Domain, SymKind};

@@ -20,7 +20,8 @@ fn write_av(dom: &Domain, prog: &Program, v: AvId, s: &mut String) {
     match dom.get(v) {
         Av::Bottom => s.push('_'),
         Av::Real(Some(x)) => s.push_str(&format_real(f64::from_bits(*x))),
-        Av::Real(None) => s.push('R'),
+        Av::Real(None) | Av::Sym(_, crate::domain::SymKind::Real) => s.push('R'),
+        Av::Sym(_, crate::domain::SymKind::Bool) => s.push('B'),
         Av::Bool(Some(true)) => s.push_str("#t"),
         Av::Bool(Some(false)) => s.push_str("#f"),
         Av::Bool(None) => s.push('B'),
@@ -98,7 +99,7 @@ pub fn analysis_text(a: &Analysis) -> String {
         a.iterations
     );
     for (i, spec) in a.specs.iter().enumerate() {
-        let lam = &a.prog.lambdas[spec.lambda];
+        let lam = &a.ops.prog.lambdas[spec.lambda];
         let env: Vec<String> = lam
             .free
             .iter()
@@ -106,8 +107,8 @@ pub fn analysis_text(a: &Analysis) -> String {
             .map(|(v, x)| {
                 format!(
                     "{}={}",
-                    ir::print::var(&a.prog, *v),
-                    av_text(&a.dom, &a.prog, *x)
+                    ir::print::var(&a.ops.prog, *v),
+                    av_text(&a.ops.dom, &a.ops.prog, *x)
                 )
             })
             .collect();
@@ -117,22 +118,22 @@ pub fn analysis_text(a: &Analysis) -> String {
             spec.lambda,
             lam.name.as_deref().unwrap_or("_"),
             env.join(" "),
-            ir::print::var(&a.prog, lam.param),
-            av_text(&a.dom, &a.prog, spec.arg),
-            av_text(&a.dom, &a.prog, spec.result)
+            ir::print::var(&a.ops.prog, lam.param),
+            av_text(&a.ops.dom, &a.ops.prog, spec.arg),
+            av_text(&a.ops.dom, &a.ops.prog, spec.result)
         );
         for (b, info) in lam.body.iter().zip(&spec.binds) {
             let _ = writeln!(
                 s,
                 "  {} : {}{}",
-                ir::print::var(&a.prog, b.var),
-                av_text(&a.dom, &a.prog, info.av),
+                ir::print::var(&a.ops.prog, b.var),
+                av_text(&a.ops.dom, &a.ops.prog, info.av),
                 plan_text(&info.plan)
             );
         }
     }
     s.push_str("main\n");
-    let binds = a.prog.main.iter().filter_map(|st| match st {
+    let binds = a.ops.prog.main.iter().filter_map(|st| match st {
         ir::Stmt::Bind(b) => Some(b),
         ir::Stmt::Show { .. } => None,
     });
@@ -140,8 +141,8 @@ pub fn analysis_text(a: &Analysis) -> String {
         let _ = writeln!(
             s,
             "  {} : {}{}",
-            ir::print::var(&a.prog, b.var),
-            av_text(&a.dom, &a.prog, info.av),
+            ir::print::var(&a.ops.prog, b.var),
+            av_text(&a.ops.dom, &a.ops.prog, info.av),
             plan_text(&info.plan)
         );
     }

@@ -6,3 +6,15 @@
 //! be built and tested against them.)
 
 pub mod fir;
+pub mod lower;
+
+pub use lower::{layout, lower};
+
+/// The whole middle end: flow analysis, then lowering to FIR.
+pub fn compile(
+    prog: ir::Program,
+    map: &syntax::SourceMap,
+) -> Result<fir::Module, syntax::Diagnostic> {
+    let analysis = flow::analyze(prog)?;
+    Ok(lower::lower(analysis, map))
+}

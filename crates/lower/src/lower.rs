@@ -1,0 +1,891 @@
+//! The analysed program to FIR: one function per specialisation.
+//!
+//! Representation follows the abstract value ([`layout`]): constants take no
+//! scalars, an unknown real one `F64`, an unknown boolean one `Bool`, pairs
+//! and closures the concatenation of their parts. While lowering a function,
+//! every value is held as a *symbolic* abstract value whose unknown leaves
+//! are `Av::Sym(n)`, naming FIR value `n`. Pair operations, closure
+//! environments and the AD operations other than `plus` are then just the
+//! flow analysis' own structural operations ([`flow::Ops`]) applied to
+//! symbolic values: the leaves of the result say which scalars it is made
+//! of, and no code is emitted for them at all.
+
+use crate::fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
+use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind};
+use ir::{Prim, PrimKind, Rhs, Stmt, Var};
+use std::collections::HashMap;
+use syntax::{SourceMap, Span};
+
+/// The scalars representing an abstract value, in order.
+pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
+    match dom.get(av) {
+        Av::Real(None) | Av::Sym(_, SymKind::Real) => out.push(Ty::F64),
+        Av::Bool(None) | Av::Sym(_, SymKind::Bool) => out.push(Ty::Bool),
+        Av::Pair(a, b) | Av::Bundle(a, b) => {
+            layout(dom, *a, out);
+            layout(dom, *b, out);
+        }
+        Av::Closure(_, env) => {
+            for x in env.iter() {
+                layout(dom, *x, out);
+            }
+        }
+        Av::Wrap(_, x) => layout(dom, *x, out),
+        Av::Bottom | Av::Real(Some(_)) | Av::Bool(Some(_)) | Av::Nil | Av::Prim(_) => {}
+    }
+}
+
+fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
+    let mut v = Vec::new();
+    layout(dom, av, &mut v);
+    v
+}
+
+/// Lowers an analysed program.
+pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
+    let Analysis {
+        ops, specs, main, ..
+    } = analysis;
+    let mut lw = Lowerer {
+        ops,
+        specs,
+        module: fir::Module::default(),
+        strings: HashMap::new(),
+        map,
+    };
+    for (i, s) in lw.specs.iter().enumerate() {
+        let name = format!(
+            "{}_{}",
+            lw.ops.prog.lambdas[s.lambda]
+                .name
+                .as_deref()
+                .unwrap_or("lambda")
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+            i
+        );
+        let mut params = Vec::new();
+        for e in &s.env {
+            layout(&lw.ops.dom, *e, &mut params);
+        }
+        layout(&lw.ops.dom, s.arg, &mut params);
+        let returns = layout_of(&lw.ops.dom, s.result);
+        lw.module.funcs.push(fir::Func {
+            name,
+            params,
+            returns,
+            types: Vec::new(),
+            body: Block {
+                insts: vec![],
+                term: Term::Return(vec![]),
+            },
+        });
+    }
+    for i in 0..lw.specs.len() {
+        let f = lw.lower_spec(SpecId(i as u32));
+        lw.module.funcs[i] = f;
+    }
+    let m = lw.lower_main(&main);
+    lw.module.main = Some(FuncId(lw.module.funcs.len() as u32));
+    lw.module.funcs.push(m);
+    lw.module
+}
+
+struct Lowerer<'m> {
+    ops: Ops,
+    specs: Vec<Spec>,
+    module: fir::Module,
+    strings: HashMap<String, StrId>,
+    map: &'m SourceMap,
+}
+
+/// One function under construction.
+struct Fb {
+    types: Vec<Ty>,
+    /// Instruction lists of the open blocks, innermost last.
+    blocks: Vec<Vec<Inst>>,
+    /// The abstract result of the function (for tail calls).
+    result: Option<AvId>,
+}
+
+impl Fb {
+    fn new_val(&mut self, t: Ty) -> Val {
+        self.types.push(t);
+        Val(self.types.len() as u32 - 1)
+    }
+    fn emit(&mut self, op: Op, result_tys: &[Ty]) -> Vec<Val> {
+        let results: Vec<Val> = result_tys.iter().map(|t| self.new_val(*t)).collect();
+        let cur = self.blocks.last_mut().expect("an open block");
+        cur.push(Inst {
+            results: results.clone(),
+            op,
+        });
+        results
+    }
+    fn emit1(&mut self, op: Op, t: Ty) -> Val {
+        self.emit(op, &[t])[0]
+    }
+}
+
+/// How a body ended early.
+enum Flow {
+    /// The body's value.
+    Value(AvId),
+    /// The block is already terminated (an error, a tail call).
+    Done(Term),
+}
+
+impl Lowerer<'_> {
+    fn string(&mut self, s: &str) -> StrId {
+        if let Some(id) = self.strings.get(s) {
+            return *id;
+        }
+        let id = StrId(self.module.strings.len() as u32);
+        self.module.strings.push(s.to_string());
+        self.strings.insert(s.to_string(), id);
+        id
+    }
+
+    fn error_text(&self, span: Option<Span>, msg: &str) -> String {
+        match span.filter(|s| s.file.0 != 0) {
+            Some(s) => format!("{}: error: {msg}", self.map.locate(s)),
+            None => format!("error: {msg}"),
+        }
+    }
+
+    /// Replaces the unknown leaves of `av` with fresh parameters.
+    fn symbolize(&mut self, fb: &mut Fb, av: AvId, vals: &mut dyn Iterator<Item = Val>) -> AvId {
+        let dom = &mut self.ops.dom;
+        match dom.get(av).clone() {
+            Av::Real(None) => {
+                let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::F64));
+                dom.intern(Av::Sym(v.0, SymKind::Real))
+            }
+            Av::Bool(None) => {
+                let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Bool));
+                dom.intern(Av::Sym(v.0, SymKind::Bool))
+            }
+            Av::Pair(a, b) => {
+                let a = self.symbolize(fb, a, vals);
+                let b = self.symbolize(fb, b, vals);
+                self.ops.dom.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let a = self.symbolize(fb, a, vals);
+                let b = self.symbolize(fb, b, vals);
+                self.ops.dom.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.symbolize(fb, x, vals);
+                self.ops.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) => {
+                let env = env.iter().map(|x| self.symbolize(fb, *x, vals)).collect();
+                self.ops.dom.closure(l, env)
+            }
+            _ => av,
+        }
+    }
+
+    /// The scalars of symbolic value `src` in the layout of the (possibly
+    /// less precise) abstract value `target`: constants the target does not
+    /// know are materialised.
+    fn coerce(&mut self, fb: &mut Fb, src: AvId, target: AvId, out: &mut Vec<Val>) {
+        let dom = &self.ops.dom;
+        match (dom.get(src).clone(), dom.get(target).clone()) {
+            (_, Av::Bottom) => {}
+            (Av::Sym(v, _), Av::Real(None) | Av::Bool(None)) => out.push(Val(v)),
+            (Av::Real(Some(x)), Av::Real(None)) => {
+                out.push(fb.emit1(Op::F64Const(f64::from_bits(x)), Ty::F64))
+            }
+            (Av::Bool(Some(b)), Av::Bool(None)) => out.push(fb.emit1(Op::BoolConst(b), Ty::Bool)),
+            (Av::Pair(a, b), Av::Pair(c, d)) | (Av::Bundle(a, b), Av::Bundle(c, d)) => {
+                self.coerce(fb, a, c, out);
+                self.coerce(fb, b, d, out);
+            }
+            (Av::Wrap(_, x), Av::Wrap(_, y)) => self.coerce(fb, x, y, out),
+            (Av::Closure(_, e1), Av::Closure(_, e2)) => {
+                for (x, y) in e1.iter().zip(e2.iter()) {
+                    self.coerce(fb, *x, *y, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn lower_spec(&mut self, id: SpecId) -> fir::Func {
+        let s = self.specs[id.0 as usize].clone();
+        let proto = self.module.funcs[id.0 as usize].clone();
+        let mut fb = Fb {
+            types: proto.params.clone(),
+            blocks: vec![Vec::new()],
+            result: Some(s.result),
+        };
+        let mut params = (0..proto.params.len() as u32).map(Val);
+        let lam = self.ops.prog.lambdas[s.lambda].clone();
+        let mut vals: HashMap<Var, AvId> = HashMap::new();
+        let mut env_syms = Vec::with_capacity(s.env.len());
+        for (v, av) in lam.free.iter().zip(&s.env) {
+            let sym = self.symbolize(&mut fb, *av, &mut params);
+            env_syms.push(sym);
+            vals.insert(*v, sym);
+        }
+        let arg = self.symbolize(&mut fb, s.arg, &mut params);
+        vals.insert(lam.param, arg);
+        let term = match self.lower_body(
+            &mut fb,
+            &lam.body,
+            &s.binds,
+            &mut vals,
+            &env_syms,
+            lam.group,
+            Some(lam.result),
+        ) {
+            Flow::Done(t) => t,
+            Flow::Value(_) => {
+                let r = vals.get(&lam.result).copied().unwrap_or(AvId(0));
+                let mut out = Vec::new();
+                self.coerce(&mut fb, r, s.result, &mut out);
+                Term::Return(out)
+            }
+        };
+        let insts = fb.blocks.pop().unwrap_or_default();
+        fir::Func {
+            name: proto.name,
+            params: proto.params,
+            returns: proto.returns,
+            types: fb.types,
+            body: Block { insts, term },
+        }
+    }
+
+    fn lower_main(&mut self, infos: &[BindInfo]) -> fir::Func {
+        let mut fb = Fb {
+            types: vec![],
+            blocks: vec![Vec::new()],
+            result: None,
+        };
+        let stmts = self.ops.prog.main.clone();
+        let mut vals: HashMap<Var, AvId> = HashMap::new();
+        let mut infos = infos.iter();
+        let mut term = Term::Return(vec![]);
+        for st in &stmts {
+            match st {
+                Stmt::Bind(b) => {
+                    let Some(info) = infos.next() else { break };
+                    match self.lower_binding(&mut fb, b, info, &mut vals, &[], None, false) {
+                        Flow::Value(av) => {
+                            vals.insert(b.var, av);
+                        }
+                        Flow::Done(t) => {
+                            term = t;
+                            break;
+                        }
+                    }
+                }
+                Stmt::Show { var, .. } => {
+                    let av = vals.get(var).copied().unwrap_or(AvId(0));
+                    self.print_value(&mut fb, av);
+                    self.print_str(&mut fb, "\n");
+                }
+            }
+        }
+        let insts = fb.blocks.pop().unwrap_or_default();
+        fir::Func {
+            name: "vlad_main".into(),
+            params: vec![],
+            returns: vec![],
+            types: fb.types,
+            body: Block { insts, term },
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lower_body(
+        &mut self,
+        fb: &mut Fb,
+        body: &[ir::Binding],
+        binds: &[BindInfo],
+        vals: &mut HashMap<Var, AvId>,
+        env: &[AvId],
+        group: Option<ir::GroupId>,
+        result: Option<Var>,
+    ) -> Flow {
+        let n = body.len();
+        for (i, (b, info)) in body.iter().zip(binds).enumerate() {
+            let tail = i + 1 == n && Some(b.var) == result;
+            match self.lower_binding(fb, b, info, vals, env, group, tail) {
+                Flow::Value(av) => {
+                    vals.insert(b.var, av);
+                }
+                done => return done,
+            }
+        }
+        Flow::Value(AvId(0))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lower_binding(
+        &mut self,
+        fb: &mut Fb,
+        b: &ir::Binding,
+        info: &BindInfo,
+        vals: &HashMap<Var, AvId>,
+        env: &[AvId],
+        group: Option<ir::GroupId>,
+        tail: bool,
+    ) -> Flow {
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId(0));
+        match &info.plan {
+            Plan::Dead => {
+                return Flow::Done(Term::Error(
+                    self.string("error: internal error: unreachable code"),
+                ))
+            }
+            Plan::Error(m) => {
+                let text = self.error_text(b.span, m);
+                return Flow::Done(Term::Error(self.string(&text)));
+            }
+            _ => {}
+        }
+        let structural = |r: Result<AvId, String>, this: &mut Self| match r {
+            Ok(av) => Flow::Value(av),
+            Err(m) => {
+                let text = this.error_text(b.span, &m);
+                Flow::Done(Term::Error(this.string(&text)))
+            }
+        };
+        match &b.rhs {
+            Rhs::Const(k) => Flow::Value(self.ops.const_value(*k)),
+            Rhs::Copy(x) => Flow::Value(v(x)),
+            Rhs::Closure { lambda, env } => {
+                let e = env.iter().map(v).collect();
+                Flow::Value(self.ops.dom.closure(*lambda, e))
+            }
+            Rhs::Sibling(i) => {
+                let l = group.map(|g| self.ops.prog.groups[g].lambdas[*i as usize]);
+                match l {
+                    Some(l) => Flow::Value(self.ops.dom.closure(l, env.to_vec())),
+                    None => Flow::Done(Term::Error(self.string("error: internal error: sibling"))),
+                }
+            }
+            Rhs::Cons { tags, car, cdr } => {
+                let r = self.ops.cons_t(tags, v(car), v(cdr));
+                structural(r, self)
+            }
+            Rhs::Car { tags, pair, .. } => {
+                let r = self.ops.car_t(tags, v(pair), true);
+                structural(r, self)
+            }
+            Rhs::Cdr { tags, pair, .. } => {
+                let r = self.ops.car_t(tags, v(pair), false);
+                structural(r, self)
+            }
+            Rhs::Check {
+                tags,
+                var,
+                expect,
+                pat,
+            } => {
+                if info.plan == Plan::Check {
+                    let msg = self.ops.pattern_message(*pat, info.av);
+                    let text = self.error_text(b.span, &msg);
+                    let err = self.string(&text);
+                    let mut x = v(var);
+                    for t in tags {
+                        let r = match t {
+                            ir::Tag::Forward => self.ops.forward_half(x, true),
+                            _ => self.ops.tag_unwrap(*t, x),
+                        };
+                        x = r.unwrap_or(x);
+                    }
+                    let d = self.ops.prog.consts[*expect].datum.clone();
+                    self.check_datum(fb, x, &d, err);
+                }
+                Flow::Value(v(var))
+            }
+            Rhs::EnvRef { closure, index } => match self.ops.dom.get(v(closure)).clone() {
+                Av::Closure(_, e) => {
+                    Flow::Value(e.get(*index as usize).copied().unwrap_or(AvId(0)))
+                }
+                _ => Flow::Done(Term::Error(self.string("error: internal error: env-ref"))),
+            },
+            Rhs::EnvUpdate {
+                closure,
+                index,
+                value,
+            } => match self.ops.dom.get(v(closure)).clone() {
+                Av::Closure(l, e) => {
+                    let mut e = e.to_vec();
+                    if let Some(slot) = e.get_mut(*index as usize) {
+                        *slot = v(value);
+                    }
+                    Flow::Value(self.ops.dom.closure(l, e))
+                }
+                _ => Flow::Done(Term::Error(
+                    self.string("error: internal error: env-update"),
+                )),
+            },
+            Rhs::App { f, arg } => self.lower_app(fb, b, info, v(f), v(arg), tail),
+        }
+    }
+
+    /// Emits a run-time check that symbolic value `x` equals the datum.
+    fn check_datum(&mut self, fb: &mut Fb, x: AvId, d: &ir::ConstDatum, err: StrId) {
+        match (self.ops.dom.get(x).clone(), d) {
+            (Av::Sym(v, SymKind::Real), ir::ConstDatum::Real(c)) => {
+                let k = fb.emit1(Op::F64Const(*c), Ty::F64);
+                let ok = fb.emit1(Op::FCmp(Cmp::Eq, Val(v), k), Ty::Bool);
+                self.guard(fb, ok, err);
+            }
+            (Av::Sym(v, SymKind::Bool), ir::ConstDatum::Bool(c)) => {
+                let ok = if *c {
+                    Val(v)
+                } else {
+                    fb.emit1(Op::Not(Val(v)), Ty::Bool)
+                };
+                self.guard(fb, ok, err);
+            }
+            (Av::Pair(a, b), ir::ConstDatum::Pair(x, y)) => {
+                self.check_datum(fb, a, x, err);
+                self.check_datum(fb, b, y, err);
+            }
+            _ => {}
+        }
+    }
+
+    /// Continues only if `ok`; otherwise the run-time error `err`.
+    fn guard(&mut self, fb: &mut Fb, ok: Val, err: StrId) {
+        fb.emit(
+            Op::If {
+                cond: ok,
+                then_: Block {
+                    insts: vec![],
+                    term: Term::Yield(vec![]),
+                },
+                else_: Block {
+                    insts: vec![],
+                    term: Term::Error(err),
+                },
+            },
+            &[],
+        );
+    }
+
+    fn lower_app(
+        &mut self,
+        fb: &mut Fb,
+        b: &ir::Binding,
+        info: &BindInfo,
+        f: AvId,
+        arg: AvId,
+        tail: bool,
+    ) -> Flow {
+        match info.plan.clone() {
+            Plan::Call(s) => self.call_spec(fb, s, f, arg, tail),
+            Plan::If { then_, else_ } => {
+                let (c, t, e) = match self.ops.dom.get(arg).clone() {
+                    Av::Pair(c, te) => match self.ops.dom.get(te).clone() {
+                        Av::Pair(t, e) => (c, t, e),
+                        _ => {
+                            return Flow::Done(Term::Error(
+                                self.string("error: internal error: if"),
+                            ))
+                        }
+                    },
+                    _ => return Flow::Done(Term::Error(self.string("error: internal error: if"))),
+                };
+                let nil = self.ops.dom.nil();
+                match (then_, else_) {
+                    (Some(s), None) => self.call_spec(fb, s, t, nil, tail),
+                    (None, Some(s)) => self.call_spec(fb, s, e, nil, tail),
+                    (Some(st), Some(se)) => {
+                        let cond = match self.ops.dom.get(c) {
+                            Av::Sym(v, SymKind::Bool) => Val(*v),
+                            _ => {
+                                return Flow::Done(Term::Error(
+                                    self.string("error: internal error: if condition"),
+                                ))
+                            }
+                        };
+                        let joined = info.av;
+                        let tys = layout_of(&self.ops.dom, joined);
+                        let mut arms = Vec::new();
+                        for (s, th) in [(st, t), (se, e)] {
+                            fb.blocks.push(Vec::new());
+                            let term = match self.call_spec(
+                                fb,
+                                s,
+                                th,
+                                nil,
+                                tail && fb.result == Some(joined),
+                            ) {
+                                Flow::Done(t) => t,
+                                Flow::Value(r) => {
+                                    let mut out = Vec::new();
+                                    self.coerce(fb, r, joined, &mut out);
+                                    Term::Yield(out)
+                                }
+                            };
+                            let insts = fb.blocks.pop().unwrap_or_default();
+                            arms.push(Block { insts, term });
+                        }
+                        let else_b = arms.pop().unwrap_or(Block {
+                            insts: vec![],
+                            term: Term::Yield(vec![]),
+                        });
+                        let then_b = arms.pop().unwrap_or(Block {
+                            insts: vec![],
+                            term: Term::Yield(vec![]),
+                        });
+                        let results = fb.emit(
+                            Op::If {
+                                cond,
+                                then_: then_b,
+                                else_: else_b,
+                            },
+                            &tys,
+                        );
+                        let mut it = results.into_iter();
+                        Flow::Value(self.symbolize(fb, joined, &mut it))
+                    }
+                    (None, None) => Flow::Done(Term::Error(
+                        self.string("error: internal error: unreachable code"),
+                    )),
+                }
+            }
+            Plan::Prim(p) => self.lower_prim(fb, b, info, p, arg),
+            _ => Flow::Done(Term::Error(
+                self.string("error: internal error: application"),
+            )),
+        }
+    }
+
+    /// A call of specialisation `s` with closure `f` and argument `arg`
+    /// (symbolic), as a tail call when possible.
+    fn call_spec(&mut self, fb: &mut Fb, s: SpecId, f: AvId, arg: AvId, tail: bool) -> Flow {
+        let spec = self.specs[s.0 as usize].clone();
+        let mut args = Vec::new();
+        if let Av::Closure(_, env) = self.ops.dom.get(f).clone() {
+            for (x, t) in env.iter().zip(&spec.env) {
+                self.coerce(fb, *x, *t, &mut args);
+            }
+        }
+        self.coerce(fb, arg, spec.arg, &mut args);
+        let callee = FuncId(s.0);
+        if tail && fb.result == Some(spec.result) {
+            return Flow::Done(Term::TailCall(callee, args));
+        }
+        let tys = layout_of(&self.ops.dom, spec.result);
+        let results = fb.emit(Op::Call(callee, args), &tys);
+        if spec.result == self.ops.dom.bottom() {
+            return Flow::Done(Term::Error(
+                self.string("error: internal error: a call that never returns returned"),
+            ));
+        }
+        let mut it = results.into_iter();
+        Flow::Value(self.symbolize(fb, spec.result, &mut it))
+    }
+
+    /// A real operand: its FIR value, materialising a constant.
+    fn real(&mut self, fb: &mut Fb, x: AvId) -> Option<Val> {
+        match self.ops.dom.get(x) {
+            Av::Sym(v, SymKind::Real) => Some(Val(*v)),
+            Av::Real(Some(c)) => {
+                let c = f64::from_bits(*c);
+                Some(fb.emit1(Op::F64Const(c), Ty::F64))
+            }
+            _ => None,
+        }
+    }
+
+    fn sym(&mut self, v: Val, k: SymKind) -> AvId {
+        self.ops.dom.intern(Av::Sym(v.0, k))
+    }
+
+    fn lower_prim(
+        &mut self,
+        fb: &mut Fb,
+        b: &ir::Binding,
+        info: &BindInfo,
+        p: Prim,
+        arg: AvId,
+    ) -> Flow {
+        // Whatever the analysis already knows needs no code.
+        if self.ops.dom.is_known(info.av)
+            && !matches!(p, Prim::Write | Prim::WriteReal | Prim::ReadReal)
+        {
+            return Flow::Value(info.av);
+        }
+        let pair = match self.ops.dom.get(arg) {
+            Av::Pair(a, b) => Some((*a, *b)),
+            _ => None,
+        };
+        match p.kind() {
+            PrimKind::Binary | PrimKind::Compare => {
+                let Some((a, c)) = pair else {
+                    return Flow::Value(info.av);
+                };
+                let (Some(x), Some(y)) = (self.real(fb, a), self.real(fb, c)) else {
+                    return Flow::Value(info.av);
+                };
+                let (op, kind) = match p {
+                    Prim::Add => (Op::FBin(FBin::Add, x, y), SymKind::Real),
+                    Prim::Sub => (Op::FBin(FBin::Sub, x, y), SymKind::Real),
+                    Prim::Mul => (Op::FBin(FBin::Mul, x, y), SymKind::Real),
+                    Prim::Div => (Op::FBin(FBin::Div, x, y), SymKind::Real),
+                    Prim::Atan => (Op::FBin(FBin::Atan2, x, y), SymKind::Real),
+                    Prim::Eq => (Op::FCmp(Cmp::Eq, x, y), SymKind::Bool),
+                    Prim::Lt => (Op::FCmp(Cmp::Lt, x, y), SymKind::Bool),
+                    Prim::Gt => (Op::FCmp(Cmp::Gt, x, y), SymKind::Bool),
+                    Prim::Le => (Op::FCmp(Cmp::Le, x, y), SymKind::Bool),
+                    _ => (Op::FCmp(Cmp::Ge, x, y), SymKind::Bool),
+                };
+                let t = if kind == SymKind::Real {
+                    Ty::F64
+                } else {
+                    Ty::Bool
+                };
+                let r = fb.emit1(op, t);
+                Flow::Value(self.sym(r, kind))
+            }
+            PrimKind::Unary => {
+                let Some(x) = self.real(fb, arg) else {
+                    return Flow::Value(info.av);
+                };
+                let op = match p {
+                    Prim::Sqrt => FUn::Sqrt,
+                    Prim::Exp => FUn::Exp,
+                    Prim::Log => FUn::Log,
+                    Prim::Sin => FUn::Sin,
+                    _ => FUn::Cos,
+                };
+                let r = fb.emit1(Op::FUn(op, x), Ty::F64);
+                Flow::Value(self.sym(r, SymKind::Real))
+            }
+            PrimKind::Predicate => {
+                let Some(x) = self.real(fb, arg) else {
+                    return Flow::Value(info.av);
+                };
+                let zero = fb.emit1(Op::F64Const(0.0), Ty::F64);
+                let cmp = match p {
+                    Prim::IsZero => Cmp::Eq,
+                    Prim::IsPositive => Cmp::Gt,
+                    _ => Cmp::Lt,
+                };
+                let r = fb.emit1(Op::FCmp(cmp, x, zero), Ty::Bool);
+                Flow::Value(self.sym(r, SymKind::Bool))
+            }
+            PrimKind::Control => match p {
+                Prim::Real => match self.real(fb, arg) {
+                    Some(x) => Flow::Value(self.sym(x, SymKind::Real)),
+                    None => Flow::Value(info.av),
+                },
+                Prim::Write | Prim::WriteReal => {
+                    self.print_value(fb, arg);
+                    self.print_str(fb, "\n");
+                    Flow::Value(arg)
+                }
+                Prim::ReadReal => {
+                    let text = self.error_text(b.span, "`read-real` reached the end of input");
+                    let _ = self.string(&text);
+                    let r = fb.emit1(Op::ReadReal, Ty::F64);
+                    Flow::Value(self.sym(r, SymKind::Real))
+                }
+                _ => Flow::Done(Term::Error(
+                    self.string("error: internal error: control primitive"),
+                )),
+            },
+            PrimKind::Ad => {
+                let r = match p {
+                    Prim::Zero => Ok(self.ops.zero(arg)),
+                    Prim::Plus => match pair {
+                        Some((a, c)) => Ok(self.plus(fb, a, c)),
+                        None => Err("`plus` expects two arguments".to_string()),
+                    },
+                    Prim::Perturb => Ok(self.ops.tag_wrap(ir::Tag::Perturb, arg)),
+                    Prim::Sensitize => Ok(self.ops.tag_wrap(ir::Tag::Sensitize, arg)),
+                    Prim::StarJ => Ok(self.ops.tag_wrap(ir::Tag::Reverse, arg)),
+                    Prim::Unperturb => self.ops.tag_unwrap(ir::Tag::Perturb, arg),
+                    Prim::Unsensitize => self.ops.tag_unwrap(ir::Tag::Sensitize, arg),
+                    Prim::StarJInverse => self.ops.tag_unwrap(ir::Tag::Reverse, arg),
+                    Prim::Bundle => match pair {
+                        Some((a, c)) => self.ops.bundle(a, c),
+                        None => Err("`bundle` expects two arguments".to_string()),
+                    },
+                    Prim::Primal => self.ops.forward_half(arg, true),
+                    _ => self.ops.forward_half(arg, false),
+                };
+                match r {
+                    Ok(av) => Flow::Value(av),
+                    Err(m) => {
+                        let text = self.error_text(b.span, &m);
+                        Flow::Done(Term::Error(self.string(&text)))
+                    }
+                }
+            }
+        }
+    }
+
+    /// `plus` of two symbolic values of the same shape.
+    fn plus(&mut self, fb: &mut Fb, a: AvId, b: AvId) -> AvId {
+        let dom = &self.ops.dom;
+        match (dom.get(a).clone(), dom.get(b).clone()) {
+            (Av::Real(Some(x)), Av::Real(Some(y))) => {
+                self.ops.dom.real(f64::from_bits(x) + f64::from_bits(y))
+            }
+            (Av::Real(Some(x)), _)
+                if f64::from_bits(x) == 0.0 && f64::from_bits(x).is_sign_positive() =>
+            {
+                b
+            }
+            (_, Av::Real(Some(y)))
+                if f64::from_bits(y) == 0.0 && f64::from_bits(y).is_sign_positive() =>
+            {
+                a
+            }
+            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(_) | Av::Sym(_, SymKind::Real)) => {
+                match (self.real(fb, a), self.real(fb, b)) {
+                    (Some(x), Some(y)) => {
+                        let r = fb.emit1(Op::FBin(FBin::Add, x, y), Ty::F64);
+                        self.sym(r, SymKind::Real)
+                    }
+                    _ => a,
+                }
+            }
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
+                let (x, y) = (self.plus(fb, a1, a2), self.plus(fb, b1, b2));
+                self.ops.dom.pair(x, y)
+            }
+            (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                let (x, y) = (self.plus(fb, a1, a2), self.plus(fb, b1, b2));
+                self.ops.dom.bundle(x, y)
+            }
+            (Av::Wrap(t, x), Av::Wrap(_, y)) => {
+                let z = self.plus(fb, x, y);
+                self.ops.dom.wrap(t, z)
+            }
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 => {
+                let env = e1
+                    .iter()
+                    .zip(e2.iter())
+                    .map(|(x, y)| self.plus(fb, *x, *y))
+                    .collect();
+                self.ops.dom.closure(l1, env)
+            }
+            (Av::Closure(..) | Av::Prim(_), _) if self.ops.nil_like(a) => b,
+            _ => a,
+        }
+    }
+
+    // ---- printing (VLAD.md section 8; mirrors interp::value) -------------
+
+    fn print_str(&mut self, fb: &mut Fb, s: &str) {
+        let id = self.string(s);
+        fb.emit(Op::PrintStr(id), &[]);
+    }
+
+    fn pair_view(&mut self, av: AvId) -> Option<(AvId, AvId)> {
+        match self.ops.dom.get(av).clone() {
+            Av::Pair(a, b) => Some((a, b)),
+            Av::Wrap(t, x) => {
+                let (a, b) = self.pair_view(x)?;
+                Some((self.ops.dom.wrap(t, a), self.ops.dom.wrap(t, b)))
+            }
+            Av::Bundle(p, t) => {
+                let (pa, pb) = self.pair_view(p)?;
+                let Av::Wrap(ir::Tag::Perturb, ti) = self.ops.dom.get(t).clone() else {
+                    return None;
+                };
+                let (ta, tb) = self.pair_view(ti)?;
+                let (wa, wb) = (
+                    self.ops.dom.wrap(ir::Tag::Perturb, ta),
+                    self.ops.dom.wrap(ir::Tag::Perturb, tb),
+                );
+                Some((self.ops.dom.bundle(pa, wa), self.ops.dom.bundle(pb, wb)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Emits code printing a value; constant text is merged.
+    fn print_value(&mut self, fb: &mut Fb, av: AvId) {
+        let mut pieces = Vec::new();
+        self.pieces(av, &mut pieces);
+        let mut text = String::new();
+        for p in pieces {
+            match p {
+                Piece::Text(s) => text.push_str(&s),
+                Piece::Real(v) | Piece::Bool(v) => {
+                    if !text.is_empty() {
+                        self.print_str(fb, &std::mem::take(&mut text));
+                    }
+                    let is_real = matches!(p, Piece::Real(_));
+                    fb.emit(
+                        if is_real {
+                            Op::PrintReal(v)
+                        } else {
+                            Op::PrintBool(v)
+                        },
+                        &[],
+                    );
+                }
+            }
+        }
+        if !text.is_empty() {
+            self.print_str(fb, &text);
+        }
+    }
+
+    fn pieces(&mut self, av: AvId, out: &mut Vec<Piece>) {
+        if let Some((a, b)) = self.pair_view(av) {
+            out.push(Piece::Text("(".into()));
+            self.pieces(a, out);
+            let mut rest = b;
+            loop {
+                if let Some((a, b)) = self.pair_view(rest) {
+                    out.push(Piece::Text(" ".into()));
+                    self.pieces(a, out);
+                    rest = b;
+                } else if matches!(self.ops.dom.get(rest), Av::Nil) {
+                    break;
+                } else {
+                    out.push(Piece::Text(" . ".into()));
+                    self.pieces(rest, out);
+                    break;
+                }
+            }
+            out.push(Piece::Text(")".into()));
+            return;
+        }
+        match self.ops.dom.get(av).clone() {
+            Av::Real(Some(x)) => {
+                out.push(Piece::Text(syntax::number::format_real(f64::from_bits(x))))
+            }
+            Av::Sym(v, SymKind::Real) => out.push(Piece::Real(Val(v))),
+            Av::Sym(v, SymKind::Bool) => out.push(Piece::Bool(Val(v))),
+            Av::Bool(Some(b)) => out.push(Piece::Text(if b { "#t" } else { "#f" }.into())),
+            Av::Nil => out.push(Piece::Text("()".into())),
+            Av::Prim(_) | Av::Closure(..) => out.push(Piece::Text("#<procedure>".into())),
+            Av::Bundle(p, t) => {
+                out.push(Piece::Text("(forward ".into()));
+                self.pieces(p, out);
+                out.push(Piece::Text(" ".into()));
+                self.pieces(t, out);
+                out.push(Piece::Text(")".into()));
+            }
+            Av::Wrap(t, x) => {
+                out.push(Piece::Text(format!("({} ", t.name())));
+                self.pieces(x, out);
+                out.push(Piece::Text(")".into()));
+            }
+            Av::Real(None) | Av::Bool(None) | Av::Bottom | Av::Pair(..) => {}
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Piece {
+    Text(String),
+    Real(Val),
+    Bool(Val),
+}
