@@ -66,7 +66,7 @@ struct RunArgs {
     /// After the run, print to standard error how many times each
     /// arithmetic primitive ran and how many zero, plus and transformation
     /// steps ran.
-    #[arg(long, value_name = "FORMAT", num_args = 0..=1, default_missing_value = "table")]
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "table")]
     count_ops: Option<CountFormat>,
 }
 
