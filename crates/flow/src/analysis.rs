@@ -746,6 +746,15 @@ impl Ops {
                     let n = self.dom.nil();
                     self.dom.wrap(Tag::Perturb, n)
                 }),
+                // A transformed primitive has no tangent of its own: its
+                // tangent is a zero, as `bundle` built it.
+                Some(Untransformed::Lambda(l0))
+                    if !primal && env.is_empty() && self.prim_chain(l0).is_some() =>
+                {
+                    let p = self.dom.closure(l0, vec![]);
+                    let z = self.zero(p);
+                    Ok(self.tag_wrap(Tag::Perturb, z))
+                }
                 Some(Untransformed::Lambda(l0)) => {
                     let l = if primal {
                         l0

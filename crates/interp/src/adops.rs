@@ -188,6 +188,18 @@ impl Interp<'_> {
                 } else {
                     Value::Perturbation(Rc::new(Value::Nil))
                 }),
+                // A transformed primitive has no tangent of its own: its
+                // tangent is a zero, as `bundle` built it.
+                Some(Untransformed::Lambda(l0))
+                    if !primal && c.env.is_empty() && self.prim_chain(l0).is_some() =>
+                {
+                    let p = Value::Closure(Rc::new(Closure {
+                        lambda: l0,
+                        env: Box::new([]),
+                    }));
+                    let z = self.zero(&p)?;
+                    self.tag_wrap(Tag::Perturb, z)
+                }
                 Some(Untransformed::Lambda(l0)) => {
                     let l = if primal {
                         l0

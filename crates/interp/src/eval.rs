@@ -123,6 +123,11 @@ fn compile_rhs(rhs: &Rhs, map: &HashMap<Var, Loc>) -> Op {
     }
 }
 
+/// Most nested non-tail calls. The CLI runs the interpreter on a thread
+/// whose stack holds this many frames with room to spare (about 1 KiB
+/// each in a debug build).
+pub const MAX_DEPTH: usize = 1_000_000;
+
 /// What `stalingrad` asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -152,6 +157,8 @@ pub struct Interp<'io> {
     pub(crate) zero_cache: HashMap<usize, (Value, Value)>,
     /// Addresses of values known to be zeros.
     pub(crate) known_zeros: std::collections::HashSet<usize>,
+    /// Non-tail calls in progress.
+    depth: usize,
     /// Words read from input but not yet consumed.
     pending: std::collections::VecDeque<String>,
 }
@@ -168,6 +175,7 @@ impl<'io> Interp<'io> {
             input,
             out,
             pending: Default::default(),
+            depth: 0,
             zero_cache: HashMap::new(),
             known_zeros: Default::default(),
         }
@@ -367,7 +375,19 @@ impl<'io> Interp<'io> {
                     env: c.env.clone(),
                 })))
             }
-            Op::App(f, a) => self.apply(ld(f), ld(a)),
+            Op::App(f, a) => {
+                // Non-tail calls nest on the Rust stack: bound them, so
+                // runaway recursion is an error, not a crash.
+                if self.depth >= MAX_DEPTH {
+                    return err(format!(
+                        "recursion too deep: more than {MAX_DEPTH} nested calls that are not tail calls"
+                    ));
+                }
+                self.depth += 1;
+                let r = self.apply(ld(f), ld(a));
+                self.depth -= 1;
+                r
+            }
             Op::Cons(tags, a, b) => self.cons_t(tags, ld(a), ld(b)),
             Op::Car(tags, p, pat) => self.car_t(tags, ld(p), true, *pat),
             Op::Cdr(tags, p, pat) => self.car_t(tags, ld(p), false, *pat),
