@@ -50,12 +50,22 @@ fn snap(file: &str, src: &str, name: &str, tags: &[Tag]) {
 
 #[test]
 fn reverse_of_square() {
-    snap("reverse-square.anf", "(define (sq x) (* x x))", "sq", &[Tag::Reverse]);
+    snap(
+        "reverse-square.anf",
+        "(define (sq x) (* x x))",
+        "sq",
+        &[Tag::Reverse],
+    );
 }
 
 #[test]
 fn forward_of_square() {
-    snap("forward-square.anf", "(define (sq x) (* x x))", "sq", &[Tag::Forward]);
+    snap(
+        "forward-square.anf",
+        "(define (sq x) (* x x))",
+        "sq",
+        &[Tag::Forward],
+    );
 }
 
 #[test]

@@ -43,5 +43,8 @@ fn letrec_group() {
 #[test]
 fn paper_closure_example() {
     // f = λa. ((λb. λc. b) a) 1, section 3 of the paper.
-    snap("closure", "(define (f a) (((lambda (b) (lambda (c) b)) a) 1))\n(f 4)\n");
+    snap(
+        "closure",
+        "(define (f a) (((lambda (b) (lambda (c) b)) a) 1))\n(f 4)\n",
+    );
 }
