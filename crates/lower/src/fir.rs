@@ -94,9 +94,12 @@ pub enum Op {
     PrintReal(Val),
     /// Prints `#t` or `#f` (no newline).
     PrintBool(Val),
-    /// Reads the next real from standard input (a run-time error at end of
-    /// input).
-    ReadReal,
+    /// Reads the next real from standard input. The string is the whole
+    /// error message for the end of input, `file:line:col: error: `read-real`
+    /// reached the end of input` (position optional); when the next word is
+    /// not a numeral, the message printed is that one with its ending
+    /// `reached the end of input` replaced by ``expects a real, found `WORD` ``.
+    ReadReal(StrId),
 }
 
 #[derive(Clone, Debug, PartialEq)]

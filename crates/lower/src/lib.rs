@@ -6,6 +6,8 @@
 //! be built and tested against them.)
 
 pub mod fir;
+pub mod fir_eval;
+pub mod fir_print;
 pub mod lower;
 
 pub use lower::{layout, lower};

@@ -272,7 +272,7 @@ impl Lowerer<'_> {
             match st {
                 Stmt::Bind(b) => {
                     let Some(info) = infos.next() else { break };
-                    match self.lower_binding(&mut fb, b, info, &mut vals, &[], None, false) {
+                    match self.lower_binding(&mut fb, b, info, &vals, &[], None, false) {
                         Flow::Value(av) => {
                             vals.insert(b.var, av);
                         }
@@ -687,8 +687,8 @@ impl Lowerer<'_> {
                 }
                 Prim::ReadReal => {
                     let text = self.error_text(b.span, "`read-real` reached the end of input");
-                    let _ = self.string(&text);
-                    let r = fb.emit1(Op::ReadReal, Ty::F64);
+                    let msg = self.string(&text);
+                    let r = fb.emit1(Op::ReadReal(msg), Ty::F64);
                     Flow::Value(self.sym(r, SymKind::Real))
                 }
                 _ => Flow::Done(Term::Error(

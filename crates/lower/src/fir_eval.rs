@@ -1,0 +1,515 @@
+//! An evaluator of [`fir::Module`]s: the FIR's meaning, for tests.
+//!
+//! It checks lowering before any machine code is involved, and is the
+//! oracle the code generator's tests compare executables against. Output is
+//! byte-identical to the interpreter's (reals through
+//! [`syntax::number::format_real`]); input is read as the interpreter reads
+//! it (whitespace-separated words, [`syntax::number::parse_numeral`]).
+//! Tail calls run in constant Rust stack; non-tail calls recurse.
+
+use crate::fir::{Block, Cmp, FBin, FUn, FuncId, Module, Op, StrId, Term, Ty, Val};
+use std::collections::VecDeque;
+use std::io::{BufRead, Write};
+
+/// How many times each counted operation ran, as the interpreter's
+/// `--count-ops` counts them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// `+ - * / atan sqrt exp log sin cos`: the arithmetic primitives in
+    /// `Prim::ALL` order.
+    pub arithmetic: [u64; 10],
+    /// `FCmp`s.
+    pub comparisons: u64,
+}
+
+impl Counts {
+    /// The interpreter's `--count-ops=json` line (without the newline).
+    pub fn json(&self) -> String {
+        const NAMES: [&str; 10] = [
+            "+", "-", "*", "/", "atan", "sqrt", "exp", "log", "sin", "cos",
+        ];
+        let fields: Vec<String> = NAMES
+            .iter()
+            .zip(self.arithmetic)
+            .map(|(n, c)| format!("\"{n}\":{c}"))
+            .collect();
+        format!(
+            "{{\"arithmetic\":{{{}}},\"arithmetic_total\":{},\"comparisons\":{},\"zero\":0,\"plus\":0,\"transform\":0}}",
+            fields.join(","),
+            self.arithmetic.iter().sum::<u64>(),
+            self.comparisons
+        )
+    }
+}
+
+/// Runs the module's `main`. `Err` carries a run-time error message (what
+/// a compiled program prints on standard error before exiting with 1).
+pub fn run(m: &Module, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<(), String> {
+    run_counting(m, input, out, &mut Counts::default())
+}
+
+/// [`run`], also counting operations into `counts`.
+pub fn run_counting(
+    m: &Module,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    counts: &mut Counts,
+) -> Result<(), String> {
+    let Some(main) = m.main else { return Ok(()) };
+    let mut ev = Eval {
+        m,
+        input,
+        out,
+        pending: VecDeque::new(),
+        counts,
+    };
+    let r = ev.call(main, Vec::new()).map(|_| ());
+    let _ = ev.out.flush();
+    r
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum V {
+    F(f64),
+    B(bool),
+}
+
+enum Flow {
+    Return(Vec<V>),
+    Tail(FuncId, Vec<V>),
+    Yield(Vec<V>),
+}
+
+struct Eval<'a> {
+    m: &'a Module,
+    input: &'a mut dyn BufRead,
+    out: &'a mut dyn Write,
+    pending: VecDeque<String>,
+    counts: &'a mut Counts,
+}
+
+type R<T> = Result<T, String>;
+
+fn internal<T>(msg: impl Into<String>) -> R<T> {
+    Err(format!("internal error (FIR): {}", msg.into()))
+}
+
+impl Eval<'_> {
+    fn string(&self, s: StrId) -> R<&str> {
+        match self.m.strings.get(s.0 as usize) {
+            Some(t) => Ok(t),
+            None => internal(format!("no string s{}", s.0)),
+        }
+    }
+
+    /// Calls `f`, following tail calls in a loop.
+    fn call(&mut self, mut f: FuncId, mut args: Vec<V>) -> R<Vec<V>> {
+        let mut env: Vec<Option<V>> = Vec::new();
+        loop {
+            let func = match self.m.funcs.get(f.0 as usize) {
+                Some(func) => func,
+                None => return internal(format!("no function f{}", f.0)),
+            };
+            if args.len() != func.params.len() {
+                return internal(format!(
+                    "`{}` called with {} arguments",
+                    func.name,
+                    args.len()
+                ));
+            }
+            for (a, t) in args.iter().zip(&func.params) {
+                check(*a, *t, &func.name)?;
+            }
+            env.clear();
+            env.extend(args.drain(..).map(Some));
+            env.resize(func.types.len().max(env.len()), None);
+            match self.block(&func.body, &mut env, &func.types)? {
+                Flow::Return(vs) => {
+                    if vs.len() != func.returns.len() {
+                        return internal(format!("`{}` returned {} values", func.name, vs.len()));
+                    }
+                    return Ok(vs);
+                }
+                Flow::Tail(g, vs) => {
+                    f = g;
+                    args = vs;
+                }
+                Flow::Yield(_) => return internal(format!("`{}` ends in yield", func.name)),
+            }
+        }
+    }
+
+    fn block(&mut self, b: &Block, env: &mut Vec<Option<V>>, types: &[Ty]) -> R<Flow> {
+        for inst in &b.insts {
+            let results = match self.op(&inst.op, env, types)? {
+                Ok(vs) => vs,
+                // An `if` arm left the function.
+                Err(exit) => return Ok(exit),
+            };
+            if results.len() != inst.results.len() {
+                return internal(format!(
+                    "{} results for {} values",
+                    results.len(),
+                    inst.results.len()
+                ));
+            }
+            for (r, v) in inst.results.iter().zip(results) {
+                let i = r.0 as usize;
+                if i >= env.len() {
+                    env.resize(i + 1, None);
+                }
+                env[i] = Some(v);
+            }
+        }
+        let get = |vs: &[Val]| vs.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>();
+        Ok(match &b.term {
+            Term::Return(vs) => Flow::Return(get(vs)?),
+            Term::TailCall(f, vs) => Flow::Tail(*f, get(vs)?),
+            Term::Yield(vs) => Flow::Yield(get(vs)?),
+            Term::Error(s) => return Err(self.string(*s)?.to_string()),
+        })
+    }
+
+    /// The results of `op`, or (`Err`) how an `if` arm left the function.
+    fn op(&mut self, op: &Op, env: &mut Vec<Option<V>>, types: &[Ty]) -> R<Result<Vec<V>, Flow>> {
+        let real = |v: Val| match get(env, v)? {
+            V::F(x) => Ok(x),
+            V::B(_) => internal(format!("{v} is a bool, used as a real")),
+        };
+        let boolean = |v: Val| match get(env, v)? {
+            V::B(b) => Ok(b),
+            V::F(_) => internal(format!("{v} is a real, used as a bool")),
+        };
+        Ok(Ok(match op {
+            Op::F64Const(x) => vec![V::F(*x)],
+            Op::BoolConst(b) => vec![V::B(*b)],
+            Op::FBin(o, x, y) => {
+                let (x, y) = (real(*x)?, real(*y)?);
+                let (i, r) = match o {
+                    FBin::Add => (0, x + y),
+                    FBin::Sub => (1, x - y),
+                    FBin::Mul => (2, x * y),
+                    FBin::Div => (3, x / y),
+                    FBin::Atan2 => (4, x.atan2(y)),
+                };
+                self.counts.arithmetic[i] += 1;
+                vec![V::F(r)]
+            }
+            Op::FUn(o, x) => {
+                let x = real(*x)?;
+                let (i, r) = match o {
+                    FUn::Sqrt => (5, x.sqrt()),
+                    FUn::Exp => (6, x.exp()),
+                    FUn::Log => (7, x.ln()),
+                    FUn::Sin => (8, x.sin()),
+                    FUn::Cos => (9, x.cos()),
+                };
+                self.counts.arithmetic[i] += 1;
+                vec![V::F(r)]
+            }
+            Op::FCmp(c, x, y) => {
+                let (x, y) = (real(*x)?, real(*y)?);
+                self.counts.comparisons += 1;
+                vec![V::B(match c {
+                    Cmp::Eq => x == y,
+                    Cmp::Lt => x < y,
+                    Cmp::Gt => x > y,
+                    Cmp::Le => x <= y,
+                    Cmp::Ge => x >= y,
+                })]
+            }
+            Op::Not(b) => vec![V::B(!boolean(*b)?)],
+            Op::Call(f, args) => {
+                let args = args.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
+                self.call(*f, args)?
+            }
+            Op::If { cond, then_, else_ } => {
+                let arm = if boolean(*cond)? { then_ } else { else_ };
+                match self.block(arm, env, types)? {
+                    Flow::Yield(vs) => vs,
+                    exit => return Ok(Err(exit)),
+                }
+            }
+            Op::PrintStr(s) => {
+                let text = self.string(*s)?.to_string();
+                self.emit(&text)?;
+                vec![]
+            }
+            Op::PrintReal(x) => {
+                let text = syntax::number::format_real(real(*x)?);
+                self.emit(&text)?;
+                vec![]
+            }
+            Op::PrintBool(b) => {
+                let text = if boolean(*b)? { "#t" } else { "#f" };
+                self.emit(text)?;
+                vec![]
+            }
+            Op::ReadReal(msg) => {
+                let msg = self.string(*msg)?.to_string();
+                let Some(word) = self.read_word()? else {
+                    return Err(msg);
+                };
+                match syntax::number::parse_numeral(&word) {
+                    Some(x) => vec![V::F(x)],
+                    None => {
+                        let head = msg.strip_suffix("reached the end of input").unwrap_or(&msg);
+                        return Err(format!("{head}expects a real, found `{word}`"));
+                    }
+                }
+            }
+        }))
+    }
+
+    fn emit(&mut self, s: &str) -> R<()> {
+        self.out
+            .write_all(s.as_bytes())
+            .map_err(|e| format!("error: cannot write output: {e}"))
+    }
+
+    fn read_word(&mut self) -> R<Option<String>> {
+        loop {
+            if let Some(w) = self.pending.pop_front() {
+                return Ok(Some(w));
+            }
+            let mut line = String::new();
+            let n = self
+                .input
+                .read_line(&mut line)
+                .map_err(|e| format!("error: read-real: cannot read input: {e}"))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.pending
+                .extend(line.split_whitespace().map(str::to_string));
+        }
+    }
+}
+
+fn get(env: &[Option<V>], v: Val) -> R<V> {
+    match env.get(v.0 as usize).copied().flatten() {
+        Some(x) => Ok(x),
+        None => internal(format!("{v} used before it is defined")),
+    }
+}
+
+fn check(v: V, t: Ty, name: &str) -> R<()> {
+    match (v, t) {
+        (V::F(_), Ty::F64) | (V::B(_), Ty::Bool) => Ok(()),
+        _ => internal(format!("`{name}`: argument of the wrong type")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fir::{Func, Inst};
+
+    fn i(results: &[u32], op: Op) -> Inst {
+        Inst {
+            results: results.iter().map(|r| Val(*r)).collect(),
+            op,
+        }
+    }
+
+    fn blk(insts: Vec<Inst>, term: Term) -> Block {
+        Block { insts, term }
+    }
+
+    fn func(name: &str, params: &[Ty], returns: &[Ty], types: &[Ty], body: Block) -> Func {
+        Func {
+            name: name.into(),
+            params: params.to_vec(),
+            returns: returns.to_vec(),
+            types: types.to_vec(),
+            body,
+        }
+    }
+
+    fn eval(m: &Module, input: &str) -> (String, Result<(), String>) {
+        let mut out = Vec::new();
+        let r = run(m, &mut input.as_bytes(), &mut out);
+        (String::from_utf8(out).unwrap(), r)
+    }
+
+    use Ty::{Bool as B, F64 as F};
+
+    #[test]
+    fn prints_reals_booleans_strings() {
+        let main = func(
+            "main",
+            &[],
+            &[],
+            &[F, F, F, B],
+            blk(
+                vec![
+                    i(&[0], Op::F64Const(1.0)),
+                    i(&[1], Op::F64Const(3.0)),
+                    i(&[2], Op::FBin(FBin::Div, Val(0), Val(1))),
+                    i(&[], Op::PrintReal(Val(2))),
+                    i(&[], Op::PrintStr(StrId(0))),
+                    i(&[3], Op::FCmp(Cmp::Lt, Val(0), Val(1))),
+                    i(&[], Op::PrintBool(Val(3))),
+                    i(&[], Op::PrintStr(StrId(0))),
+                ],
+                Term::Return(vec![]),
+            ),
+        );
+        let m = Module {
+            funcs: vec![main],
+            main: Some(FuncId(0)),
+            strings: vec!["\n".into()],
+        };
+        assert_eq!(eval(&m, "").0, "0.3333333333333333\n#t\n");
+    }
+
+    /// `sum(i, acc) = if i <= 0 { acc } else { tail sum(i - 1, acc + i) }`
+    /// and a `main` printing `sum(n, 0)`.
+    pub(crate) fn sum_loop(n: f64) -> Module {
+        let sum = func(
+            "sum",
+            &[F, F],
+            &[F],
+            &[F, F, F, B, F, F, F, F],
+            blk(
+                vec![
+                    i(&[2], Op::F64Const(0.0)),
+                    i(&[3], Op::FCmp(Cmp::Le, Val(0), Val(2))),
+                    i(
+                        &[4],
+                        Op::If {
+                            cond: Val(3),
+                            then_: blk(vec![], Term::Yield(vec![Val(1)])),
+                            else_: blk(
+                                vec![
+                                    i(&[5], Op::F64Const(1.0)),
+                                    i(&[6], Op::FBin(FBin::Sub, Val(0), Val(5))),
+                                    i(&[7], Op::FBin(FBin::Add, Val(1), Val(0))),
+                                ],
+                                Term::TailCall(FuncId(1), vec![Val(6), Val(7)]),
+                            ),
+                        },
+                    ),
+                ],
+                Term::Return(vec![Val(4)]),
+            ),
+        );
+        let main = func(
+            "main",
+            &[],
+            &[],
+            &[F, F, F],
+            blk(
+                vec![
+                    i(&[0], Op::F64Const(n)),
+                    i(&[1], Op::F64Const(0.0)),
+                    i(&[2], Op::Call(FuncId(1), vec![Val(0), Val(1)])),
+                    i(&[], Op::PrintReal(Val(2))),
+                ],
+                Term::Return(vec![]),
+            ),
+        );
+        Module {
+            funcs: vec![main, sum],
+            main: Some(FuncId(0)),
+            strings: vec![],
+        }
+    }
+
+    #[test]
+    fn tail_loop_runs_in_constant_stack() {
+        // 10^6 tail calls on a 256 KiB stack (10^7 in release builds).
+        let n = if cfg!(debug_assertions) { 1e6 } else { 1e7 };
+        let (out, r) = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || eval(&sum_loop(n), ""))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(r, Ok(()));
+        let want = n * (n + 1.0) / 2.0;
+        assert_eq!(out, syntax::number::format_real(want));
+    }
+
+    #[test]
+    fn reads_until_end_of_input_and_counts() {
+        // main: x = read; print x; y = read; print (sqrt (x*y)); read again.
+        let main = func(
+            "main",
+            &[],
+            &[],
+            &[F, F, F, F, F],
+            blk(
+                vec![
+                    i(&[0], Op::ReadReal(StrId(0))),
+                    i(&[], Op::PrintReal(Val(0))),
+                    i(&[], Op::PrintStr(StrId(1))),
+                    i(&[1], Op::ReadReal(StrId(0))),
+                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
+                    i(&[3], Op::FUn(FUn::Sqrt, Val(2))),
+                    i(&[], Op::PrintReal(Val(3))),
+                    i(&[], Op::PrintStr(StrId(1))),
+                    i(&[4], Op::ReadReal(StrId(0))),
+                ],
+                Term::Return(vec![]),
+            ),
+        );
+        let m = Module {
+            funcs: vec![main],
+            main: Some(FuncId(0)),
+            strings: vec![
+                "a.vlad:1:2: error: `read-real` reached the end of input".into(),
+                "\n".into(),
+            ],
+        };
+        let mut out = Vec::new();
+        let mut counts = Counts::default();
+        let r = run_counting(&m, &mut "2\n  #x8 \n".as_bytes(), &mut out, &mut counts);
+        assert_eq!(String::from_utf8(out).unwrap(), "2\n4\n");
+        assert_eq!(
+            r,
+            Err("a.vlad:1:2: error: `read-real` reached the end of input".into())
+        );
+        assert_eq!(counts.arithmetic[2], 1);
+        assert_eq!(counts.arithmetic[5], 1);
+        assert!(counts
+            .json()
+            .starts_with("{\"arithmetic\":{\"+\":0,\"-\":0,\"*\":1,"));
+        let (_, r) = eval(&m, "1 x");
+        assert_eq!(
+            r,
+            Err("a.vlad:1:2: error: `read-real` expects a real, found `x`".into())
+        );
+    }
+
+    #[test]
+    fn error_term_is_the_message() {
+        let main = func(
+            "main",
+            &[],
+            &[],
+            &[B],
+            blk(
+                vec![
+                    i(&[0], Op::BoolConst(false)),
+                    i(
+                        &[],
+                        Op::If {
+                            cond: Val(0),
+                            then_: blk(vec![], Term::Yield(vec![])),
+                            else_: blk(vec![], Term::Error(StrId(0))),
+                        },
+                    ),
+                    i(&[], Op::PrintStr(StrId(0))),
+                ],
+                Term::Return(vec![]),
+            ),
+        );
+        let m = Module {
+            funcs: vec![main],
+            main: Some(FuncId(0)),
+            strings: vec!["error: boom".into()],
+        };
+        assert_eq!(eval(&m, ""), (String::new(), Err("error: boom".into())));
+    }
+}

@@ -1,0 +1,267 @@
+//! The text form of a [`fir::Module`] (`stalingrad build --emit=ir`).
+//!
+//! Stable and line-oriented, for people and snapshot tests:
+//!
+//! ```text
+//! str s0 = "\n"
+//!
+//! func f1 dot(v0: f64, v1: f64) -> (f64) {
+//!   v2 = fmul v0 v1
+//!   v3 = flt v2 v0
+//!   v4 = if v3 {
+//!     yield v1
+//!   } else {
+//!     v5, v6 = call f7(v0, v2)
+//!     yield v6
+//!   }
+//!   return v4
+//! }
+//!
+//! main f0
+//! ```
+
+use crate::fir::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
+use std::fmt::Write;
+
+/// The whole module: strings, functions in id order, then the entry.
+pub fn module(m: &Module) -> String {
+    let mut out = String::new();
+    for (i, s) in m.strings.iter().enumerate() {
+        let _ = writeln!(out, "str s{i} = {s:?}");
+    }
+    if !m.strings.is_empty() {
+        out.push('\n');
+    }
+    for (i, f) in m.funcs.iter().enumerate() {
+        func_into(&mut out, FuncId(i as u32), f);
+        out.push('\n');
+    }
+    match m.main {
+        Some(f) => {
+            let _ = writeln!(out, "main f{}", f.0);
+        }
+        None => out.push_str("main none\n"),
+    }
+    out
+}
+
+/// One function.
+pub fn func(id: FuncId, f: &Func) -> String {
+    let mut out = String::new();
+    func_into(&mut out, id, f);
+    out
+}
+
+pub fn ty(t: Ty) -> &'static str {
+    match t {
+        Ty::F64 => "f64",
+        Ty::Bool => "bool",
+    }
+}
+
+pub fn fbin(op: FBin) -> &'static str {
+    match op {
+        FBin::Add => "fadd",
+        FBin::Sub => "fsub",
+        FBin::Mul => "fmul",
+        FBin::Div => "fdiv",
+        FBin::Atan2 => "atan2",
+    }
+}
+
+pub fn fun(op: FUn) -> &'static str {
+    match op {
+        FUn::Sqrt => "sqrt",
+        FUn::Exp => "exp",
+        FUn::Log => "log",
+        FUn::Sin => "sin",
+        FUn::Cos => "cos",
+    }
+}
+
+pub fn cmp(c: Cmp) -> &'static str {
+    match c {
+        Cmp::Eq => "feq",
+        Cmp::Lt => "flt",
+        Cmp::Gt => "fgt",
+        Cmp::Le => "fle",
+        Cmp::Ge => "fge",
+    }
+}
+
+fn func_into(out: &mut String, id: FuncId, f: &Func) {
+    let _ = write!(out, "func f{} {}(", id.0, f.name);
+    for (i, t) in f.params.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "v{i}: {}", ty(*t));
+    }
+    out.push_str(") -> (");
+    out.push_str(
+        &f.returns
+            .iter()
+            .map(|t| ty(*t))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    out.push_str(") {\n");
+    block(out, f, &f.body, 1);
+    out.push_str("}\n");
+}
+
+fn indent(out: &mut String, depth: usize) {
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+}
+
+fn vals(vs: &[Val]) -> String {
+    vs.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
+    for i in &b.insts {
+        inst(out, f, i, depth);
+    }
+    indent(out, depth);
+    match &b.term {
+        Term::Return(vs) if vs.is_empty() => out.push_str("return"),
+        Term::Return(vs) => {
+            let _ = write!(out, "return {}", vals(vs));
+        }
+        Term::TailCall(g, args) => {
+            let _ = write!(out, "tailcall f{}({})", g.0, vals(args));
+        }
+        Term::Yield(vs) if vs.is_empty() => out.push_str("yield"),
+        Term::Yield(vs) => {
+            let _ = write!(out, "yield {}", vals(vs));
+        }
+        Term::Error(s) => {
+            let _ = write!(out, "error s{}", s.0);
+        }
+    }
+    out.push('\n');
+}
+
+fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
+    indent(out, depth);
+    if !i.results.is_empty() {
+        let _ = write!(out, "{} = ", vals(&i.results));
+    }
+    match &i.op {
+        Op::F64Const(x) => {
+            // `{:?}` round-trips and keeps `-0.0`, `inf`, `NaN` readable.
+            let _ = write!(out, "f64 {x:?}");
+        }
+        Op::BoolConst(b) => {
+            let _ = write!(out, "bool {b}");
+        }
+        Op::FBin(op, x, y) => {
+            let _ = write!(out, "{} {x} {y}", fbin(*op));
+        }
+        Op::FUn(op, x) => {
+            let _ = write!(out, "{} {x}", fun(*op));
+        }
+        Op::FCmp(c, x, y) => {
+            let _ = write!(out, "{} {x} {y}", cmp(*c));
+        }
+        Op::Not(x) => {
+            let _ = write!(out, "not {x}");
+        }
+        Op::Call(g, args) => {
+            let _ = write!(out, "call f{}({})", g.0, vals(args));
+        }
+        Op::If { cond, then_, else_ } => {
+            let _ = writeln!(out, "if {cond} {{");
+            block(out, f, then_, depth + 1);
+            indent(out, depth);
+            out.push_str("} else {\n");
+            block(out, f, else_, depth + 1);
+            indent(out, depth);
+            out.push('}');
+        }
+        Op::PrintStr(s) => {
+            let _ = write!(out, "print_str s{}", s.0);
+        }
+        Op::PrintReal(x) => {
+            let _ = write!(out, "print_real {x}");
+        }
+        Op::PrintBool(x) => {
+            let _ = write!(out, "print_bool {x}");
+        }
+        Op::ReadReal(s) => {
+            let _ = write!(out, "read_real s{}", s.0);
+        }
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i(results: &[u32], op: Op) -> Inst {
+        Inst {
+            results: results.iter().map(|r| Val(*r)).collect(),
+            op,
+        }
+    }
+
+    #[test]
+    fn prints_a_module() {
+        let f = Func {
+            name: "dot".into(),
+            params: vec![Ty::F64, Ty::F64],
+            returns: vec![Ty::F64],
+            types: vec![Ty::F64, Ty::F64, Ty::F64, Ty::Bool, Ty::F64],
+            body: Block {
+                insts: vec![
+                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
+                    i(&[3], Op::FCmp(Cmp::Lt, Val(2), Val(0))),
+                    i(
+                        &[4],
+                        Op::If {
+                            cond: Val(3),
+                            then_: Block {
+                                insts: vec![],
+                                term: Term::Yield(vec![Val(1)]),
+                            },
+                            else_: Block {
+                                insts: vec![i(&[], Op::PrintStr(crate::fir::StrId(0)))],
+                                term: Term::Error(crate::fir::StrId(0)),
+                            },
+                        },
+                    ),
+                ],
+                term: Term::Return(vec![Val(4)]),
+            },
+        };
+        let m = Module {
+            funcs: vec![f],
+            main: None,
+            strings: vec!["x\n".into()],
+        };
+        assert_eq!(
+            module(&m),
+            "str s0 = \"x\\n\"\n\
+             \n\
+             func f0 dot(v0: f64, v1: f64) -> (f64) {\n\
+             \x20 v2 = fmul v0 v1\n\
+             \x20 v3 = flt v2 v0\n\
+             \x20 v4 = if v3 {\n\
+             \x20   yield v1\n\
+             \x20 } else {\n\
+             \x20   print_str s0\n\
+             \x20   error s0\n\
+             \x20 }\n\
+             \x20 return v4\n\
+             }\n\
+             \n\
+             main none\n"
+        );
+    }
+}
