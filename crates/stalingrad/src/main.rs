@@ -2,7 +2,10 @@
 //!
 //! `run` and `test` read, expand and convert a program (crates `syntax`,
 //! `ir`) and evaluate it with the reference interpreter (crate `interp`);
-//! `build --emit=anf` prints the core IR. Every failure is a
+//! `build` compiles through the flow analysis and lowering (crate `lower`)
+//! and code generation (crate `codegen`) to an executable linked by the
+//! system `cc` with the embedded runtime, or prints a stage (`--emit=anf`,
+//! `ir`, `clif`) or writes the object file (`--emit=obj`). Every failure is a
 //! [`syntax::Diagnostic`] printed as `file:line:col: error: ...` with a
 //! non-zero exit, never a panic.
 
@@ -21,6 +24,7 @@ Examples:
   echo 1000 | stalingrad run prog.vlad          input for (read-real)
   stalingrad run --count-ops prog.vlad          also count arithmetic and AD steps
   stalingrad test examples/*.vlad               check every `expr ===> value`
+  stalingrad build prog.vlad -o prog            compile to a native executable
   stalingrad build --emit=anf prog.vlad         show the A-normal-form core IR
 
 A tiny program (gradient.vlad):
@@ -44,9 +48,11 @@ enum Command {
     /// FAIL per expectation and `N passed, M failed`.
     #[command(after_help = "Example:\n  stalingrad test examples/*.vlad")]
     Test(TestArgs),
-    /// Compile a program. For now only `--emit=anf` (the core IR) is
-    /// available; native code generation is not built yet.
-    #[command(after_help = "Example:\n  stalingrad build --emit=anf examples/hessian.vlad")]
+    /// Compile a program to a native executable (linked with the system
+    /// `cc`), or print one of its intermediate forms.
+    #[command(
+        after_help = "Examples:\n  stalingrad build examples/hessian.vlad -o hessian\n  stalingrad build --emit=ir examples/hessian.vlad"
+    )]
     Build(BuildArgs),
 }
 
@@ -89,14 +95,32 @@ struct BuildArgs {
     file: PathBuf,
     #[command(flatten)]
     common: Common,
-    /// Print a stage instead of building: `anf` is the core IR.
+    /// The executable to write (default: the program's file name without
+    /// its extension, in the current directory; with `--emit=obj`, that
+    /// name with `.o`).
+    #[arg(short = 'o', value_name = "PROG")]
+    output: Option<PathBuf>,
+    /// Print a stage instead of building: `anf` is the core IR, `ir` the
+    /// first-order IR, `clif` the Cranelift IR; `obj` writes the object
+    /// file (to `-o`) without linking.
     #[arg(long, value_name = "STAGE")]
     emit: Option<Emit>,
+    /// Keep the temporary directory holding the object file and the
+    /// runtime library, and print its path.
+    #[arg(long)]
+    keep_temps: bool,
+    /// Compile in operation counters: the executable prints them at exit
+    /// on standard error, as `run --count-ops=json` does.
+    #[arg(long)]
+    count_ops: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Emit {
     Anf,
+    Ir,
+    Clif,
+    Obj,
 }
 
 /// The interpreter recurses on the Rust stack for every non-tail VLAD call;
@@ -214,16 +238,64 @@ fn build(a: BuildArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if a.emit == Some(Emit::Anf) {
+        print!("{}", ir::print::program(&prog));
+        return ExitCode::SUCCESS;
+    }
+    let module = match lower::compile(prog, &map) {
+        Ok(m) => m,
+        Err(d) => {
+            report(&d, &map);
+            return ExitCode::FAILURE;
+        }
+    };
+    if a.emit == Some(Emit::Ir) {
+        print!("{}", lower::fir_print::module(&module));
+        return ExitCode::SUCCESS;
+    }
+    let opts = codegen::Options {
+        count_ops: a.count_ops,
+        want_clif: a.emit == Some(Emit::Clif),
+    };
+    let out = match codegen::compile(&module, &opts) {
+        Ok(out) => out,
+        Err(e) => return fail(&e),
+    };
+    let stem = a
+        .file
+        .file_stem()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("a.out"));
     match a.emit {
-        Some(Emit::Anf) => {
-            print!("{}", ir::print::program(&prog));
+        Some(Emit::Clif) => {
+            print!("{}", out.clif);
             ExitCode::SUCCESS
         }
-        None => {
-            eprintln!(
-                "error: native code generation is not implemented yet; use `stalingrad run`, or `--emit=anf`"
-            );
-            ExitCode::FAILURE
+        Some(Emit::Obj) => {
+            let path = a.output.unwrap_or_else(|| stem.with_extension("o"));
+            match std::fs::write(&path, &out.object) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&format!("cannot write {}: {e}", path.display())),
+            }
+        }
+        _ => {
+            let path = a.output.unwrap_or(stem);
+            match codegen::link(&out.object, &path, a.keep_temps) {
+                Ok(linked) => {
+                    if a.keep_temps {
+                        eprintln!("kept temporary files in {}", linked.temp_dir.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            }
         }
     }
+}
+
+/// A failure with no source position: `error: MSG` and status 1.
+fn fail(msg: &str) -> ExitCode {
+    let _ = std::io::stdout().flush();
+    eprintln!("error: {msg}");
+    ExitCode::FAILURE
 }

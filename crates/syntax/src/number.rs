@@ -6,6 +6,12 @@
 //! against VLAD's own grammar, because Rust also accepts `inf`, `NaN`, ...),
 //! and printing uses Rust's shortest round-trip digits laid out the way
 //! JavaScript's `Number.prototype.toString` lays them out (VLAD.md section 8).
+//!
+//! The work is done in `number_core.rs`, which uses only `core` so that the
+//! native runtime shares it (compiled programs print exactly as `run` does).
+
+#[path = "number_core.rs"]
+mod number_core;
 
 /// Reads a numeral token, or `None` when `tok` is not a VLAD numeral.
 ///
@@ -16,131 +22,7 @@
 /// `-inf.0`, `+nan.0`, `-nan.0`, so that everything [`format_real`] prints
 /// reads back.
 pub fn parse_numeral(tok: &str) -> Option<f64> {
-    match tok {
-        "+inf.0" => return Some(f64::INFINITY),
-        "-inf.0" => return Some(f64::NEG_INFINITY),
-        "+nan.0" | "-nan.0" => return Some(f64::NAN),
-        _ => {}
-    }
-    if let Some(rest) = tok.strip_prefix('#') {
-        let mut chars = rest.chars();
-        let radix = match chars.next()?.to_ascii_lowercase() {
-            'b' => 2,
-            'o' => 8,
-            'd' => 10,
-            'x' => 16,
-            _ => return None,
-        };
-        return parse_prefixed(chars.as_str(), radix);
-    }
-    if is_decimal(tok) {
-        tok.parse::<f64>().ok()
-    } else {
-        None
-    }
-}
-
-/// Checks `[+-]? (d+ (. d*)? | . d+) ([eE] [+-]? d+)?`: the decimal numeral
-/// grammar. Needed because `f64::from_str` is more permissive (`inf`, `nan`,
-/// `infinity`) and those must stay symbols or errors in VLAD.
-fn is_decimal(tok: &str) -> bool {
-    let b = tok.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-        i += 1;
-    }
-    let int_start = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    let mut mantissa_digits = i - int_start;
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        let frac_start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        mantissa_digits += i - frac_start;
-    }
-    if mantissa_digits == 0 {
-        return false;
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        i += 1;
-        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-            i += 1;
-        }
-        let exp_start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == exp_start {
-            return false;
-        }
-    }
-    i == b.len()
-}
-
-/// Reads the part after `#b`/`#o`/`#d`/`#x`: an optional sign and at least
-/// one digit of `radix`. The value is correctly rounded even when it does
-/// not fit in 64 bits (see [`bits_to_f64`]).
-fn parse_prefixed(s: &str, radix: u32) -> Option<f64> {
-    let (neg, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
-    let magnitude = if radix == 10 {
-        // Decimal integers: the standard parser rounds correctly.
-        digits.parse::<f64>().ok()?
-    } else {
-        let bits_per_digit = radix.trailing_zeros();
-        let mut bits = Vec::with_capacity(digits.len() * bits_per_digit as usize);
-        for c in digits.chars() {
-            let d = c.to_digit(radix)?;
-            for k in (0..bits_per_digit).rev() {
-                bits.push((d >> k) & 1 == 1);
-            }
-        }
-        bits_to_f64(&bits)
-    };
-    Some(if neg { -magnitude } else { magnitude })
-}
-
-/// Converts a big-endian bit string to the nearest `f64`.
-///
-/// Keeps the top 64 significant bits and ORs a "sticky" bit for everything
-/// below into the lowest one: 64 bits leave 11 bits below the 53-bit
-/// significand, so the `u64 -> f64` conversion (round to nearest even) then
-/// rounds exactly as if it had seen all the bits. Scaling by a power of two
-/// is exact (or overflows to infinity, which is then the right answer).
-fn bits_to_f64(bits: &[bool]) -> f64 {
-    let first_one = match bits.iter().position(|&b| b) {
-        Some(p) => p,
-        None => return 0.0,
-    };
-    let sig = &bits[first_one..];
-    let take = sig.len().min(64);
-    let mut top: u64 = 0;
-    for &b in &sig[..take] {
-        top = (top << 1) | b as u64;
-    }
-    let dropped = sig.len() - take;
-    if sig[take..].iter().any(|&b| b) {
-        top |= 1;
-    }
-    let mut x = top as f64;
-    // Multiply in steps that stay finite as long as the result is finite.
-    let mut shift = dropped;
-    while shift > 0 && x.is_finite() {
-        let step = shift.min(512);
-        x *= 2f64.powi(step as i32);
-        shift -= step;
-    }
-    x
+    number_core::parse_numeral(tok)
 }
 
 /// Prints a real the way VLAD.md section 8 asks: the shortest digits that
@@ -152,51 +34,7 @@ fn bits_to_f64(bits: &[bool]) -> f64 {
 /// `123456789012345680000`); exponent form otherwise (`1e-7`, `1.5e-7`,
 /// `1e+21`). Both zeros print `0`, as in JavaScript.
 pub fn format_real(x: f64) -> String {
-    if x.is_nan() {
-        return "+nan.0".to_string();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "+inf.0" } else { "-inf.0" }.to_string();
-    }
-    if x == 0.0 {
-        return "0".to_string();
-    }
-    // `{:e}` gives the shortest round-trip digits: `-1.2345e-8`, `1e21`.
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exp) = match sci.split_once('e') {
-        Some(p) => p,
-        None => return sci, // unreachable for finite x; never panic
-    };
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let k = digits.len() as i64;
-    let n = exp + 1;
-    let mut out = String::new();
-    if x < 0.0 {
-        out.push('-');
-    }
-    if k <= n && n <= 21 {
-        out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', (n - k) as usize));
-    } else if 0 < n && n <= 21 {
-        out.push_str(&digits[..n as usize]);
-        out.push('.');
-        out.push_str(&digits[n as usize..]);
-    } else if -6 < n && n <= 0 {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', (-n) as usize));
-        out.push_str(&digits);
-    } else {
-        out.push_str(&digits[..1]);
-        if k > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if n > 0 { '+' } else { '-' });
-        out.push_str(&(n - 1).abs().to_string());
-    }
-    out
+    number_core::format_real(x).as_str().to_string()
 }
 
 #[cfg(test)]

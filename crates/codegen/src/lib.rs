@@ -1,0 +1,688 @@
+//! Code generation: a [`lower::fir::Module`] to a relocatable object file,
+//! through Cranelift.
+//!
+//! One Cranelift function per FIR function, all with the `tail` calling
+//! convention (DESIGN-NOTES section 4): `F64` values live in float
+//! registers, `Bool`s are `i8` (0 or 1). A structured `If` becomes a
+//! conditional branch to two blocks that jump to a merge block whose block
+//! parameters are the `If`'s results. A `TailCall` to the function itself
+//! is a jump to the loop header just after the entry block; any other tail
+//! call is a `return_call`. Functions with more results than the
+//! convention returns in registers (8 float, 8 integer) take a hidden
+//! first parameter: the address of a caller-owned return area of 8 bytes
+//! per result; a tail call forwards the caller's own area, which is why
+//! `TailCall` needs equal return types.
+//!
+//! The object exports one C-ABI symbol, `vlad_main`, which calls the FIR
+//! `main`; the runtime's `main` calls it, then flushes output. It also
+//! defines `vlad_count_ops` (one byte, 1 when compiled with operation
+//! counters), which tells the runtime whether to print the counters.
+//! Imported symbols: the runtime's `rt_*` functions and `rt_counts`, and
+//! libm's `exp log sin cos atan2`.
+
+use cranelift_codegen::ir::{
+    condcodes::FloatCC, types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue,
+    InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, TrapCode, Type,
+    UserFuncName, Value as ClValue,
+};
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{DataDescription, DataId, FuncId as ClFuncId, Linkage, Module as _};
+use cranelift_object::{ObjectBuilder, ObjectModule};
+use lower::fir::{self, Cmp, FBin, FUn, FuncId, Op, StrId, Term, Ty, Val};
+use std::collections::HashMap;
+
+pub mod link;
+pub use link::{link, Linked, RUNTIME};
+
+/// What to compile and how.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Count arithmetic operations and comparisons at run time (printed by
+    /// the runtime at exit in the interpreter's `--count-ops=json` format).
+    pub count_ops: bool,
+    /// Also return the Cranelift IR text of every function (before
+    /// Cranelift's own optimisation).
+    pub want_clif: bool,
+}
+
+/// The result of [`compile`].
+pub struct Output {
+    /// A relocatable object file for the host.
+    pub object: Vec<u8>,
+    /// Cranelift IR text, when [`Options::want_clif`] was set.
+    pub clif: String,
+}
+
+/// The C-ABI entry point the runtime's `main` calls.
+pub const ENTRY_SYMBOL: &str = "vlad_main";
+/// The byte that tells the runtime whether counters were compiled in.
+pub const COUNT_FLAG_SYMBOL: &str = "vlad_count_ops";
+
+/// Index of each counted operation in the runtime's `rt_counts` array:
+/// the arithmetic primitives in `Prim::ALL` order, then comparisons.
+pub fn count_index_bin(op: FBin) -> usize {
+    match op {
+        FBin::Add => 0,
+        FBin::Sub => 1,
+        FBin::Mul => 2,
+        FBin::Div => 3,
+        FBin::Atan2 => 4,
+    }
+}
+
+/// See [`count_index_bin`].
+pub fn count_index_un(op: FUn) -> usize {
+    match op {
+        FUn::Sqrt => 5,
+        FUn::Exp => 6,
+        FUn::Log => 7,
+        FUn::Sin => 8,
+        FUn::Cos => 9,
+    }
+}
+
+/// `rt_counts[COUNT_COMPARISONS]` counts `FCmp`s.
+pub const COUNT_COMPARISONS: usize = 10;
+
+/// Results returned in registers at most, per register class.
+const MAX_REG_RETURNS: usize = 8;
+
+/// Compiles a module to an object file for the host.
+pub fn compile(m: &fir::Module, opts: &Options) -> Result<Output, String> {
+    let isa = host_isa()?;
+    let builder = ObjectBuilder::new(isa, "vlad", cranelift_module::default_libcall_names())
+        .map_err(|e| format!("cannot create object: {e}"))?;
+    let mut cg = Codegen {
+        module: ObjectModule::new(builder),
+        m,
+        opts,
+        funcs: Vec::new(),
+        imports: HashMap::new(),
+        strings: HashMap::new(),
+        counts: None,
+        clif: String::new(),
+    };
+    cg.declare_all()?;
+    for i in 0..m.funcs.len() {
+        cg.define(FuncId(i as u32))?;
+    }
+    cg.define_entry()?;
+    cg.define_count_flag()?;
+    let clif = std::mem::take(&mut cg.clif);
+    let product = cg.module.finish();
+    let object = product
+        .emit()
+        .map_err(|e| format!("cannot write object: {e}"))?;
+    Ok(Output { object, clif })
+}
+
+/// The host ISA with the flags DESIGN-NOTES section 4 asks for.
+fn host_isa() -> Result<OwnedTargetIsa, String> {
+    let mut flags = settings::builder();
+    for (k, v) in [
+        ("opt_level", "speed"),
+        ("is_pic", "true"),
+        // `return_call` needs frame pointers on x86-64.
+        ("preserve_frame_pointers", "true"),
+    ] {
+        flags
+            .set(k, v)
+            .map_err(|e| format!("cranelift setting {k}={v}: {e}"))?;
+    }
+    let isa = cranelift_codegen::isa::lookup(target_lexicon::Triple::host())
+        .map_err(|e| format!("unsupported host: {e}"))?;
+    isa.finish(settings::Flags::new(flags))
+        .map_err(|e| format!("cannot configure the code generator: {e}"))
+}
+
+fn block_args(vs: &[ClValue]) -> Vec<BlockArg> {
+    vs.iter().map(|v| BlockArg::from(*v)).collect()
+}
+
+fn cl_ty(t: Ty) -> Type {
+    match t {
+        Ty::F64 => types::F64,
+        Ty::Bool => types::I8,
+    }
+}
+
+/// Whether a function with these results returns them through a return
+/// area rather than in registers.
+fn uses_ret_area(returns: &[Ty]) -> bool {
+    let floats = returns.iter().filter(|t| **t == Ty::F64).count();
+    floats > MAX_REG_RETURNS || returns.len() - floats > MAX_REG_RETURNS
+}
+
+/// Symbol-safe spelling of a FIR function name.
+fn symbol(i: usize, name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("vlad_f{i}_{clean}")
+}
+
+struct Codegen<'a> {
+    module: ObjectModule,
+    m: &'a fir::Module,
+    opts: &'a Options,
+    funcs: Vec<ClFuncId>,
+    imports: HashMap<&'static str, ClFuncId>,
+    strings: HashMap<StrId, DataId>,
+    counts: Option<DataId>,
+    clif: String,
+}
+
+impl Codegen<'_> {
+    fn signature(&self, f: &fir::Func) -> Signature {
+        let mut sig = Signature::new(CallConv::Tail);
+        if uses_ret_area(&f.returns) {
+            sig.params.push(AbiParam::new(types::I64));
+        } else {
+            sig.returns
+                .extend(f.returns.iter().map(|t| AbiParam::new(cl_ty(*t))));
+        }
+        sig.params
+            .extend(f.params.iter().map(|t| AbiParam::new(cl_ty(*t))));
+        sig
+    }
+
+    fn declare_all(&mut self) -> Result<(), String> {
+        for (i, f) in self.m.funcs.iter().enumerate() {
+            let sig = self.signature(f);
+            let id = self
+                .module
+                .declare_function(&symbol(i, &f.name), Linkage::Local, &sig)
+                .map_err(|e| format!("declaring `{}`: {e}", f.name))?;
+            self.funcs.push(id);
+        }
+        Ok(())
+    }
+
+    /// An imported C function (SystemV), declared on first use.
+    fn import(&mut self, name: &'static str) -> Result<ClFuncId, String> {
+        if let Some(id) = self.imports.get(name) {
+            return Ok(*id);
+        }
+        let (params, returns): (&[Type], &[Type]) = match name {
+            "exp" | "log" | "sin" | "cos" => (&[types::F64], &[types::F64]),
+            "atan2" => (&[types::F64, types::F64], &[types::F64]),
+            "rt_print_str" | "rt_error" => (&[types::I64, types::I64], &[]),
+            "rt_print_real" => (&[types::F64], &[]),
+            "rt_print_bool" => (&[types::I32], &[]),
+            "rt_read_real" => (&[types::I64, types::I64], &[types::F64]),
+            _ => return Err(format!("internal error: unknown import `{name}`")),
+        };
+        let mut sig = Signature::new(CallConv::SystemV);
+        sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+        sig.returns
+            .extend(returns.iter().map(|t| AbiParam::new(*t)));
+        let id = self
+            .module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(|e| format!("declaring `{name}`: {e}"))?;
+        self.imports.insert(name, id);
+        Ok(id)
+    }
+
+    fn string_data(&mut self, s: StrId) -> Result<DataId, String> {
+        if let Some(id) = self.strings.get(&s) {
+            return Ok(*id);
+        }
+        let text = self
+            .m
+            .strings
+            .get(s.0 as usize)
+            .ok_or_else(|| format!("internal error: no string {}", s.0))?;
+        let id = self
+            .module
+            .declare_data(&format!("vlad_str{}", s.0), Linkage::Local, false, false)
+            .map_err(|e| e.to_string())?;
+        let mut desc = DataDescription::new();
+        // One spare byte so that an empty string is still a valid object.
+        let mut bytes = text.as_bytes().to_vec();
+        bytes.push(0);
+        desc.define(bytes.into_boxed_slice());
+        self.module
+            .define_data(id, &desc)
+            .map_err(|e| e.to_string())?;
+        self.strings.insert(s, id);
+        Ok(id)
+    }
+
+    fn counts_data(&mut self) -> Result<DataId, String> {
+        if let Some(id) = self.counts {
+            return Ok(id);
+        }
+        let id = self
+            .module
+            .declare_data("rt_counts", Linkage::Import, true, false)
+            .map_err(|e| e.to_string())?;
+        self.counts = Some(id);
+        Ok(id)
+    }
+
+    fn define_count_flag(&mut self) -> Result<(), String> {
+        let id = self
+            .module
+            .declare_data(COUNT_FLAG_SYMBOL, Linkage::Export, false, false)
+            .map_err(|e| e.to_string())?;
+        let mut desc = DataDescription::new();
+        desc.define(vec![self.opts.count_ops as u8].into_boxed_slice());
+        self.module
+            .define_data(id, &desc)
+            .map_err(|e| e.to_string())
+    }
+
+    /// `vlad_main`: a SystemV function calling the FIR main.
+    fn define_entry(&mut self) -> Result<(), String> {
+        let sig = Signature::new(CallConv::SystemV);
+        let id = self
+            .module
+            .declare_function(ENTRY_SYMBOL, Linkage::Export, &sig)
+            .map_err(|e| e.to_string())?;
+        let mut ctx = self.module.make_context();
+        ctx.func.signature = sig;
+        ctx.func.name = UserFuncName::user(1, self.m.funcs.len() as u32);
+        let mut fctx = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let entry = b.create_block();
+            b.switch_to_block(entry);
+            if let Some(main) = self.m.main {
+                let f = self.m.func(main);
+                if !f.params.is_empty() || !f.returns.is_empty() {
+                    return Err("internal error: FIR main must take and return nothing".into());
+                }
+                let callee = self
+                    .module
+                    .declare_func_in_func(self.funcs[main.0 as usize], b.func);
+                b.ins().call(callee, &[]);
+            }
+            b.ins().return_(&[]);
+            b.seal_all_blocks();
+            b.finalize(self.module.target_config());
+        }
+        self.finish_function(id, &mut ctx, ENTRY_SYMBOL)
+    }
+
+    fn finish_function(
+        &mut self,
+        id: ClFuncId,
+        ctx: &mut Context,
+        name: &str,
+    ) -> Result<(), String> {
+        if self.opts.want_clif {
+            self.clif
+                .push_str(&format!("; {name}\n{}\n", ctx.func.display()));
+        }
+        self.module
+            .define_function(id, ctx)
+            .map_err(|e| format!("internal error: compiling `{name}`: {e:?}"))
+    }
+
+    fn define(&mut self, fid: FuncId) -> Result<(), String> {
+        let f = self.m.func(fid);
+        let mut ctx = self.module.make_context();
+        ctx.func.signature = self.signature(f);
+        ctx.func.name = UserFuncName::user(0, fid.0);
+        let mut fctx = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            b.switch_to_block(entry);
+            let entry_params = b.block_params(entry).to_vec();
+            let ret_area = uses_ret_area(&f.returns).then(|| entry_params[0]);
+            let offset = ret_area.is_some() as usize;
+            // The loop header: self tail calls jump here.
+            let header = b.create_block();
+            for t in &f.params {
+                b.append_block_param(header, cl_ty(*t));
+            }
+            b.ins().jump(header, &block_args(&entry_params[offset..]));
+            b.switch_to_block(header);
+            let mut vals = vec![None; f.types.len()];
+            for (i, v) in b.block_params(header).iter().enumerate() {
+                vals[i] = Some(*v);
+            }
+            let mut fb = FnBuilder {
+                cg: self,
+                b,
+                f,
+                fid,
+                vals,
+                header,
+                ret_area,
+                yield_to: Vec::new(),
+                func_refs: HashMap::new(),
+                globals: HashMap::new(),
+            };
+            fb.block(&f.body)?;
+            fb.b.seal_all_blocks();
+            let config = fb.cg.module.target_config();
+            fb.b.finalize(config);
+        }
+        let id = self.funcs[fid.0 as usize];
+        self.finish_function(id, &mut ctx, &f.name)
+    }
+}
+
+struct FnBuilder<'a, 'b> {
+    cg: &'b mut Codegen<'a>,
+    b: FunctionBuilder<'b>,
+    f: &'a fir::Func,
+    fid: FuncId,
+    vals: Vec<Option<ClValue>>,
+    header: ClBlock,
+    ret_area: Option<ClValue>,
+    /// Merge blocks of the enclosing `If`s, innermost last.
+    yield_to: Vec<ClBlock>,
+    func_refs: HashMap<ClFuncId, FuncRef>,
+    globals: HashMap<DataId, GlobalValue>,
+}
+
+impl FnBuilder<'_, '_> {
+    fn val(&self, v: Val) -> Result<ClValue, String> {
+        self.vals
+            .get(v.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| {
+                format!(
+                    "internal error: {v} used before definition in `{}`",
+                    self.f.name
+                )
+            })
+    }
+
+    fn vals(&self, vs: &[Val]) -> Result<Vec<ClValue>, String> {
+        vs.iter().map(|v| self.val(*v)).collect()
+    }
+
+    fn set(&mut self, v: Val, x: ClValue) -> Result<(), String> {
+        let slot = self
+            .vals
+            .get_mut(v.0 as usize)
+            .ok_or_else(|| format!("internal error: {v} has no type"))?;
+        *slot = Some(x);
+        Ok(())
+    }
+
+    fn func_ref(&mut self, id: ClFuncId) -> FuncRef {
+        if let Some(r) = self.func_refs.get(&id) {
+            return *r;
+        }
+        let r = self.cg.module.declare_func_in_func(id, self.b.func);
+        self.func_refs.insert(id, r);
+        r
+    }
+
+    fn global(&mut self, id: DataId) -> GlobalValue {
+        if let Some(g) = self.globals.get(&id) {
+            return *g;
+        }
+        let g = self.cg.module.declare_data_in_func(id, self.b.func);
+        self.globals.insert(id, g);
+        g
+    }
+
+    fn call_import(
+        &mut self,
+        name: &'static str,
+        args: &[ClValue],
+    ) -> Result<Option<ClValue>, String> {
+        let id = self.cg.import(name)?;
+        let r = self.func_ref(id);
+        let call = self.b.ins().call(r, args);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    /// Address and length of a module string.
+    fn string(&mut self, s: StrId) -> Result<[ClValue; 2], String> {
+        let id = self.cg.string_data(s)?;
+        let len = self.cg.m.strings[s.0 as usize].len();
+        let g = self.global(id);
+        let ptr = self.b.ins().symbol_value(types::I64, g);
+        let len = self.b.ins().iconst(types::I64, len as i64);
+        Ok([ptr, len])
+    }
+
+    fn count(&mut self, index: usize) -> Result<(), String> {
+        if !self.cg.opts.count_ops {
+            return Ok(());
+        }
+        let id = self.cg.counts_data()?;
+        let g = self.global(id);
+        let base = self.b.ins().symbol_value(types::I64, g);
+        let off = (index * 8) as i32;
+        let n = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), base, off);
+        let n = self.b.ins().iadd_imm_s(n, 1);
+        self.b.ins().store(MemFlagsData::trusted(), n, base, off);
+        Ok(())
+    }
+
+    fn block(&mut self, blk: &fir::Block) -> Result<(), String> {
+        for inst in &blk.insts {
+            self.inst(inst)?;
+        }
+        self.term(&blk.term)
+    }
+
+    fn inst(&mut self, inst: &fir::Inst) -> Result<(), String> {
+        let one = |results: &[Val]| -> Result<Val, String> {
+            match results {
+                [r] => Ok(*r),
+                _ => Err("internal error: instruction needs exactly one result".to_string()),
+            }
+        };
+        match &inst.op {
+            Op::F64Const(x) => {
+                let v = self.b.ins().f64const(*x);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::BoolConst(x) => {
+                let v = self.b.ins().iconst(types::I8, *x as i64);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::FBin(op, x, y) => {
+                let (x, y) = (self.val(*x)?, self.val(*y)?);
+                self.count(count_index_bin(*op))?;
+                let v = match op {
+                    FBin::Add => self.b.ins().fadd(x, y),
+                    FBin::Sub => self.b.ins().fsub(x, y),
+                    FBin::Mul => self.b.ins().fmul(x, y),
+                    FBin::Div => self.b.ins().fdiv(x, y),
+                    FBin::Atan2 => self
+                        .call_import("atan2", &[x, y])?
+                        .ok_or("internal error: atan2 result")?,
+                };
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::FUn(op, x) => {
+                let x = self.val(*x)?;
+                self.count(count_index_un(*op))?;
+                let name = match op {
+                    FUn::Sqrt => None,
+                    FUn::Exp => Some("exp"),
+                    FUn::Log => Some("log"),
+                    FUn::Sin => Some("sin"),
+                    FUn::Cos => Some("cos"),
+                };
+                let v = match name {
+                    None => self.b.ins().sqrt(x),
+                    Some(name) => self
+                        .call_import(name, &[x])?
+                        .ok_or("internal error: libm result")?,
+                };
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::FCmp(c, x, y) => {
+                let (x, y) = (self.val(*x)?, self.val(*y)?);
+                self.count(COUNT_COMPARISONS)?;
+                let cc = match c {
+                    Cmp::Eq => FloatCC::Equal,
+                    Cmp::Lt => FloatCC::LessThan,
+                    Cmp::Gt => FloatCC::GreaterThan,
+                    Cmp::Le => FloatCC::LessThanOrEqual,
+                    Cmp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                let v = self.b.ins().fcmp(cc, x, y);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::Not(x) => {
+                let x = self.val(*x)?;
+                let v = self.b.ins().bxor_imm_u(x, 1);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::Call(callee, args) => {
+                let results = self.call(*callee, args)?;
+                if results.len() != inst.results.len() {
+                    return Err(format!(
+                        "internal error: call of `{}` with {} results",
+                        self.cg.m.func(*callee).name,
+                        inst.results.len()
+                    ));
+                }
+                for (r, v) in inst.results.iter().zip(results) {
+                    self.set(*r, v)?;
+                }
+            }
+            Op::If { cond, then_, else_ } => {
+                let c = self.val(*cond)?;
+                let then_blk = self.b.create_block();
+                let else_blk = self.b.create_block();
+                let merge = self.b.create_block();
+                for r in &inst.results {
+                    let t = self.f.types[r.0 as usize];
+                    self.b.append_block_param(merge, cl_ty(t));
+                }
+                self.b.ins().brif(c, then_blk, &[], else_blk, &[]);
+                self.yield_to.push(merge);
+                self.b.switch_to_block(then_blk);
+                self.block(then_)?;
+                self.b.switch_to_block(else_blk);
+                self.block(else_)?;
+                self.yield_to.pop();
+                self.b.switch_to_block(merge);
+                let params = self.b.block_params(merge).to_vec();
+                for (r, v) in inst.results.iter().zip(params) {
+                    self.set(*r, v)?;
+                }
+            }
+            Op::PrintStr(s) => {
+                let args = self.string(*s)?;
+                self.call_import("rt_print_str", &args)?;
+            }
+            Op::PrintReal(x) => {
+                let x = self.val(*x)?;
+                self.call_import("rt_print_real", &[x])?;
+            }
+            Op::PrintBool(x) => {
+                let x = self.val(*x)?;
+                let x = self.b.ins().uextend(types::I32, x);
+                self.call_import("rt_print_bool", &[x])?;
+            }
+            Op::ReadReal(s) => {
+                let args = self.string(*s)?;
+                let v = self
+                    .call_import("rt_read_real", &args)?
+                    .ok_or("internal error: read-real result")?;
+                self.set(one(&inst.results)?, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A non-tail call; returns the callee's results.
+    fn call(&mut self, callee: FuncId, args: &[Val]) -> Result<Vec<ClValue>, String> {
+        let g = self.cg.m.func(callee);
+        let mut argv = self.vals(args)?;
+        let area = if uses_ret_area(&g.returns) {
+            let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                (g.returns.len() * 8) as u32,
+                3,
+            ));
+            let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+            argv.insert(0, addr);
+            Some(addr)
+        } else {
+            None
+        };
+        let r = self.func_ref(self.cg.funcs[callee.0 as usize]);
+        let call = self.b.ins().call(r, &argv);
+        match area {
+            None => Ok(self.b.inst_results(call).to_vec()),
+            Some(addr) => Ok(g
+                .returns
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    self.b
+                        .ins()
+                        .load(cl_ty(*t), MemFlagsData::trusted(), addr, (i * 8) as i32)
+                })
+                .collect()),
+        }
+    }
+
+    fn term(&mut self, t: &Term) -> Result<(), String> {
+        match t {
+            Term::Return(vs) => {
+                let vs = self.vals(vs)?;
+                match self.ret_area {
+                    None => {
+                        self.b.ins().return_(&vs);
+                    }
+                    Some(addr) => {
+                        for (i, v) in vs.iter().enumerate() {
+                            self.b
+                                .ins()
+                                .store(MemFlagsData::trusted(), *v, addr, (i * 8) as i32);
+                        }
+                        self.b.ins().return_(&[]);
+                    }
+                }
+            }
+            Term::TailCall(callee, args) => {
+                let mut argv = self.vals(args)?;
+                if *callee == self.fid {
+                    self.b.ins().jump(self.header, &block_args(&argv));
+                } else {
+                    if let Some(addr) = self.ret_area {
+                        argv.insert(0, addr);
+                    }
+                    let r = self.func_ref(self.cg.funcs[callee.0 as usize]);
+                    self.b.ins().return_call(r, &argv);
+                }
+            }
+            Term::Yield(vs) => {
+                let vs = self.vals(vs)?;
+                let merge = *self
+                    .yield_to
+                    .last()
+                    .ok_or("internal error: `yield` outside an `if`")?;
+                self.b.ins().jump(merge, &block_args(&vs));
+            }
+            Term::Error(s) => {
+                let args = self.string(*s)?;
+                self.call_import("rt_error", &args)?;
+                self.b.ins().trap(TrapCode::unwrap_user(1));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,444 @@
+//! The run-time library of compiled VLAD programs.
+//!
+//! `crates/stalingrad/build.rs` compiles this file with `rustc --crate-type
+//! staticlib -C panic=abort` into `libruntime.a`, which `stalingrad build`
+//! links (with the program's object, `cc` and `-lm`) into every executable.
+//! It is `no_std` and allocation-free: a handful of C library calls
+//! (`read`, `write`, `exit`) and the numeral code of the `syntax` crate,
+//! included from the very same file, so that compiled programs read and
+//! print reals byte for byte as the interpreter does.
+//!
+//! What the generated code calls (C ABI):
+//! - `rt_print_str(ptr, len)`, `rt_print_real(x)`, `rt_print_bool(b)`:
+//!   buffered standard output, flushed at exit and before any error;
+//! - `rt_read_real(msg_ptr, msg_len) -> f64`: the next whitespace-separated
+//!   word of standard input as a VLAD numeral; `msg` is the end-of-input
+//!   error message (see `lower::fir::Op::ReadReal`);
+//! - `rt_error(ptr, len)`: prints the message on standard error, exits 1;
+//! - `rt_counts`: the operation counters, incremented in place.
+//!
+//! What it calls: `vlad_main` (the program) and `vlad_count_ops` (a byte,
+//! 1 when the program was compiled with counters), both defined by the
+//! program's object file. The C `main` lives here.
+//!
+//! Single-threaded by construction: compiled VLAD programs have one thread.
+
+#![cfg_attr(not(test), no_std)]
+
+#[path = "../../crates/syntax/src/number_core.rs"]
+#[allow(dead_code)]
+mod number_core;
+
+use core::cell::UnsafeCell;
+
+extern "C" {
+    fn write(fd: i32, buf: *const u8, n: usize) -> isize;
+    fn read(fd: i32, buf: *mut u8, n: usize) -> isize;
+    fn exit(code: i32) -> !;
+}
+
+#[cfg(not(test))]
+extern "C" {
+    fn vlad_main();
+    static vlad_count_ops: u8;
+}
+
+/// A global touched only by the program's single thread.
+#[repr(transparent)]
+pub struct Global<T>(UnsafeCell<T>);
+
+// SAFETY: compiled programs are single-threaded; no reference to the
+// contents outlives one runtime call, and runtime calls do not nest.
+unsafe impl<T> Sync for Global<T> {}
+
+impl<T> Global<T> {
+    const fn new(x: T) -> Global<T> {
+        Global(UnsafeCell::new(x))
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn get(&self) -> &mut T {
+        // SAFETY: see the `Sync` impl: one thread, and each runtime entry
+        // point takes this reference for the length of the call only.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+// ---------------------------------------------------------------- output
+
+const OUT_CAP: usize = 1 << 16;
+
+struct Out {
+    buf: [u8; OUT_CAP],
+    len: usize,
+}
+
+static OUT: Global<Out> = Global::new(Out {
+    buf: [0; OUT_CAP],
+    len: 0,
+});
+
+/// Writes all of `bytes` to `fd`, giving up on an error (a closed pipe:
+/// there is nobody left to tell).
+fn write_all(fd: i32, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is a valid readable slice of the given length.
+        let n = unsafe { write(fd, bytes.as_ptr(), bytes.len()) };
+        if n <= 0 {
+            if n < 0 && errno_is_eintr() {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+#[cfg(not(test))]
+fn errno_is_eintr() -> bool {
+    extern "C" {
+        fn __errno_location() -> *mut i32;
+    }
+    // SAFETY: glibc and musl both provide `__errno_location`, returning a
+    // valid pointer to the calling thread's errno.
+    unsafe { *__errno_location() == 4 }
+}
+
+#[cfg(test)]
+fn errno_is_eintr() -> bool {
+    false
+}
+
+fn flush() {
+    let out = OUT.get();
+    write_all(1, &out.buf[..out.len]);
+    out.len = 0;
+}
+
+fn print_bytes(bytes: &[u8]) {
+    let out = OUT.get();
+    if out.len + bytes.len() > OUT_CAP {
+        flush();
+        if bytes.len() > OUT_CAP {
+            write_all(1, bytes);
+            return;
+        }
+    }
+    out.buf[out.len..out.len + bytes.len()].copy_from_slice(bytes);
+    out.len += bytes.len();
+}
+
+/// # Safety
+/// `ptr` must point to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rt_print_str(ptr: *const u8, len: usize) {
+    // SAFETY: the caller passes a string of the program's object file.
+    let s = unsafe { core::slice::from_raw_parts(ptr, len) };
+    print_bytes(s);
+}
+
+#[no_mangle]
+pub extern "C" fn rt_print_real(x: f64) {
+    print_bytes(number_core::format_real(x).as_bytes());
+}
+
+#[no_mangle]
+pub extern "C" fn rt_print_bool(b: i32) {
+    print_bytes(if b != 0 { b"#t" } else { b"#f" });
+}
+
+// ---------------------------------------------------------------- errors
+
+/// Prints `msg` and a newline on standard error (after flushing standard
+/// output, so the two interleave as in the interpreter), then the counters
+/// if they were asked for, and exits with status 1.
+fn fail(parts: &[&[u8]]) -> ! {
+    flush();
+    let mut line = Line::new();
+    for p in parts {
+        line.push(p);
+    }
+    line.push(b"\n");
+    write_all(2, line.as_bytes());
+    finish_counts();
+    // SAFETY: `exit` is always safe to call; it does not return.
+    unsafe { exit(1) }
+}
+
+/// # Safety
+/// `ptr` must point to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rt_error(ptr: *const u8, len: usize) -> ! {
+    // SAFETY: the caller passes a string of the program's object file.
+    let msg = unsafe { core::slice::from_raw_parts(ptr, len) };
+    fail(&[msg])
+}
+
+/// A message line assembled before one `write`, so that it is not torn.
+struct Line {
+    buf: [u8; 4096],
+    len: usize,
+}
+
+impl Line {
+    fn new() -> Line {
+        Line {
+            buf: [0; 4096],
+            len: 0,
+        }
+    }
+    fn push(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl core::fmt::Write for Line {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.push(s.as_bytes());
+        Ok(())
+    }
+}
+
+// ----------------------------------------------------------------- input
+
+const IN_CAP: usize = 1 << 16;
+const WORD_CAP: usize = 1 << 16;
+
+struct In {
+    buf: [u8; IN_CAP],
+    pos: usize,
+    len: usize,
+    eof: bool,
+    word: [u8; WORD_CAP],
+}
+
+static IN: Global<In> = Global::new(In {
+    buf: [0; IN_CAP],
+    pos: 0,
+    len: 0,
+    eof: false,
+    word: [0; WORD_CAP],
+});
+
+/// ASCII white space as Rust's `split_whitespace` (which the interpreter
+/// uses) sees it.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+impl In {
+    fn next_byte(&mut self) -> Option<u8> {
+        if self.pos == self.len {
+            if self.eof {
+                return None;
+            }
+            loop {
+                // SAFETY: `buf` is a valid writable buffer of `IN_CAP` bytes.
+                let n = unsafe { read(0, self.buf.as_mut_ptr(), IN_CAP) };
+                if n < 0 && errno_is_eintr() {
+                    continue;
+                }
+                if n <= 0 {
+                    self.eof = true;
+                    return None;
+                }
+                self.pos = 0;
+                self.len = n as usize;
+                break;
+            }
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Some(b)
+    }
+
+    /// The next word's length in `self.word` (truncated to `WORD_CAP`), or
+    /// `None` at end of input.
+    fn next_word(&mut self) -> Option<usize> {
+        let mut b = self.next_byte()?;
+        while is_space(b) {
+            b = self.next_byte()?;
+        }
+        let mut n = 0;
+        loop {
+            if n < WORD_CAP {
+                self.word[n] = b;
+                n += 1;
+            }
+            match self.next_byte() {
+                Some(c) if !is_space(c) => b = c,
+                _ => return Some(n),
+            }
+        }
+    }
+}
+
+const EOF_ENDING: &[u8] = b"reached the end of input";
+
+/// # Safety
+/// `msg` must point to `msg_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rt_read_real(msg: *const u8, msg_len: usize) -> f64 {
+    // SAFETY: the caller passes a string of the program's object file.
+    let msg = unsafe { core::slice::from_raw_parts(msg, msg_len) };
+    let input = IN.get();
+    let n = match input.next_word() {
+        Some(n) => n,
+        None => fail(&[msg]),
+    };
+    let word = &input.word[..n];
+    if let Some(x) = core::str::from_utf8(word)
+        .ok()
+        .and_then(number_core::parse_numeral)
+    {
+        return x;
+    }
+    let head = msg.strip_suffix(EOF_ENDING).unwrap_or(msg);
+    fail(&[head, b"expects a real, found `", word, b"`"])
+}
+
+// -------------------------------------------------------------- counters
+
+/// The arithmetic primitives in `Prim::ALL` order, then comparisons; the
+/// generated code increments `rt_counts[i]` in place.
+const COUNT_NAMES: [&str; 10] = [
+    "+", "-", "*", "/", "atan", "sqrt", "exp", "log", "sin", "cos",
+];
+
+#[no_mangle]
+pub static rt_counts: Global<[u64; 11]> = Global::new([0; 11]);
+
+/// Prints the counters as the interpreter's `--count-ops=json` does, if the
+/// program was compiled with them.
+fn finish_counts() {
+    #[cfg(not(test))]
+    {
+        // SAFETY: a byte defined by the program's object file.
+        if unsafe { vlad_count_ops } == 0 {
+            return;
+        }
+    }
+    let mut line = Line::new();
+    let _ = counts_json(rt_counts.get(), &mut line);
+    line.push(b"\n");
+    write_all(2, line.as_bytes());
+}
+
+fn counts_json(c: &[u64; 11], out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+    out.write_str("{\"arithmetic\":{")?;
+    let mut total = 0u64;
+    for (i, name) in COUNT_NAMES.iter().enumerate() {
+        if i > 0 {
+            out.write_str(",")?;
+        }
+        write!(out, "\"{name}\":{}", c[i])?;
+        total += c[i];
+    }
+    write!(
+        out,
+        "}},\"arithmetic_total\":{total},\"comparisons\":{},\"zero\":0,\"plus\":0,\"transform\":0}}",
+        c[10]
+    )
+}
+
+// ------------------------------------------------------------------ main
+
+/// The program runs on a thread with this much stack (address space;
+/// pages are only touched when used), as the interpreter does: non-tail
+/// VLAD recursion is non-tail machine recursion.
+#[cfg(not(test))]
+const STACK_BYTES: usize = 4 << 30;
+
+/// `pthread_attr_t` is 56 bytes on 64-bit glibc and musl.
+#[cfg(not(test))]
+#[repr(C, align(8))]
+struct PthreadAttr([u8; 64]);
+
+#[cfg(not(test))]
+extern "C" {
+    fn pthread_attr_init(attr: *mut PthreadAttr) -> i32;
+    fn pthread_attr_setstacksize(attr: *mut PthreadAttr, size: usize) -> i32;
+    fn pthread_create(
+        thread: *mut usize,
+        attr: *const PthreadAttr,
+        start: extern "C" fn(*mut u8) -> *mut u8,
+        arg: *mut u8,
+    ) -> i32;
+    fn pthread_join(thread: usize, ret: *mut *mut u8) -> i32;
+}
+
+#[cfg(not(test))]
+extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
+    // SAFETY: `vlad_main` is the compiled program's entry point: a C-ABI
+    // function without arguments or results.
+    unsafe { vlad_main() };
+    core::ptr::null_mut()
+}
+
+#[cfg(not(test))]
+#[no_mangle]
+pub extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
+    let mut attr = PthreadAttr([0; 64]);
+    let mut thread = 0usize;
+    // SAFETY: `attr` and `thread` are valid, writable and live across the
+    // calls; the new thread only runs the program, and is joined before
+    // `main` goes on, so the runtime stays single-threaded in effect.
+    let started = unsafe {
+        pthread_attr_init(&mut attr) == 0
+            && pthread_attr_setstacksize(&mut attr, STACK_BYTES) == 0
+            && pthread_create(&mut thread, &attr, program_thread, core::ptr::null_mut()) == 0
+    };
+    if started {
+        // SAFETY: `thread` was created above and is joined once.
+        unsafe { pthread_join(thread, core::ptr::null_mut()) };
+    } else {
+        // No big stack to be had: run on this one.
+        program_thread(core::ptr::null_mut());
+    }
+    flush();
+    finish_counts();
+    0
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    fail(&[b"error: internal error in the runtime"])
+}
+
+/// `core` is precompiled with unwinding tables that name this symbol;
+/// with `panic=abort` nothing ever unwinds, so it is never called.
+#[cfg(not(test))]
+#[no_mangle]
+pub extern "C" fn rust_eh_personality() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_matches_the_interpreter_layout() {
+        let mut c = [0u64; 11];
+        c[0] = 3;
+        c[9] = 1;
+        c[10] = 7;
+        let mut s = String::new();
+        counts_json(&c, &mut s).unwrap();
+        assert_eq!(
+            s,
+            "{\"arithmetic\":{\"+\":3,\"-\":0,\"*\":0,\"/\":0,\"atan\":0,\"sqrt\":0,\"exp\":0,\"log\":0,\"sin\":0,\"cos\":1},\"arithmetic_total\":4,\"comparisons\":7,\"zero\":0,\"plus\":0,\"transform\":0}"
+        );
+    }
+
+    #[test]
+    fn whitespace_is_ascii_white_space() {
+        for b in 0u8..128 {
+            assert_eq!(is_space(b), (b as char).is_whitespace(), "{b}");
+        }
+    }
+}
