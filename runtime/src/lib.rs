@@ -372,8 +372,32 @@ extern "C" {
     fn pthread_join(thread: usize, ret: *mut *mut u8) -> i32;
 }
 
+/// The lowest stack address compiled code may use: every compiled
+/// function compares its stack pointer with this on entry. Zero (no limit)
+/// until the program thread sets it.
+#[no_mangle]
+pub static mut rt_stack_limit: usize = 0;
+
+/// Stack kept free below the limit for the runtime's own calls (printing
+/// the error, libm).
+#[cfg(not(test))]
+const STACK_MARGIN: usize = 1 << 20;
+
+/// Called by compiled code whose stack is exhausted.
+#[no_mangle]
+pub extern "C" fn rt_stack_overflow() -> ! {
+    fail(&[b"error: recursion too deep: the program ran out of stack"])
+}
+
 #[cfg(not(test))]
 extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
+    let here = 0u8;
+    let top = core::ptr::addr_of!(here) as usize;
+    // SAFETY: single-threaded: the limit is written once, here, before any
+    // compiled code runs on this thread and reads it.
+    unsafe {
+        rt_stack_limit = top.saturating_sub(STACK_BYTES.saturating_sub(STACK_MARGIN));
+    }
     // SAFETY: `vlad_main` is the compiled program's entry point: a C-ABI
     // function without arguments or results.
     unsafe { vlad_main() };

@@ -21,7 +21,8 @@
 //! libm's `exp log sin cos atan2`.
 
 use cranelift_codegen::ir::{
-    condcodes::FloatCC, types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue,
+    condcodes::{FloatCC, IntCC},
+    types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue,
     InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, TrapCode, Type,
     UserFuncName, Value as ClValue,
 };
@@ -103,6 +104,7 @@ pub fn compile(m: &fir::Module, opts: &Options) -> Result<Output, String> {
         imports: HashMap::new(),
         strings: HashMap::new(),
         counts: None,
+        stack_limit: None,
         clif: String::new(),
     };
     cg.declare_all()?;
@@ -179,6 +181,7 @@ struct Codegen<'a> {
     imports: HashMap<&'static str, ClFuncId>,
     strings: HashMap<StrId, DataId>,
     counts: Option<DataId>,
+    stack_limit: Option<DataId>,
     clif: String,
 }
 
@@ -220,6 +223,7 @@ impl Codegen<'_> {
             "rt_print_real" => (&[types::F64], &[]),
             "rt_print_bool" => (&[types::I32], &[]),
             "rt_read_real" => (&[types::I64, types::I64], &[types::F64]),
+            "rt_stack_overflow" => (&[], &[]),
             _ => return Err(format!("internal error: unknown import `{name}`")),
         };
         let mut sig = Signature::new(CallConv::SystemV);
@@ -256,6 +260,19 @@ impl Codegen<'_> {
             .define_data(id, &desc)
             .map_err(|e| e.to_string())?;
         self.strings.insert(s, id);
+        Ok(id)
+    }
+
+    /// The runtime's lowest allowed stack address.
+    fn stack_limit_data(&mut self) -> Result<DataId, String> {
+        if let Some(id) = self.stack_limit {
+            return Ok(id);
+        }
+        let id = self
+            .module
+            .declare_data("rt_stack_limit", Linkage::Import, false, false)
+            .map_err(|e| e.to_string())?;
+        self.stack_limit = Some(id);
         Ok(id)
     }
 
@@ -349,7 +366,23 @@ impl Codegen<'_> {
             for t in &f.params {
                 b.append_block_param(header, cl_ty(*t));
             }
-            b.ins().jump(header, &block_args(&entry_params[offset..]));
+            // Deep non-tail recursion would run off the stack: every
+            // function checks the stack pointer against the limit the
+            // runtime set, and reports instead of crashing.
+            let limit_id = self.stack_limit_data()?;
+            let limit_gv = self.module.declare_data_in_func(limit_id, b.func);
+            let limit_addr = b.ins().symbol_value(types::I64, limit_gv);
+            let limit = b.ins().load(types::I64, MemFlagsData::trusted(), limit_addr, 0);
+            let sp = b.ins().get_stack_pointer(types::I64);
+            let ok = b.ins().icmp(IntCC::UnsignedGreaterThan, sp, limit);
+            let overflow = b.create_block();
+            b.ins()
+                .brif(ok, header, &block_args(&entry_params[offset..]), overflow, &[]);
+            b.switch_to_block(overflow);
+            let over_id = self.import("rt_stack_overflow")?;
+            let over_ref = self.module.declare_func_in_func(over_id, b.func);
+            b.ins().call(over_ref, &[]);
+            b.ins().trap(TrapCode::unwrap_user(1));
             b.switch_to_block(header);
             let mut vals = vec![None; f.types.len()];
             for (i, v) in b.block_params(header).iter().enumerate() {

@@ -163,8 +163,13 @@ pub fn time_limit() -> Duration {
 /// Runs `stalingrad ARGS...` in the repository root with `stdin` as its
 /// standard input (empty when `None`), killing it after [`time_limit`].
 pub fn run_stalingrad(args: &[String], stdin: Option<&[u8]>) -> Run {
+    run_program(Path::new(binary()), args, stdin)
+}
+
+/// Runs any program (e.g. one `stalingrad build` made) the same way.
+pub fn run_program(program: &Path, args: &[String], stdin: Option<&[u8]>) -> Run {
     let start = Instant::now();
-    let spawned = Command::new(binary())
+    let spawned = Command::new(program)
         .args(args)
         .current_dir(repo_root())
         .env_remove("RUST_BACKTRACE")
@@ -178,7 +183,7 @@ pub fn run_stalingrad(args: &[String], stdin: Option<&[u8]>) -> Run {
             return Run {
                 status: None,
                 stdout: String::new(),
-                stderr: format!("could not start {}: {e}\n", binary()),
+                stderr: format!("could not start {}: {e}\n", program.display()),
                 timed_out: false,
                 elapsed: start.elapsed(),
             }
