@@ -100,9 +100,11 @@ struct BuildArgs {
     /// name with `.o`).
     #[arg(short = 'o', value_name = "PROG")]
     output: Option<PathBuf>,
-    /// Print a stage instead of building: `anf` is the core IR, `ir` the
-    /// first-order IR, `clif` the Cranelift IR; `obj` writes the object
-    /// file (to `-o`) without linking.
+    /// Print a stage instead of building: `anf` is the core IR, `flow` the
+    /// flow analysis (every specialisation, the abstract value of every
+    /// binding, and the transformed code it analysed), `ir` the first-order
+    /// IR, `clif` the Cranelift IR; `obj` writes the object file (to `-o`)
+    /// without linking.
     #[arg(long, value_name = "STAGE")]
     emit: Option<Emit>,
     /// Keep the temporary directory holding the object file and the
@@ -118,6 +120,7 @@ struct BuildArgs {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Emit {
     Anf,
+    Flow,
     Ir,
     Clif,
     Obj,
@@ -242,13 +245,26 @@ fn build(a: BuildArgs) -> ExitCode {
         print!("{}", ir::print::program(&prog));
         return ExitCode::SUCCESS;
     }
-    let module = match lower::compile(prog, &map) {
-        Ok(m) => m,
+    let analysis = match flow::analyze(prog) {
+        Ok(a) => a,
         Err(d) => {
             report(&d, &map);
             return ExitCode::FAILURE;
         }
     };
+    if a.emit == Some(Emit::Flow) {
+        // The transformed lambdas the analysis created, then its view of
+        // every specialisation.
+        print!("{}", ir::print::program(&analysis.ops.prog));
+        for (id, _) in analysis.ops.prog.lambdas.iter() {
+            if !matches!(analysis.ops.prog.lambdas[id].origin, ir::Origin::Source) {
+                println!("{}", ir::print::lambda(&analysis.ops.prog, id));
+            }
+        }
+        print!("{}", flow::print::analysis_text(&analysis));
+        return ExitCode::SUCCESS;
+    }
+    let module = lower::lower(analysis, &map);
     if a.emit == Some(Emit::Ir) {
         print!("{}", lower::fir_print::module(&module));
         return ExitCode::SUCCESS;
