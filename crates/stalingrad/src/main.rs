@@ -25,7 +25,8 @@ Examples:
   stalingrad run --count-ops prog.vlad          also count arithmetic and AD steps
   stalingrad test examples/*.vlad               check every `expr ===> value`
   stalingrad build prog.vlad -o prog            compile to a native executable
-  stalingrad build --emit=anf prog.vlad         show the A-normal-form core IR
+  stalingrad build prog.vlad -o prog && ./prog  compile to a native executable
+  stalingrad build --emit=flow prog.vlad        show what the flow analysis found
 
 A tiny program (gradient.vlad):
   (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
@@ -51,7 +52,7 @@ enum Command {
     /// Compile a program to a native executable (linked with the system
     /// `cc`), or print one of its intermediate forms.
     #[command(
-        after_help = "Examples:\n  stalingrad build examples/hessian.vlad -o hessian\n  stalingrad build --emit=ir examples/hessian.vlad"
+        after_help = "Examples:\n  stalingrad build examples/08-gradients-hessians.vlad -o hessians\n  stalingrad build --emit=ir examples/08-gradients-hessians.vlad"
     )]
     Build(BuildArgs),
 }
