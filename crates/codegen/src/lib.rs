@@ -22,9 +22,8 @@
 
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
-    types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue,
-    InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, TrapCode, Type,
-    UserFuncName, Value as ClValue,
+    types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue, InstBuilder, MemFlagsData,
+    Signature, StackSlotData, StackSlotKind, TrapCode, Type, UserFuncName, Value as ClValue,
 };
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -372,12 +371,19 @@ impl Codegen<'_> {
             let limit_id = self.stack_limit_data()?;
             let limit_gv = self.module.declare_data_in_func(limit_id, b.func);
             let limit_addr = b.ins().symbol_value(types::I64, limit_gv);
-            let limit = b.ins().load(types::I64, MemFlagsData::trusted(), limit_addr, 0);
+            let limit = b
+                .ins()
+                .load(types::I64, MemFlagsData::trusted(), limit_addr, 0);
             let sp = b.ins().get_stack_pointer(types::I64);
             let ok = b.ins().icmp(IntCC::UnsignedGreaterThan, sp, limit);
             let overflow = b.create_block();
-            b.ins()
-                .brif(ok, header, &block_args(&entry_params[offset..]), overflow, &[]);
+            b.ins().brif(
+                ok,
+                header,
+                &block_args(&entry_params[offset..]),
+                overflow,
+                &[],
+            );
             b.switch_to_block(overflow);
             let over_id = self.import("rt_stack_overflow")?;
             let over_ref = self.module.declare_func_in_func(over_id, b.func);
