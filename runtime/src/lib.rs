@@ -174,6 +174,60 @@ pub unsafe extern "C" fn rt_error(ptr: *const u8, len: usize) -> ! {
     fail(&[msg])
 }
 
+/// The message of a run-time error that shows run-time values, assembled
+/// by `rt_err_*` calls and printed by `rt_err_end`.
+static ERR_LINE: Global<Line> = Global::new(Line::new());
+
+/// # Safety
+/// `ptr` must point to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rt_err_str(ptr: *const u8, len: usize) {
+    // SAFETY: the caller passes a string of the program's object file.
+    let s = unsafe { core::slice::from_raw_parts(ptr, len) };
+    ERR_LINE.get().push(s);
+}
+
+#[no_mangle]
+pub extern "C" fn rt_err_real(x: f64) {
+    ERR_LINE.get().push(number_core::format_real(x).as_bytes());
+}
+
+#[no_mangle]
+pub extern "C" fn rt_err_bool(b: i32) {
+    ERR_LINE.get().push(if b != 0 { b"#t" } else { b"#f" });
+}
+
+/// Where the value being added to the error message began.
+static ERR_VALUE_START: Global<usize> = Global::new(0);
+
+#[no_mangle]
+pub extern "C" fn rt_err_value_start() {
+    *ERR_VALUE_START.get() = ERR_LINE.get().len;
+}
+
+/// Shortens the value just added as the interpreter shortens values in
+/// messages: past 120 bytes, to 117 and `...`.
+#[no_mangle]
+pub extern "C" fn rt_err_value_end() {
+    let line = ERR_LINE.get();
+    let start = *ERR_VALUE_START.get();
+    if line.len - start > 120 {
+        let mut cut = start + 117;
+        // Values print as ASCII, but never cut inside a UTF-8 sequence.
+        while cut > start && (line.buf[cut] & 0xC0) == 0x80 {
+            cut -= 1;
+        }
+        line.len = cut;
+        line.push(b"...");
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn rt_err_end() -> ! {
+    let line = ERR_LINE.get();
+    fail(&[line.as_bytes()])
+}
+
 /// A message line assembled before one `write`, so that it is not torn.
 struct Line {
     buf: [u8; 4096],
@@ -181,7 +235,7 @@ struct Line {
 }
 
 impl Line {
-    fn new() -> Line {
+    const fn new() -> Line {
         Line {
             buf: [0; 4096],
             len: 0,

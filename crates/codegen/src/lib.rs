@@ -222,7 +222,12 @@ impl Codegen<'_> {
             "rt_print_real" => (&[types::F64], &[]),
             "rt_print_bool" => (&[types::I32], &[]),
             "rt_read_real" => (&[types::I64, types::I64], &[types::F64]),
-            "rt_stack_overflow" => (&[], &[]),
+            "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end" => {
+                (&[], &[])
+            }
+            "rt_err_str" => (&[types::I64, types::I64], &[]),
+            "rt_err_real" => (&[types::F64], &[]),
+            "rt_err_bool" => (&[types::I32], &[]),
             _ => return Err(format!("internal error: unknown import `{name}`")),
         };
         let mut sig = Signature::new(CallConv::SystemV);
@@ -719,6 +724,33 @@ impl FnBuilder<'_, '_> {
             Term::Error(s) => {
                 let args = self.string(*s)?;
                 self.call_import("rt_error", &args)?;
+                self.b.ins().trap(TrapCode::unwrap_user(1));
+            }
+            Term::ErrorWith(parts) => {
+                for p in parts {
+                    match p {
+                        lower::fir::ErrPart::Str(s) => {
+                            let args = self.string(*s)?;
+                            self.call_import("rt_err_str", &args)?;
+                        }
+                        lower::fir::ErrPart::Real(v) => {
+                            let x = self.val(*v)?;
+                            self.call_import("rt_err_real", &[x])?;
+                        }
+                        lower::fir::ErrPart::Bool(v) => {
+                            let x = self.val(*v)?;
+                            let x = self.b.ins().uextend(types::I32, x);
+                            self.call_import("rt_err_bool", &[x])?;
+                        }
+                        lower::fir::ErrPart::ValueStart => {
+                            self.call_import("rt_err_value_start", &[])?;
+                        }
+                        lower::fir::ErrPart::ValueEnd => {
+                            self.call_import("rt_err_value_end", &[])?;
+                        }
+                    }
+                }
+                self.call_import("rt_err_end", &[])?;
                 self.b.ins().trap(TrapCode::unwrap_user(1));
             }
         }

@@ -1124,7 +1124,23 @@ impl Ops {
         })
     }
 
+    /// An abstract value as the interpreter would print the value in an
+    /// error message (unknown reals and booleans as `R` and `B`).
     pub fn describe(&self, v: AvId) -> String {
-        crate::print::av_text(&self.dom, &self.prog, v)
+        let mut s = crate::print::value_text(&self.dom, v);
+        // A value with parts known only at run time is shortened at run
+        // time: lowering turns the marks into `ErrPart::ValueStart/End`.
+        if s.contains(crate::print::SYM_MARK) {
+            return format!("{0}{s}{0}", crate::print::VALUE_MARK);
+        }
+        if s.len() > 120 {
+            let mut cut = 117;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
+            s.push_str("...");
+        }
+        s
     }
 }

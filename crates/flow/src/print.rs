@@ -74,6 +74,122 @@ fn write_av(dom: &Domain, prog: &Program, v: AvId, s: &mut String) {
     }
 }
 
+/// Brackets a symbolic leaf in [`value_text`]: `\u{1}R12\u{1}` is the
+/// real held in FIR value 12 (see crate `lower`).
+pub const SYM_MARK: char = '\u{1}';
+
+/// Brackets the text of a value containing symbolic leaves in an error
+/// message, so that lowering can shorten it at run time.
+pub const VALUE_MARK: char = '\u{2}';
+
+/// A value tree in the shape the interpreter prints (crate `interp`,
+/// `value.rs`): tags are wrappers that a pair view pushes into the halves.
+enum View {
+    Atom(String),
+    Pair(Box<View>, Box<View>),
+    Tagged(ir::Tag, Box<View>),
+    Bundle(Box<View>, Box<View>),
+}
+
+fn view(dom: &Domain, v: AvId) -> View {
+    match dom.get(v) {
+        Av::Pair(a, b) => View::Pair(Box::new(view(dom, *a)), Box::new(view(dom, *b))),
+        Av::Wrap(t, x) => View::Tagged(*t, Box::new(view(dom, *x))),
+        Av::Bundle(p, t) => View::Bundle(Box::new(view(dom, *p)), Box::new(view(dom, *t))),
+        Av::Prim(_) | Av::Closure(..) => View::Atom("#<procedure>".into()),
+        Av::Real(Some(x)) => View::Atom(format_real(f64::from_bits(*x))),
+        Av::Real(None) => View::Atom("R".into()),
+        Av::Bool(None) => View::Atom("B".into()),
+        // Lowering turns these markers into the run-time values.
+        Av::Sym(n, crate::domain::SymKind::Real) => View::Atom(format!("{SYM_MARK}R{n}{SYM_MARK}")),
+        Av::Sym(n, crate::domain::SymKind::Bool) => View::Atom(format!("{SYM_MARK}B{n}{SYM_MARK}")),
+        Av::Bool(Some(true)) => View::Atom("#t".into()),
+        Av::Bool(Some(false)) => View::Atom("#f".into()),
+        Av::Nil => View::Atom("()".into()),
+        Av::Bottom => View::Atom("_".into()),
+    }
+}
+
+fn pair_view(v: &View) -> Option<(View, View)> {
+    match v {
+        View::Pair(a, b) => Some((clone_view(a), clone_view(b))),
+        View::Tagged(t, x) => {
+            let (a, b) = pair_view(x)?;
+            Some((View::Tagged(*t, Box::new(a)), View::Tagged(*t, Box::new(b))))
+        }
+        View::Bundle(p, t) => {
+            let (pa, pb) = pair_view(p)?;
+            let View::Tagged(ir::Tag::Perturb, ti) = &**t else {
+                return None;
+            };
+            let (ta, tb) = pair_view(ti)?;
+            let wrap = |x| Box::new(View::Tagged(ir::Tag::Perturb, Box::new(x)));
+            Some((
+                View::Bundle(Box::new(pa), wrap(ta)),
+                View::Bundle(Box::new(pb), wrap(tb)),
+            ))
+        }
+        View::Atom(_) => None,
+    }
+}
+
+fn clone_view(v: &View) -> View {
+    match v {
+        View::Atom(s) => View::Atom(s.clone()),
+        View::Pair(a, b) => View::Pair(Box::new(clone_view(a)), Box::new(clone_view(b))),
+        View::Tagged(t, x) => View::Tagged(*t, Box::new(clone_view(x))),
+        View::Bundle(a, b) => View::Bundle(Box::new(clone_view(a)), Box::new(clone_view(b))),
+    }
+}
+
+fn write_view(v: &View, out: &mut String) {
+    if let Some((a, b)) = pair_view(v) {
+        out.push('(');
+        write_view(&a, out);
+        let mut rest = b;
+        loop {
+            if let Some((a, b)) = pair_view(&rest) {
+                out.push(' ');
+                write_view(&a, out);
+                rest = b;
+            } else if matches!(&rest, View::Atom(s) if s == "()") {
+                break;
+            } else {
+                out.push_str(" . ");
+                write_view(&rest, out);
+                break;
+            }
+        }
+        out.push(')');
+        return;
+    }
+    match v {
+        View::Atom(s) => out.push_str(s),
+        View::Bundle(p, t) => {
+            out.push_str("(forward ");
+            write_view(p, out);
+            out.push(' ');
+            write_view(t, out);
+            out.push(')');
+        }
+        View::Tagged(t, x) => {
+            out.push('(');
+            out.push_str(t.name());
+            out.push(' ');
+            write_view(x, out);
+            out.push(')');
+        }
+        View::Pair(..) => {}
+    }
+}
+
+/// An abstract value printed the way the interpreter prints the value.
+pub fn value_text(dom: &Domain, v: AvId) -> String {
+    let mut s = String::new();
+    write_view(&view(dom, v), &mut s);
+    s
+}
+
 fn plan_text(p: &Plan) -> String {
     match p {
         Plan::Plain => String::new(),

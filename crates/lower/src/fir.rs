@@ -117,6 +117,21 @@ pub enum Term {
     /// A run-time error: prints the string (a whole message, with its
     /// position) on standard error and exits with status 1.
     Error(StrId),
+    /// A run-time error whose message shows values known only at run time:
+    /// the parts, printed as `PrintStr`, `PrintReal` and `PrintBool` print,
+    /// make one line on standard error; then exit with status 1.
+    ErrorWith(Vec<ErrPart>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ErrPart {
+    Str(StrId),
+    Real(Val),
+    Bool(Val),
+    /// Brackets the text of one value: longer than 120 bytes, it is cut to
+    /// 117 and `...` added, as the interpreter shortens values in messages.
+    ValueStart,
+    ValueEnd,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -167,6 +167,43 @@ impl Eval<'_> {
             Term::TailCall(f, vs) => Flow::Tail(*f, get(vs)?),
             Term::Yield(vs) => Flow::Yield(get(vs)?),
             Term::Error(s) => return Err(self.string(*s)?.to_string()),
+            Term::ErrorWith(parts) => {
+                let mut msg = String::new();
+                let mut start = 0;
+                for p in parts {
+                    match p {
+                        crate::fir::ErrPart::ValueStart => start = msg.len(),
+                        crate::fir::ErrPart::ValueEnd => {
+                            if msg.len() - start > 120 {
+                                let mut cut = start + 117;
+                                while !msg.is_char_boundary(cut) {
+                                    cut -= 1;
+                                }
+                                msg.truncate(cut);
+                                msg.push_str("...");
+                            }
+                        }
+                        crate::fir::ErrPart::Str(s) => msg.push_str(self.string(*s)?),
+                        crate::fir::ErrPart::Real(v) => match get(std::slice::from_ref(v))?[0] {
+                            V::F(x) => msg.push_str(&syntax::number::format_real(x)),
+                            V::B(_) => {
+                                return Err(
+                                    "internal error: boolean where a real was expected".into()
+                                )
+                            }
+                        },
+                        crate::fir::ErrPart::Bool(v) => match get(std::slice::from_ref(v))?[0] {
+                            V::B(b) => msg.push_str(if b { "#t" } else { "#f" }),
+                            V::F(_) => {
+                                return Err(
+                                    "internal error: real where a boolean was expected".into()
+                                )
+                            }
+                        },
+                    }
+                }
+                return Err(msg);
+            }
         })
     }
 

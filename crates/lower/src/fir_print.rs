@@ -143,6 +143,19 @@ fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
         Term::Error(s) => {
             let _ = write!(out, "error s{}", s.0);
         }
+        Term::ErrorWith(parts) => {
+            out.push_str("error");
+            for p in parts {
+                let _ = match p {
+                    crate::fir::ErrPart::Str(s) => write!(out, " s{}", s.0),
+                    crate::fir::ErrPart::Real(v) | crate::fir::ErrPart::Bool(v) => {
+                        write!(out, " {v}")
+                    }
+                    crate::fir::ErrPart::ValueStart => write!(out, " <"),
+                    crate::fir::ErrPart::ValueEnd => write!(out, " >"),
+                };
+            }
+        }
     }
     out.push('\n');
 }

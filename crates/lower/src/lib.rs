@@ -9,6 +9,7 @@ pub mod fir;
 pub mod fir_eval;
 pub mod fir_print;
 pub mod lower;
+pub mod opt;
 
 pub use lower::{layout, lower};
 
@@ -18,5 +19,7 @@ pub fn compile(
     map: &syntax::SourceMap,
 ) -> Result<fir::Module, syntax::Diagnostic> {
     let analysis = flow::analyze(prog)?;
-    Ok(lower::lower(analysis, map))
+    let mut m = lower::lower(analysis, map);
+    opt::optimize(&mut m);
+    Ok(m)
 }

@@ -145,6 +145,78 @@ impl Lowerer<'_> {
         id
     }
 
+    /// The run-time error term for `msg` at `span`: values known only at
+    /// run time (marked by `flow::print::SYM_MARK`) are printed then.
+    fn error_term(&mut self, span: Option<Span>, msg: &str) -> Term {
+        let text = self.error_text(span, msg);
+        if !text.contains(flow::print::SYM_MARK) {
+            return Term::Error(self.string(&text));
+        }
+        let mut parts = Vec::new();
+        let mut in_value = false;
+        for (i, piece) in text.split(flow::print::SYM_MARK).enumerate() {
+            if i % 2 == 0 {
+                for (j, s) in piece.split(flow::print::VALUE_MARK).enumerate() {
+                    if j > 0 {
+                        parts.push(if in_value {
+                            fir::ErrPart::ValueEnd
+                        } else {
+                            fir::ErrPart::ValueStart
+                        });
+                        in_value = !in_value;
+                    }
+                    if !s.is_empty() {
+                        parts.push(fir::ErrPart::Str(self.string(s)));
+                    }
+                }
+                continue;
+            }
+            let n = piece[1..].parse::<u32>().unwrap_or(0);
+            parts.push(if piece.starts_with('R') {
+                fir::ErrPart::Real(Val(n))
+            } else {
+                fir::ErrPart::Bool(Val(n))
+            });
+        }
+        Term::ErrorWith(parts)
+    }
+
+    /// The message of a run-time error the analysis found, derived again
+    /// from the operands as this function holds them, so that values known
+    /// only at run time can be shown.
+    fn error_message(
+        &mut self,
+        b: &ir::Binding,
+        vals: &HashMap<Var, AvId>,
+        analysed: &str,
+    ) -> String {
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId(0));
+        let again = match &b.rhs {
+            Rhs::App { f, arg } => match self.ops.dom.get(v(f)).clone() {
+                Av::Prim(ir::Prim::IfProcedure) => Err(format!(
+                    "`if-procedure` expects a condition and two thunks, found {}",
+                    self.ops.describe(v(arg))
+                )),
+                Av::Prim(p) => self.ops.prim(p, v(arg)).map(|_| ()),
+                Av::Closure(..) | Av::Bottom => Ok(()),
+                _ => Err(format!(
+                    "cannot apply a non-procedure: found {}",
+                    self.ops.describe(v(f))
+                )),
+            },
+            Rhs::Car { pat, pair, .. } | Rhs::Cdr { pat, pair, .. } => {
+                Err(self.ops.pattern_message(*pat, v(pair)))
+            }
+            Rhs::Check { pat, var, .. } => Err(self.ops.pattern_message(*pat, v(var))),
+            Rhs::Cons { tags, car, cdr } => self.ops.cons_t(tags, v(car), v(cdr)).map(|_| ()),
+            _ => Ok(()),
+        };
+        match again {
+            Err(m) if !m.is_empty() => m,
+            _ => analysed.to_string(),
+        }
+    }
+
     fn error_text(&self, span: Option<Span>, msg: &str) -> String {
         match span.filter(|s| s.file.0 != 0) {
             Some(s) => format!("{}: error: {msg}", self.map.locate(s)),
@@ -342,17 +414,14 @@ impl Lowerer<'_> {
                 ))
             }
             Plan::Error(m) => {
-                let text = self.error_text(b.span, m);
-                return Flow::Done(Term::Error(self.string(&text)));
+                let m = self.error_message(b, vals, m);
+                return Flow::Done(self.error_term(b.span, &m));
             }
             _ => {}
         }
         let structural = |r: Result<AvId, String>, this: &mut Self| match r {
             Ok(av) => Flow::Value(av),
-            Err(m) => {
-                let text = this.error_text(b.span, &m);
-                Flow::Done(Term::Error(this.string(&text)))
-            }
+            Err(m) => Flow::Done(this.error_term(b.span, &m)),
         };
         match &b.rhs {
             Rhs::Const(k) => Flow::Value(self.ops.const_value(*k)),
@@ -387,9 +456,8 @@ impl Lowerer<'_> {
                 pat,
             } => {
                 if info.plan == Plan::Check {
-                    let msg = self.ops.pattern_message(*pat, info.av);
-                    let text = self.error_text(b.span, &msg);
-                    let err = self.string(&text);
+                    let msg = self.ops.pattern_message(*pat, v(var));
+                    let err = self.error_term(b.span, &msg);
                     let mut x = v(var);
                     for t in tags {
                         let r = match t {
@@ -399,7 +467,7 @@ impl Lowerer<'_> {
                         x = r.unwrap_or(x);
                     }
                     let d = self.ops.prog.consts[*expect].datum.clone();
-                    self.check_datum(fb, x, &d, err);
+                    self.check_datum(fb, x, &d, &err);
                 }
                 Flow::Value(v(var))
             }
@@ -430,7 +498,7 @@ impl Lowerer<'_> {
     }
 
     /// Emits a run-time check that symbolic value `x` equals the datum.
-    fn check_datum(&mut self, fb: &mut Fb, x: AvId, d: &ir::ConstDatum, err: StrId) {
+    fn check_datum(&mut self, fb: &mut Fb, x: AvId, d: &ir::ConstDatum, err: &Term) {
         match (self.ops.dom.get(x).clone(), d) {
             (Av::Sym(v, SymKind::Real), ir::ConstDatum::Real(c)) => {
                 let k = fb.emit1(Op::F64Const(*c), Ty::F64);
@@ -454,7 +522,7 @@ impl Lowerer<'_> {
     }
 
     /// Continues only if `ok`; otherwise the run-time error `err`.
-    fn guard(&mut self, fb: &mut Fb, ok: Val, err: StrId) {
+    fn guard(&mut self, fb: &mut Fb, ok: Val, err: &Term) {
         fb.emit(
             Op::If {
                 cond: ok,
@@ -464,7 +532,7 @@ impl Lowerer<'_> {
                 },
                 else_: Block {
                     insts: vec![],
-                    term: Term::Error(err),
+                    term: err.clone(),
                 },
             },
             &[],
@@ -717,10 +785,7 @@ impl Lowerer<'_> {
                 };
                 match r {
                     Ok(av) => Flow::Value(av),
-                    Err(m) => {
-                        let text = self.error_text(b.span, &m);
-                        Flow::Done(Term::Error(self.string(&text)))
-                    }
+                    Err(m) => Flow::Done(self.error_term(b.span, &m)),
                 }
             }
         }

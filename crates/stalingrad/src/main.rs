@@ -265,7 +265,8 @@ fn build(a: BuildArgs) -> ExitCode {
         print!("{}", flow::print::analysis_text(&analysis));
         return ExitCode::SUCCESS;
     }
-    let module = lower::lower(analysis, &map);
+    let mut module = lower::lower(analysis, &map);
+    lower::opt::optimize(&mut module);
     if a.emit == Some(Emit::Ir) {
         print!("{}", lower::fir_print::module(&module));
         return ExitCode::SUCCESS;

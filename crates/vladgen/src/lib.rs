@@ -46,6 +46,9 @@
 //! [`gen_program`] produces a whole program (prelude, helpers, `f`, and
 //! top-level expressions that print values, including gradients of `f`)
 //! for smoke tests: it always parses and runs without error.
+//! [`gen_io_program`] does the same over inputs a compiler cannot
+//! constant-fold (read with `read-real`, or written as `(real LITERAL)`),
+//! for comparing compiled code with the interpreter.
 
 use std::fmt::Write as _;
 
@@ -944,6 +947,124 @@ pub fn gen_program(rng: &mut Rng) -> String {
     f.program(false, &body)
 }
 
+/// Where a program from [`gen_io_program`] gets its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inputs {
+    /// `(read-real)`, one per input; the numerals are in
+    /// [`IoProgram::stdin`].
+    Stdin,
+    /// Literals wrapped in `(real ...)`, which a compiler's constant
+    /// folding must treat as unknown.
+    RealLiterals,
+}
+
+/// A whole program that computes on inputs a compiler cannot see.
+#[derive(Clone, Debug)]
+pub struct IoProgram {
+    /// The program text.
+    pub text: String,
+    /// Its standard input (empty for [`Inputs::RealLiterals`]).
+    pub stdin: String,
+    /// The arity of its `f`.
+    pub arity: usize,
+}
+
+/// A whole program for comparing a compiler with the interpreter: the
+/// (plain) prelude and a generated `f : R^n -> R` (with `opts`), then
+/// top-level forms that bind the inputs `in1 ... inn` (read with
+/// `read-real`, or written as `(real LITERAL)`: see [`Inputs`]) and
+/// `pt = (list in1 ... inn)`, and print, from them:
+///
+/// - `f` at `pt` and at a second point computed from the inputs;
+/// - the gradient of `f` at `pt` by `gradient-F` and by `gradient-R`;
+/// - with `derivatives`, `derivative-F`/`derivative-R` of a generated
+///   procedure at `in1`;
+/// - non-AD values over the inputs: a list, a pair, a nested pair of a
+///   pair and a list, a list of booleans (comparisons, `null?`, `pair?`,
+///   `procedure?`), and a `write-real`.
+///
+/// It parses, and runs to completion without error when given
+/// [`IoProgram::stdin`].
+pub fn gen_io_program(
+    rng: &mut Rng,
+    inputs: Inputs,
+    opts: &Options,
+    derivatives: bool,
+) -> IoProgram {
+    let arity = 1 + rng.below(3);
+    let f = gen_function(rng, arity, opts);
+    let x = gen_point(rng, arity);
+    let mut body = String::new();
+    let mut stdin = String::new();
+    let mut sc = Scope::default();
+    let mut names = Vec::new();
+    for (i, xi) in x.iter().enumerate() {
+        let v = format!("in{}", i + 1);
+        match inputs {
+            Inputs::Stdin => {
+                let _ = writeln!(body, "(define {v} (read-real))");
+                let sep = if rng.chance(0.3) { "\n" } else { " " };
+                let _ = write!(stdin, "{}{sep}", real_literal(*xi));
+            }
+            Inputs::RealLiterals => {
+                let _ = writeln!(body, "(define {v} (real {}))", real_literal(*xi));
+            }
+        }
+        sc = sc.with(&v, Ty::Real);
+        names.push(v);
+    }
+    let _ = writeln!(body, "(define pt (list {}))", names.join(" "));
+    let sc = sc.with("pt", Ty::List(arity));
+    let _ = writeln!(body, "(f pt)");
+    let _ = writeln!(body, "((gradient-F f) pt)");
+    let _ = writeln!(body, "((gradient-R f) pt)");
+    let mut g = Gen::new(
+        rng,
+        Options {
+            nested_ad: false,
+            ..opts.clone()
+        },
+    );
+    // A second point, computed from the inputs.
+    let q: Vec<String> = (0..arity).map(|_| g.real(1, &sc)).collect();
+    let _ = writeln!(body, "(f (list {}))", q.join(" "));
+    let mut sc = sc;
+    for i in 0..2 {
+        let v = format!("top{i}");
+        let e = g.real(2, &sc);
+        let _ = writeln!(body, "(define {v} {e})");
+        sc = sc.with(&v, Ty::Real);
+    }
+    if derivatives {
+        let op = *g.rng.pick(&["derivative-F", "derivative-R"]);
+        let fun = g.func(2, &sc);
+        let _ = writeln!(body, "(({op} {fun}) in1)");
+    }
+    let k = 1 + g.rng.below(3);
+    let l = g.list(k, 2, &sc);
+    let _ = writeln!(body, "{l}");
+    let p = g.pair(2, &sc);
+    let _ = writeln!(body, "{p}");
+    let p = g.pair(1, &sc);
+    let k = 1 + g.rng.below(2);
+    let l = g.list(k, 1, &sc);
+    let _ = writeln!(body, "(cons {p} (cons (list) {l}))");
+    let c = g.condition(1, &sc);
+    let fun = g.func(1, &sc);
+    let e = g.real(1, &sc);
+    let _ = writeln!(
+        body,
+        "(list {c} (null? pt) (pair? pt) (procedure? {fun}) (real? {e}))"
+    );
+    let e = g.real(2, &sc);
+    let _ = writeln!(body, "(write-real {e})");
+    IoProgram {
+        text: f.program(false, &body),
+        stdin,
+        arity,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -952,7 +1073,13 @@ mod tests {
     /// Parses, expands and runs `text` with the reference interpreter,
     /// returning standard output or the rendered error.
     fn run(text: &str) -> Result<String, String> {
+        run_with_input(text, "")
+    }
+
+    /// [`run`] with `stdin` as standard input.
+    fn run_with_input(text: &str, stdin: &str) -> Result<String, String> {
         let text = text.to_string();
+        let stdin = stdin.to_string();
         std::thread::Builder::new()
             .stack_size(256 << 20)
             .spawn(move || {
@@ -961,7 +1088,7 @@ mod tests {
                 let ast = syntax::expand::load_source(&mut map, Path::new("gen.vlad"), text, &opts)
                     .map_err(|d| d.render(&map))?;
                 let prog = ir::anf::lower_program(&ast).map_err(|d| d.render(&map))?;
-                let mut input: &[u8] = &[];
+                let mut input: &[u8] = stdin.as_bytes();
                 let mut out = Vec::new();
                 let mut it = interp::Interp::new(prog, &mut input, &mut out);
                 let r = it.run_main(interp::Mode::Run, &map);
@@ -1012,6 +1139,26 @@ mod tests {
             if let Err(e) = run(&text) {
                 panic!("seed {seed}: generated program failed:\n{e}\n--- program ---\n{text}");
             }
+        }
+    }
+
+    #[test]
+    fn io_programs_run_and_hide_their_inputs() {
+        for seed in 0..40 {
+            let inputs = if seed % 2 == 0 {
+                Inputs::Stdin
+            } else {
+                Inputs::RealLiterals
+            };
+            let p = gen_io_program(&mut Rng::new(seed), inputs, &Options::default(), true);
+            assert_eq!(p.stdin.is_empty(), inputs == Inputs::RealLiterals);
+            let out = run_with_input(&p.text, &p.stdin).unwrap_or_else(|e| {
+                panic!(
+                    "seed {seed}: {e}\n--- program ---\n{}\n--- stdin ---\n{}",
+                    p.text, p.stdin
+                )
+            });
+            assert!(out.lines().count() >= 10, "seed {seed}: {out}");
         }
     }
 

@@ -1,0 +1,281 @@
+//! FIR-to-FIR optimisation: inlining.
+//!
+//! Specialisation leaves many tiny functions (a thunk per arm of every
+//! conditional, a function per transformed primitive) and turns every loop
+//! into tail calls between the loop and the thunk of its arm. Inlining
+//! small callees and callees with a single call site removes the calls and,
+//! by splicing a tail-called thunk into the loop, turns the loop back into
+//! a self tail call, which code generation compiles as a jump.
+//!
+//! Two forms, both preserving the FIR invariants:
+//! - a `TailCall` term is replaced by the callee's renamed body (any
+//!   callee: its own terms, `Return` included, are valid in tail position);
+//! - a `Call` instruction is replaced by the callee's renamed instructions
+//!   when the callee returns only from its last term; its results are then
+//!   substituted by the returned values.
+//!
+//! Growth is bounded by a size limit per function and a number of rounds,
+//! so recursion cannot make it unroll without end.
+
+use crate::fir::{Block, Func, FuncId, Inst, Module, Op, Term, Val};
+use std::collections::HashMap;
+
+/// Callees at most this big (instructions, nested ones included) are
+/// inlined at every call site.
+const SMALL: usize = 40;
+/// No function grows beyond this many instructions by inlining.
+const MAX_SIZE: usize = 4000;
+const ROUNDS: usize = 6;
+
+/// Inlines across the module in place.
+pub fn optimize(m: &mut Module) {
+    for _ in 0..ROUNDS {
+        let sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
+        let mut sites = vec![0usize; m.funcs.len()];
+        for f in &m.funcs {
+            count_sites(&f.body, &mut sites);
+        }
+        if let Some(main) = m.main {
+            sites[main.0 as usize] += 1;
+        }
+        let snapshot = m.funcs.clone();
+        let mut changed = false;
+        for (i, f) in m.funcs.iter_mut().enumerate() {
+            let mut cx = Inliner {
+                me: FuncId(i as u32),
+                funcs: &snapshot,
+                sizes: &sizes,
+                sites: &sites,
+                size: sizes[i],
+                types: std::mem::take(&mut f.types),
+                subst: HashMap::new(),
+                changed: false,
+            };
+            let mut body = std::mem::replace(
+                &mut f.body,
+                Block {
+                    insts: vec![],
+                    term: Term::Return(vec![]),
+                },
+            );
+            cx.block(&mut body);
+            if !cx.subst.is_empty() {
+                substitute_block(&mut body, &cx.subst);
+            }
+            f.body = body;
+            f.types = cx.types;
+            changed |= cx.changed;
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
+fn block_size(b: &Block) -> usize {
+    b.insts
+        .iter()
+        .map(|i| {
+            1 + match &i.op {
+                Op::If { then_, else_, .. } => block_size(then_) + block_size(else_),
+                _ => 0,
+            }
+        })
+        .sum::<usize>()
+        + 1
+}
+
+fn count_sites(b: &Block, sites: &mut [usize]) {
+    for i in &b.insts {
+        match &i.op {
+            Op::Call(f, _) => sites[f.0 as usize] += 1,
+            Op::If { then_, else_, .. } => {
+                count_sites(then_, sites);
+                count_sites(else_, sites);
+            }
+            _ => {}
+        }
+    }
+    if let Term::TailCall(f, _) = &b.term {
+        sites[f.0 as usize] += 1;
+    }
+}
+
+/// Does the callee leave only through its last term (no `Return` or
+/// `TailCall` inside an `If` arm)?
+fn single_exit(b: &Block) -> bool {
+    fn arms_ok(b: &Block) -> bool {
+        b.insts.iter().all(|i| match &i.op {
+            Op::If { then_, else_, .. } => arm_ok(then_) && arm_ok(else_),
+            _ => true,
+        })
+    }
+    fn arm_ok(b: &Block) -> bool {
+        matches!(b.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_)) && arms_ok(b)
+    }
+    arms_ok(b)
+}
+
+struct Inliner<'a> {
+    me: FuncId,
+    funcs: &'a [Func],
+    sizes: &'a [usize],
+    sites: &'a [usize],
+    size: usize,
+    types: Vec<crate::fir::Ty>,
+    /// Results of inlined calls to the values their callee returned.
+    subst: HashMap<Val, Val>,
+    changed: bool,
+}
+
+impl Inliner<'_> {
+    fn worth(&self, g: FuncId) -> bool {
+        let gs = self.sizes[g.0 as usize];
+        g != self.me && (gs <= SMALL || self.sites[g.0 as usize] == 1) && self.size + gs <= MAX_SIZE
+    }
+
+    fn block(&mut self, b: &mut Block) {
+        let insts = std::mem::take(&mut b.insts);
+        let mut out = Vec::with_capacity(insts.len());
+        for mut inst in insts {
+            match &mut inst.op {
+                Op::If { then_, else_, .. } => {
+                    self.block(then_);
+                    self.block(else_);
+                    out.push(inst);
+                }
+                Op::Call(g, args)
+                    if self.worth(*g) && single_exit(&self.funcs[g.0 as usize].body) =>
+                {
+                    let g = *g;
+                    let callee = &self.funcs[g.0 as usize];
+                    let body = self.renamed(callee, args);
+                    self.size += self.sizes[g.0 as usize];
+                    self.changed = true;
+                    out.extend(body.insts);
+                    match body.term {
+                        Term::Return(vals) => {
+                            for (r, v) in inst.results.iter().zip(vals) {
+                                self.subst.insert(*r, v);
+                            }
+                        }
+                        Term::TailCall(h, a) => out.push(Inst {
+                            results: inst.results.clone(),
+                            op: Op::Call(h, a),
+                        }),
+                        t @ (Term::Error(_) | Term::ErrorWith(_)) => {
+                            // Nothing after an error runs.
+                            b.insts = out;
+                            b.term = t;
+                            return;
+                        }
+                        Term::Yield(_) => unreachable!("a function body never yields"),
+                    }
+                }
+                _ => out.push(inst),
+            }
+        }
+        b.insts = out;
+        if let Term::TailCall(g, args) = &b.term {
+            if self.worth(*g) {
+                let g = *g;
+                let callee = &self.funcs[g.0 as usize];
+                let body = self.renamed(callee, args);
+                self.size += self.sizes[g.0 as usize];
+                self.changed = true;
+                b.insts.extend(body.insts);
+                b.term = body.term;
+            }
+        }
+    }
+
+    /// The callee's body with its parameters replaced by `args` and its
+    /// other values renumbered into this function.
+    fn renamed(&mut self, callee: &Func, args: &[Val]) -> Block {
+        let mut map: HashMap<Val, Val> = HashMap::new();
+        for (i, a) in args.iter().enumerate() {
+            map.insert(Val(i as u32), *a);
+        }
+        for (i, t) in callee.types.iter().enumerate().skip(callee.params.len()) {
+            self.types.push(*t);
+            map.insert(Val(i as u32), Val(self.types.len() as u32 - 1));
+        }
+        let mut b = callee.body.clone();
+        rename_block(&mut b, &map);
+        b
+    }
+}
+
+fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
+    let r = |v: &mut Val| {
+        if let Some(n) = map.get(v) {
+            *v = *n;
+        }
+    };
+    for i in &mut b.insts {
+        i.results.iter_mut().for_each(r);
+        rename_op(&mut i.op, map);
+    }
+    rename_term(&mut b.term, map);
+}
+
+fn rename_op(op: &mut Op, map: &HashMap<Val, Val>) {
+    let r = |v: &mut Val| {
+        if let Some(n) = map.get(v) {
+            *v = *n;
+        }
+    };
+    match op {
+        Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+        Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
+            r(a);
+            r(b);
+        }
+        Op::FUn(_, a) | Op::Not(a) | Op::PrintReal(a) | Op::PrintBool(a) => r(a),
+        Op::Call(_, args) => args.iter_mut().for_each(r),
+        Op::If { cond, then_, else_ } => {
+            r(cond);
+            rename_block(then_, map);
+            rename_block(else_, map);
+        }
+    }
+}
+
+fn rename_term(t: &mut Term, map: &HashMap<Val, Val>) {
+    let r = |v: &mut Val| {
+        if let Some(n) = map.get(v) {
+            *v = *n;
+        }
+    };
+    match t {
+        Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => vs.iter_mut().for_each(r),
+        Term::Error(_) => {}
+        Term::ErrorWith(parts) => {
+            for p in parts {
+                if let crate::fir::ErrPart::Real(v) | crate::fir::ErrPart::Bool(v) = p {
+                    r(v);
+                }
+            }
+        }
+    }
+}
+
+/// Replaces uses (not definitions) of substituted values, following chains.
+fn substitute_block(b: &mut Block, subst: &HashMap<Val, Val>) {
+    let resolve = |mut v: Val| {
+        let mut n = 0;
+        while let Some(x) = subst.get(&v) {
+            v = *x;
+            n += 1;
+            if n > subst.len() {
+                break;
+            }
+        }
+        v
+    };
+    let map: HashMap<Val, Val> = subst.keys().map(|k| (*k, resolve(*k))).collect();
+    for i in &mut b.insts {
+        rename_op(&mut i.op, &map);
+    }
+    rename_term(&mut b.term, &map);
+}
