@@ -197,6 +197,29 @@ pub extern "C" fn rt_err_bool(b: i32) {
     ERR_LINE.get().push(if b != 0 { b"#t" } else { b"#f" });
 }
 
+/// The position (`file:line:col`) of the innermost call from the user's
+/// code that is running, set and restored around such calls by compiled
+/// code; null when there is none.
+#[no_mangle]
+pub static mut rt_site_ptr: *const u8 = core::ptr::null();
+#[no_mangle]
+pub static mut rt_site_len: usize = 0;
+
+/// Adds `file:line:col: ` of the current call site, if any, to the message.
+#[no_mangle]
+pub extern "C" fn rt_err_site() {
+    // SAFETY: single-threaded; compiled code only ever stores the address
+    // and length of one of its own strings (or restores a previous pair).
+    let (ptr, len) = unsafe { (rt_site_ptr, rt_site_len) };
+    if !ptr.is_null() {
+        // SAFETY: see above: `ptr` points to `len` bytes of the program.
+        let site = unsafe { core::slice::from_raw_parts(ptr, len) };
+        let line = ERR_LINE.get();
+        line.push(site);
+        line.push(b": ");
+    }
+}
+
 /// Where the value being added to the error message began.
 static ERR_VALUE_START: Global<usize> = Global::new(0);
 

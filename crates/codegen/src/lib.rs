@@ -222,9 +222,8 @@ impl Codegen<'_> {
             "rt_print_real" => (&[types::F64], &[]),
             "rt_print_bool" => (&[types::I32], &[]),
             "rt_read_real" => (&[types::I64, types::I64], &[types::F64]),
-            "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end" => {
-                (&[], &[])
-            }
+            "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end"
+            | "rt_err_site" => (&[], &[]),
             "rt_err_str" => (&[types::I64, types::I64], &[]),
             "rt_err_real" => (&[types::F64], &[]),
             "rt_err_bool" => (&[types::I32], &[]),
@@ -471,6 +470,23 @@ impl FnBuilder<'_, '_> {
         r
     }
 
+    /// Addresses of the runtime's current call site (`rt_site_ptr`,
+    /// `rt_site_len`).
+    fn site_globals(&mut self) -> Result<(ClValue, ClValue), String> {
+        let addr = |name: &str, this: &mut Self| -> Result<ClValue, String> {
+            let id = this
+                .cg
+                .module
+                .declare_data(name, Linkage::Import, true, false)
+                .map_err(|e| e.to_string())?;
+            let g = this.global(id);
+            Ok(this.b.ins().symbol_value(types::I64, g))
+        };
+        let p = addr("rt_site_ptr", self)?;
+        let l = addr("rt_site_len", self)?;
+        Ok((p, l))
+    }
+
     fn global(&mut self, id: DataId) -> GlobalValue {
         if let Some(g) = self.globals.get(&id) {
             return *g;
@@ -591,8 +607,32 @@ impl FnBuilder<'_, '_> {
                 let v = self.b.ins().bxor_imm_u(x, 1);
                 self.set(one(&inst.results)?, v)?;
             }
-            Op::Call(callee, args) => {
+            Op::Call(callee, args) | Op::CallAt(callee, args, _) => {
+                // The runtime's current call site, set for the call's
+                // duration (see `ErrPart::Site`).
+                let saved = match &inst.op {
+                    Op::CallAt(_, _, site) => {
+                        let [ptr, len] = self.string(*site)?;
+                        let (pa, la) = self.site_globals()?;
+                        let old_p = self
+                            .b
+                            .ins()
+                            .load(types::I64, MemFlagsData::trusted(), pa, 0);
+                        let old_l = self
+                            .b
+                            .ins()
+                            .load(types::I64, MemFlagsData::trusted(), la, 0);
+                        self.b.ins().store(MemFlagsData::trusted(), ptr, pa, 0);
+                        self.b.ins().store(MemFlagsData::trusted(), len, la, 0);
+                        Some((pa, la, old_p, old_l))
+                    }
+                    _ => None,
+                };
                 let results = self.call(*callee, args)?;
+                if let Some((pa, la, old_p, old_l)) = saved {
+                    self.b.ins().store(MemFlagsData::trusted(), old_p, pa, 0);
+                    self.b.ins().store(MemFlagsData::trusted(), old_l, la, 0);
+                }
                 if results.len() != inst.results.len() {
                     return Err(format!(
                         "internal error: call of `{}` with {} results",
@@ -741,6 +781,9 @@ impl FnBuilder<'_, '_> {
                             let x = self.val(*v)?;
                             let x = self.b.ins().uextend(types::I32, x);
                             self.call_import("rt_err_bool", &[x])?;
+                        }
+                        lower::fir::ErrPart::Site => {
+                            self.call_import("rt_err_site", &[])?;
                         }
                         lower::fir::ErrPart::ValueStart => {
                             self.call_import("rt_err_value_start", &[])?;

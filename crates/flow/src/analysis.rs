@@ -281,9 +281,11 @@ impl Analyzer {
             Some(n) => n,
             None => {
                 return limit(format!(
-                    "`{}` returns values of different shapes on different paths; \
+                    "`{}` returns values of different shapes on different paths ({} and {}); \
                      unions of shapes are not compiled yet",
-                    self.lambda_name(lambda)
+                    self.lambda_name(lambda),
+                    crate::print::av_text(&self.dom, &self.prog, old),
+                    crate::print::av_text(&self.dom, &self.prog, result)
                 ));
             }
         };
@@ -548,10 +550,12 @@ impl Analyzer {
             result = match self.dom.join(result, info.av) {
                 Some(r) => r,
                 None => {
-                    return limit(
-                        "the two arms of this conditional return values of different shapes; \
-                         unions of shapes are not compiled yet",
-                    )
+                    return limit(format!(
+                        "the two arms of this conditional return values of different shapes \
+                         ({} and {}); unions of shapes are not compiled yet",
+                        crate::print::av_text(&self.dom, &self.prog, result),
+                        crate::print::av_text(&self.dom, &self.prog, info.av)
+                    ))
                 }
             };
         }

@@ -81,6 +81,11 @@ pub enum Op {
     /// `Bool` negation.
     Not(Val),
     Call(FuncId, Vec<Val>),
+    /// A call made from the user's code at the position named by the
+    /// string: while it runs, a run-time error that has no position of its
+    /// own (raised in library code, or a parameter that does not match) is
+    /// reported there, as the interpreter reports it.
+    CallAt(FuncId, Vec<Val>, StrId),
     /// Structured conditional: runs one block; its results are what that
     /// block yields.
     If {
@@ -132,6 +137,8 @@ pub enum ErrPart {
     /// 117 and `...` added, as the interpreter shortens values in messages.
     ValueStart,
     ValueEnd,
+    /// `file:line:col: ` of the innermost `CallAt` running, if any.
+    Site,
 }
 
 #[derive(Clone, Debug, PartialEq)]

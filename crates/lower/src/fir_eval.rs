@@ -62,6 +62,7 @@ pub fn run_counting(
         out,
         pending: VecDeque::new(),
         counts,
+        sites: Vec::new(),
     };
     let r = ev.call(main, Vec::new()).map(|_| ());
     let _ = ev.out.flush();
@@ -86,6 +87,8 @@ struct Eval<'a> {
     out: &'a mut dyn Write,
     pending: VecDeque<String>,
     counts: &'a mut Counts,
+    /// Positions of the `CallAt`s running, innermost last.
+    sites: Vec<crate::fir::StrId>,
 }
 
 type R<T> = Result<T, String>;
@@ -173,6 +176,12 @@ impl Eval<'_> {
                 for p in parts {
                     match p {
                         crate::fir::ErrPart::ValueStart => start = msg.len(),
+                        crate::fir::ErrPart::Site => {
+                            if let Some(s) = self.sites.last() {
+                                msg.push_str(self.string(*s)?);
+                                msg.push_str(": ");
+                            }
+                        }
                         crate::fir::ErrPart::ValueEnd => {
                             if msg.len() - start > 120 {
                                 let mut cut = start + 117;
@@ -259,6 +268,13 @@ impl Eval<'_> {
             Op::Call(f, args) => {
                 let args = args.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
                 self.call(*f, args)?
+            }
+            Op::CallAt(f, args, site) => {
+                let args = args.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
+                self.sites.push(*site);
+                let r = self.call(*f, args);
+                self.sites.pop();
+                r?
             }
             Op::If { cond, then_, else_ } => {
                 let arm = if boolean(*cond)? { then_ } else { else_ };

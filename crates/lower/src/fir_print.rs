@@ -152,6 +152,7 @@ fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
                         write!(out, " {v}")
                     }
                     crate::fir::ErrPart::ValueStart => write!(out, " <"),
+                    crate::fir::ErrPart::Site => write!(out, " site"),
                     crate::fir::ErrPart::ValueEnd => write!(out, " >"),
                 };
             }
@@ -187,6 +188,9 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         }
         Op::Call(g, args) => {
             let _ = write!(out, "call f{}({})", g.0, vals(args));
+        }
+        Op::CallAt(g, args, site) => {
+            let _ = write!(out, "call f{}({}) at s{}", g.0, vals(args), site.0);
         }
         Op::If { cond, then_, else_ } => {
             let _ = writeln!(out, "if {cond} {{");

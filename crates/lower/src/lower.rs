@@ -105,6 +105,8 @@ struct Fb {
     blocks: Vec<Vec<Inst>>,
     /// The abstract result of the function (for tail calls).
     result: Option<AvId>,
+    /// The position of the binding being lowered.
+    site: Option<Span>,
 }
 
 impl Fb {
@@ -148,11 +150,38 @@ impl Lowerer<'_> {
     /// The run-time error term for `msg` at `span`: values known only at
     /// run time (marked by `flow::print::SYM_MARK`) are printed then.
     fn error_term(&mut self, span: Option<Span>, msg: &str) -> Term {
-        let text = self.error_text(span, msg);
-        if !text.contains(flow::print::SYM_MARK) {
+        self.error_term_at(span, msg, None)
+    }
+
+    /// [`Self::error_term`], placed as the interpreter places it: at the
+    /// form when that is in the user's files, else at the innermost call
+    /// from the user's files that is running (`ErrPart::Site`). A parameter
+    /// pattern that does not match (`pattern` is its `PatInfo`) is the
+    /// caller's fault, so it is placed at the call, with a note saying
+    /// where the pattern is.
+    fn error_term_at(&mut self, span: Option<Span>, msg: &str, pattern: Option<ir::PatId>) -> Term {
+        let (blame_caller, note) = match pattern {
+            Some(p) => {
+                let info = &self.ops.prog.patterns[p];
+                (
+                    info.owner.as_deref() != Some("let"),
+                    format!("\n  note: the pattern is at {}", self.map.locate(info.span)),
+                )
+            }
+            None => (false, String::new()),
+        };
+        let here = span.filter(|s| s.file.0 != 0 && !blame_caller);
+        let text = match here {
+            Some(s) => format!("{}: error: {msg}{note}", self.map.locate(s)),
+            None => format!("error: {msg}{note}"),
+        };
+        if here.is_some() && !text.contains(flow::print::SYM_MARK) {
             return Term::Error(self.string(&text));
         }
         let mut parts = Vec::new();
+        if here.is_none() {
+            parts.push(fir::ErrPart::Site);
+        }
         let mut in_value = false;
         for (i, piece) in text.split(flow::print::SYM_MARK).enumerate() {
             if i % 2 == 0 {
@@ -291,6 +320,7 @@ impl Lowerer<'_> {
             types: proto.params.clone(),
             blocks: vec![Vec::new()],
             result: Some(s.result),
+            site: None,
         };
         let mut params = (0..proto.params.len() as u32).map(Val);
         let lam = self.ops.prog.lambdas[s.lambda].clone();
@@ -335,6 +365,7 @@ impl Lowerer<'_> {
             types: vec![],
             blocks: vec![Vec::new()],
             result: None,
+            site: None,
         };
         let stmts = self.ops.prog.main.clone();
         let mut vals: HashMap<Var, AvId> = HashMap::new();
@@ -415,7 +446,11 @@ impl Lowerer<'_> {
             }
             Plan::Error(m) => {
                 let m = self.error_message(b, vals, m);
-                return Flow::Done(self.error_term(b.span, &m));
+                let pat = match &b.rhs {
+                    Rhs::Car { pat, .. } | Rhs::Cdr { pat, .. } | Rhs::Check { pat, .. } => *pat,
+                    _ => None,
+                };
+                return Flow::Done(self.error_term_at(b.span, &m, pat));
             }
             _ => {}
         }
@@ -457,7 +492,7 @@ impl Lowerer<'_> {
             } => {
                 if info.plan == Plan::Check {
                     let msg = self.ops.pattern_message(*pat, v(var));
-                    let err = self.error_term(b.span, &msg);
+                    let err = self.error_term_at(b.span, &msg, *pat);
                     let mut x = v(var);
                     for t in tags {
                         let r = match t {
@@ -493,7 +528,10 @@ impl Lowerer<'_> {
                     self.string("error: internal error: env-update"),
                 )),
             },
-            Rhs::App { f, arg } => self.lower_app(fb, b, info, v(f), v(arg), tail),
+            Rhs::App { f, arg } => {
+                fb.site = b.span;
+                self.lower_app(fb, b, info, v(f), v(arg), tail)
+            }
         }
     }
 
@@ -644,7 +682,16 @@ impl Lowerer<'_> {
             return Flow::Done(Term::TailCall(callee, args));
         }
         let tys = layout_of(&self.ops.dom, spec.result);
-        let results = fb.emit(Op::Call(callee, args), &tys);
+        // A call from the user's code is where errors without a position
+        // of their own are reported while it runs.
+        let op = match fb.site.filter(|s| s.file.0 != 0) {
+            Some(s) => {
+                let at = self.map.locate(s);
+                Op::CallAt(callee, args, self.string(&at))
+            }
+            None => Op::Call(callee, args),
+        };
+        let results = fb.emit(op, &tys);
         if spec.result == self.ops.dom.bottom() {
             return Flow::Done(Term::Error(
                 self.string("error: internal error: a call that never returns returned"),

@@ -27,8 +27,10 @@ const SMALL: usize = 40;
 const MAX_SIZE: usize = 4000;
 const ROUNDS: usize = 6;
 
-/// Inlines across the module in place.
+/// Inlines across the module in place, after making plain every `CallAt`
+/// whose callee can never report an error at its caller's position.
 pub fn optimize(m: &mut Module) {
+    drop_unneeded_sites(m);
     for _ in 0..ROUNDS {
         let sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
         let mut sites = vec![0usize; m.funcs.len()];
@@ -88,7 +90,7 @@ fn block_size(b: &Block) -> usize {
 fn count_sites(b: &Block, sites: &mut [usize]) {
     for i in &b.insts {
         match &i.op {
-            Op::Call(f, _) => sites[f.0 as usize] += 1,
+            Op::Call(f, _) | Op::CallAt(f, _, _) => sites[f.0 as usize] += 1,
             Op::If { then_, else_, .. } => {
                 count_sites(then_, sites);
                 count_sites(else_, sites);
@@ -232,7 +234,7 @@ fn rename_op(op: &mut Op, map: &HashMap<Val, Val>) {
             r(b);
         }
         Op::FUn(_, a) | Op::Not(a) | Op::PrintReal(a) | Op::PrintBool(a) => r(a),
-        Op::Call(_, args) => args.iter_mut().for_each(r),
+        Op::Call(_, args) | Op::CallAt(_, args, _) => args.iter_mut().for_each(r),
         Op::If { cond, then_, else_ } => {
             r(cond);
             rename_block(then_, map);
@@ -278,4 +280,55 @@ fn substitute_block(b: &mut Block, subst: &HashMap<Val, Val>) {
         rename_op(&mut i.op, &map);
     }
     rename_term(&mut b.term, &map);
+}
+
+/// `CallAt` only matters when the callee may raise an error positioned at
+/// its call site (`ErrPart::Site`), directly or through its callees; other
+/// `CallAt`s become `Call`s, which the inliner can work with.
+fn drop_unneeded_sites(m: &mut Module) {
+    let n = m.funcs.len();
+    let mut may = vec![false; n];
+    loop {
+        let mut changed = false;
+        for i in 0..n {
+            if !may[i] && block_may_site(&m.funcs[i].body, &may) {
+                may[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for f in &mut m.funcs {
+        plain_calls(&mut f.body, &may);
+    }
+}
+
+fn block_may_site(b: &Block, may: &[bool]) -> bool {
+    let term = match &b.term {
+        Term::ErrorWith(parts) => parts.iter().any(|p| matches!(p, crate::fir::ErrPart::Site)),
+        Term::TailCall(g, _) => may[g.0 as usize],
+        _ => false,
+    };
+    term || b.insts.iter().any(|i| match &i.op {
+        Op::Call(g, _) | Op::CallAt(g, _, _) => may[g.0 as usize],
+        Op::If { then_, else_, .. } => block_may_site(then_, may) || block_may_site(else_, may),
+        _ => false,
+    })
+}
+
+fn plain_calls(b: &mut Block, may: &[bool]) {
+    for i in &mut b.insts {
+        match &mut i.op {
+            Op::CallAt(g, args, _) if !may[g.0 as usize] => {
+                i.op = Op::Call(*g, std::mem::take(args));
+            }
+            Op::If { then_, else_, .. } => {
+                plain_calls(then_, may);
+                plain_calls(else_, may);
+            }
+            _ => {}
+        }
+    }
 }

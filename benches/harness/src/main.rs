@@ -1,0 +1,1017 @@
+//! `vlad-bench`: the benchmark harness of stalingrad.
+//!
+//! For every program of `benches/programs` it measures the compile time of
+//! `stalingrad build`, the wall time per repetition of the compiled program,
+//! of the reference interpreter (at a reduced workload, scaled) and of the
+//! hand-written Rust baseline (`benches/baselines`) where one exists, the
+//! arithmetic operation counts of interpreter and compiled code, and the
+//! peak memory of the compiled run. It writes `docs/benchmarks.md` and
+//! `docs/benchmarks.svg`.
+//!
+//! Usage: `cargo run --release -p harness -- [--quick] [--only NAME] [--limit SECS]`
+//! (`target/release/stalingrad` must exist: `cargo build --release -p stalingrad`).
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How a program reads its input.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// Reads N; one repetition = one solve.
+    Reps,
+    /// Reads N and S; one repetition = S = `published` steps. Compiled runs
+    /// scale S (backprop: 10^6 steps per repetition).
+    ScaleSteps { published: u64, interp_steps: u64 },
+    /// Reads N and S; one repetition = S = `published` steps. Compiled runs
+    /// scale N at S = `published`.
+    ScaleReps { published: u64, interp_steps: u64 },
+}
+
+struct Program {
+    name: &'static str,
+    kind: Kind,
+    /// The hand-written baseline binary, if any.
+    baseline: Option<&'static str>,
+}
+
+const BACKPROP: Kind = Kind::ScaleSteps {
+    published: 1_000_000,
+    interp_steps: 200,
+};
+const PROB: Kind = Kind::ScaleReps {
+    published: 1000,
+    interp_steps: 20,
+};
+
+const PROGRAMS: &[Program] = &[
+    Program {
+        name: "particle-FF",
+        kind: Kind::Reps,
+        baseline: Some("particle-FF"),
+    },
+    Program {
+        name: "particle-FR",
+        kind: Kind::Reps,
+        baseline: None,
+    },
+    Program {
+        name: "particle-RF",
+        kind: Kind::Reps,
+        baseline: None,
+    },
+    Program {
+        name: "particle-RR",
+        kind: Kind::Reps,
+        baseline: None,
+    },
+    Program {
+        name: "saddle-FF",
+        kind: Kind::Reps,
+        baseline: Some("saddle-FF"),
+    },
+    Program {
+        name: "saddle-FR",
+        kind: Kind::Reps,
+        baseline: None,
+    },
+    Program {
+        name: "saddle-RF",
+        kind: Kind::Reps,
+        baseline: None,
+    },
+    Program {
+        name: "saddle-RR",
+        kind: Kind::Reps,
+        baseline: None,
+    },
+    Program {
+        name: "backprop-Fs",
+        kind: BACKPROP,
+        baseline: None,
+    },
+    Program {
+        name: "backprop-R",
+        kind: BACKPROP,
+        baseline: Some("backprop-R"),
+    },
+    Program {
+        name: "probabilistic-lambda-calculus-F",
+        kind: PROB,
+        baseline: None,
+    },
+    Program {
+        name: "probabilistic-lambda-calculus-R",
+        kind: PROB,
+        baseline: None,
+    },
+    Program {
+        name: "probabilistic-prolog-F",
+        kind: PROB,
+        baseline: None,
+    },
+    Program {
+        name: "probabilistic-prolog-R",
+        kind: PROB,
+        baseline: None,
+    },
+];
+
+/// Peer figures of /work/shared/BENCHMARKS.md, time per repetition, measured
+/// on a 2-core AMD EPYC: program, OCaml, ADOL-C, JAX, STALIN∇ (estimate),
+/// expert hand-written Rust.
+const PEERS: &[[&str; 6]] = &[
+    [
+        "particle-FF",
+        "439 ms",
+        "",
+        "1.23 ms",
+        "~2.7 ms",
+        "0.53 ms (nested duals: 0.91 ms)",
+    ],
+    ["particle-FR", "495 ms", "", "1.31 ms", "~1.5 ms", ""],
+    ["particle-RF", "3749 ms", "", "2.93 ms", "~25 ms", ""],
+    ["particle-RR", "3612 ms", "", "2.86 ms", "~14 ms", "0.60 ms"],
+    [
+        "saddle-FF",
+        "105 ms",
+        "",
+        "0.68 ms",
+        "~1.0 ms",
+        "0.33 ms (nested duals: 0.49 ms)",
+    ],
+    ["saddle-FR", "191 ms", "", "0.62 ms", "~1.2 ms", ""],
+    ["saddle-RF", "86 ms", "", "0.69 ms", "~13 ms", ""],
+    ["saddle-RR", "212 ms", "", "0.61 ms", "~16 ms", "0.25 ms"],
+    ["backprop-Fs", "37.6 s", "6.06 s", "", "~0.24 s", ""],
+    ["backprop-R", "25.5 s", "8.25 s", "", "~0.17 s", ""],
+    ["probabilistic-lambda-calculus-F", "7.8 ms", "", "", "", ""],
+    ["probabilistic-lambda-calculus-R", "19.5 ms", "", "", "", ""],
+    ["probabilistic-prolog-F", "13.6 ms", "", "", "", ""],
+    ["probabilistic-prolog-R", "16.7 ms", "", "", "", ""],
+];
+
+/// Published ratios (STALIN∇ = 1.00; lower is faster).
+const PUBLISHED: &str = "\
+| system | particle FF | particle RR | saddle FF | saddle RR | backprop Fs | backprop R |
+| --- | --- | --- | --- | --- | --- | --- |
+| STALIN∇ | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |
+| Fortran with ADIFOR | 1.52 | | 2.07 | | 11.84 | |
+| Fortran with Tapenade | 3.40 | | 2.56 | | 11.35 | 6.24 |
+| C++ with ADOL-C | | | | | 12.34 | 35.53 |
+| MLton | 53.89 | 28.06 | 40.39 | 2.67 | 73.94 | 37.94 |
+| OCaml | 160.50 | 263.66 | 107.71 | 13.51 | 157.75 | 149.14 |
+| GHC | 165.22 | | 121.18 | | | |
+";
+
+/// A workload: the standard input, and how many published repetitions it
+/// amounts to.
+struct Workload {
+    input: String,
+    reps: f64,
+}
+
+impl Kind {
+    /// The compiled/baseline workload at scale k.
+    fn scaled(self, k: u64) -> Workload {
+        match self {
+            Kind::Reps => Workload {
+                input: format!("{k}\n"),
+                reps: k as f64,
+            },
+            Kind::ScaleSteps { published, .. } => {
+                let s = 1000 * k;
+                Workload {
+                    input: format!("1 {s}\n"),
+                    reps: s as f64 / published as f64,
+                }
+            }
+            Kind::ScaleReps { published, .. } => Workload {
+                input: format!("{k} {published}\n"),
+                reps: k as f64,
+            },
+        }
+    }
+
+    /// The small workload of the interpreter (and of the op counts), and
+    /// the same with N = 0 (start-up cost, subtracted).
+    fn small(self) -> (Workload, String) {
+        match self {
+            Kind::Reps => (
+                Workload {
+                    input: "1\n".into(),
+                    reps: 1.0,
+                },
+                "0\n".into(),
+            ),
+            Kind::ScaleSteps {
+                published,
+                interp_steps,
+            }
+            | Kind::ScaleReps {
+                published,
+                interp_steps,
+            } => (
+                Workload {
+                    input: format!("1 {interp_steps}\n"),
+                    reps: interp_steps as f64 / published as f64,
+                },
+                format!("0 {interp_steps}\n"),
+            ),
+        }
+    }
+
+    fn describe_small(self) -> String {
+        match self {
+            Kind::Reps => "N=1".into(),
+            Kind::ScaleSteps { interp_steps, .. } | Kind::ScaleReps { interp_steps, .. } => {
+                format!("N=1 S={interp_steps}")
+            }
+        }
+    }
+
+    fn describe_rep(self) -> &'static str {
+        match self {
+            Kind::Reps => "one solve",
+            Kind::ScaleSteps { .. } => "10^6 steps",
+            Kind::ScaleReps { .. } => "1000 steps",
+        }
+    }
+}
+
+/// The outcome of one run.
+enum Run {
+    Done {
+        secs: f64,
+        stdout: String,
+        stderr: String,
+    },
+    TimedOut,
+    Failed(String),
+}
+
+struct Ctx {
+    root: PathBuf,
+    work: PathBuf,
+    stalingrad: PathBuf,
+    time_bin: Option<PathBuf>,
+    runs: usize,
+    limit: f64,
+}
+
+impl Ctx {
+    /// Runs `cmd` with `input` on stdin, stdout and stderr to files, killing
+    /// it after `limit` seconds.
+    fn run(&self, cmd: &mut Command, input: &str, limit: f64) -> Run {
+        let out = self.work.join("stdout");
+        let err = self.work.join("stderr");
+        let inp = self.work.join("stdin");
+        fs::write(&inp, input).expect("writing stdin file");
+        cmd.stdin(fs::File::open(&inp).expect("stdin file"))
+            .stdout(fs::File::create(&out).expect("stdout file"))
+            .stderr(fs::File::create(&err).expect("stderr file"));
+        let start = Instant::now();
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => return Run::Failed(format!("cannot start: {e}")),
+        };
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => {
+                    if start.elapsed().as_secs_f64() > limit {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Run::TimedOut;
+                    }
+                    let e = start.elapsed();
+                    std::thread::sleep(if e < Duration::from_millis(50) {
+                        Duration::from_micros(200)
+                    } else {
+                        Duration::from_millis(5)
+                    });
+                }
+                Err(e) => return Run::Failed(format!("wait: {e}")),
+            }
+        };
+        let secs = start.elapsed().as_secs_f64();
+        let stdout = fs::read_to_string(&out).unwrap_or_default();
+        let stderr = fs::read_to_string(&err).unwrap_or_default();
+        if status.success() {
+            Run::Done {
+                secs,
+                stdout,
+                stderr,
+            }
+        } else {
+            let first = stderr
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .to_string();
+            Run::Failed(format!("{status}: {first}"))
+        }
+    }
+
+    fn build(&self, name: &str, out: &Path, count_ops: bool) -> Result<f64, String> {
+        let mut cmd = Command::new(&self.stalingrad);
+        cmd.arg("build");
+        if count_ops {
+            cmd.arg("--count-ops");
+        }
+        cmd.arg(self.root.join(format!("benches/programs/{name}.vlad")))
+            .arg("-I")
+            .arg(self.root.join("benches/programs"))
+            .arg("-o")
+            .arg(out);
+        match self.run(&mut cmd, "", 600.0) {
+            Run::Done { secs, .. } => Ok(secs),
+            Run::TimedOut => Err("build timed out (600 s)".into()),
+            Run::Failed(msg) => Err(msg),
+        }
+    }
+
+    /// Median time per repetition of `exe`: calibrates the scale so that a
+    /// run takes at least ~0.2 s, then times `runs` runs.
+    fn time_native(&self, exe: &Path, kind: Kind, label: &str) -> Measure {
+        let mut k = 1u64;
+        let mut last;
+        loop {
+            let w = kind.scaled(k);
+            match self.run(&mut Command::new(exe), &w.input, self.limit) {
+                Run::Done { secs, .. } => last = secs,
+                Run::TimedOut => return Measure::OverLimit,
+                Run::Failed(m) => return Measure::Failed(m),
+            }
+            if last >= 0.2 || k >= 1 << 40 {
+                break;
+            }
+            let factor = (0.3 / last.max(1e-4)).ceil() as u64;
+            k *= factor.clamp(2, 1000);
+        }
+        let w = kind.scaled(k);
+        let mut times = Vec::new();
+        for _ in 0..self.runs {
+            match self.run(&mut Command::new(exe), &w.input, self.limit) {
+                Run::Done { secs, .. } => times.push(secs / w.reps),
+                Run::TimedOut => return Measure::OverLimit,
+                Run::Failed(m) => return Measure::Failed(m),
+            }
+        }
+        let m = median(&mut times);
+        eprintln!(
+            "  {label}: {} per repetition (input {:?}, median of {})",
+            fmt_time(m),
+            w.input.trim(),
+            times.len()
+        );
+        Measure::Time {
+            secs: m,
+            runs: times.len(),
+            input: w.input.trim().to_string(),
+        }
+    }
+
+    /// Max RSS in KiB of one run of `exe` at `input`, via /usr/bin/time.
+    fn max_rss(&self, exe: &Path, input: &str) -> Option<u64> {
+        let time_bin = self.time_bin.as_ref()?;
+        let rss = self.work.join("rss");
+        let mut cmd = Command::new(time_bin);
+        cmd.arg("-f").arg("%M").arg("-o").arg(&rss).arg(exe);
+        match self.run(&mut cmd, input, self.limit) {
+            Run::Done { .. } => fs::read_to_string(&rss)
+                .ok()?
+                .trim()
+                .lines()
+                .last()?
+                .parse()
+                .ok(),
+            _ => None,
+        }
+    }
+}
+
+enum Measure {
+    Time {
+        secs: f64,
+        runs: usize,
+        input: String,
+    },
+    OverLimit,
+    Failed(String),
+    NotApplicable,
+}
+
+impl Measure {
+    fn secs(&self) -> Option<f64> {
+        match self {
+            Measure::Time { secs, .. } => Some(*secs),
+            _ => None,
+        }
+    }
+}
+
+/// Everything measured for one program.
+struct Row {
+    name: &'static str,
+    kind: Kind,
+    build: Result<f64, String>,
+    compiled: Measure,
+    interp: Measure,
+    baseline: Measure,
+    ops_interp: Option<u64>,
+    ops_compiled: Option<u64>,
+    rss_kib: Option<u64>,
+    output: &'static str,
+    limit: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn fmt_time(s: f64) -> String {
+    let (v, unit) = if s < 1e-3 {
+        (s * 1e6, "µs")
+    } else if s < 1.0 {
+        (s * 1e3, "ms")
+    } else {
+        (s, "s")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+fn fmt_ratio(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+/// `arithmetic_total` from the JSON line of `--count-ops`.
+fn arithmetic_total(stderr: &str) -> Option<u64> {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"arithmetic_total\""))?;
+    let rest = &line[line.find("\"arithmetic_total\":")? + "\"arithmetic_total\":".len()..];
+    let digits: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+fn sh(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn bench(ctx: &Ctx, p: &Program) -> Row {
+    eprintln!("== {}", p.name);
+    let exe = ctx.work.join(p.name);
+    let exe_ops = ctx.work.join(format!("{}-count-ops", p.name));
+    let (small, startup) = p.kind.small();
+
+    // Compile time and the compiled run.
+    let build = ctx.build(p.name, &exe, false);
+    match &build {
+        Ok(s) => eprintln!("  build: {s:.2} s"),
+        Err(m) => eprintln!("  build failed: {m}"),
+    }
+    let (compiled, rss_kib) = if build.is_ok() {
+        let m = ctx.time_native(&exe, p.kind, "compiled");
+        let rss = match &m {
+            Measure::Time { input, .. } => ctx.max_rss(&exe, &format!("{input}\n")),
+            _ => None,
+        };
+        (m, rss)
+    } else {
+        (Measure::NotApplicable, None)
+    };
+
+    // Compiled op counts (and output) at the small workload.
+    let mut ops_compiled = None;
+    let mut compiled_small_out = None;
+    if build.is_ok() && ctx.build(p.name, &exe_ops, true).is_ok() {
+        if let Run::Done { stdout, stderr, .. } =
+            ctx.run(&mut Command::new(&exe_ops), &small.input, ctx.limit)
+        {
+            ops_compiled = arithmetic_total(&stderr);
+            compiled_small_out = Some(stdout);
+        }
+    }
+
+    // The interpreter at the small workload, with the start-up (N = 0) cost
+    // subtracted; runs stop early once their total passes the limit.
+    let interp_cmd = || {
+        let mut c = Command::new(&ctx.stalingrad);
+        c.arg("run")
+            .arg("--count-ops=json")
+            .arg(ctx.root.join(format!("benches/programs/{}.vlad", p.name)))
+            .arg("-I")
+            .arg(ctx.root.join("benches/programs"));
+        c
+    };
+    let t0 = match ctx.run(&mut interp_cmd(), &startup, ctx.limit) {
+        Run::Done { secs, .. } => secs,
+        _ => 0.0,
+    };
+    let mut times = Vec::new();
+    let mut ops_interp = None;
+    let mut interp_out = None;
+    let mut interp = Measure::NotApplicable;
+    let mut total = 0.0;
+    for _ in 0..ctx.runs {
+        match ctx.run(&mut interp_cmd(), &small.input, ctx.limit) {
+            Run::Done {
+                secs,
+                stdout,
+                stderr,
+            } => {
+                total += secs;
+                times.push((secs - t0).max(0.0) / small.reps);
+                ops_interp = arithmetic_total(&stderr);
+                interp_out = Some(stdout);
+            }
+            Run::TimedOut => {
+                if times.is_empty() {
+                    interp = Measure::OverLimit;
+                }
+                break;
+            }
+            Run::Failed(m) => {
+                interp = Measure::Failed(m);
+                break;
+            }
+        }
+        if total > ctx.limit {
+            break;
+        }
+    }
+    if !times.is_empty() {
+        let n = times.len();
+        let m = median(&mut times);
+        eprintln!(
+            "  interpreter: {} per repetition ({}, median of {n})",
+            fmt_time(m),
+            p.kind.describe_small()
+        );
+        interp = Measure::Time {
+            secs: m,
+            runs: n,
+            input: small.input.trim().to_string(),
+        };
+    } else if let Measure::OverLimit = interp {
+        eprintln!("  interpreter: > {} s", ctx.limit);
+    }
+
+    let baseline = match p.baseline {
+        Some(b) => ctx.time_native(&ctx.root.join("target/release").join(b), p.kind, "baseline"),
+        None => Measure::NotApplicable,
+    };
+
+    let output = match (&compiled_small_out, &interp_out) {
+        (Some(a), Some(b)) if a == b => "same",
+        (Some(_), Some(_)) => "DIFFERS",
+        _ => "n/a",
+    };
+    if let (Some(a), Some(b)) = (ops_interp, ops_compiled) {
+        eprintln!("  ops: interpreter {a}, compiled {b}");
+    }
+    Row {
+        name: p.name,
+        kind: p.kind,
+        build,
+        compiled,
+        interp,
+        baseline,
+        ops_interp,
+        ops_compiled,
+        rss_kib,
+        output,
+        limit: ctx.limit,
+    }
+}
+
+fn cell(m: &Measure, limit: f64) -> String {
+    match m {
+        Measure::Time { secs, runs: 1, .. } => format!("{} (1 run)", fmt_time(*secs)),
+        Measure::Time { secs, .. } => fmt_time(*secs),
+        Measure::OverLimit => format!("> {limit} s (limit)"),
+        Measure::Failed(_) => "failed".into(),
+        Measure::NotApplicable => String::new(),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => fmt_ratio(a / b),
+        _ => String::new(),
+    }
+}
+
+fn markdown(rows: &[Row], ctx: &Ctx, quick: bool, elapsed: f64) -> String {
+    let date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default();
+    let cpu = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let nproc = sh("nproc", &[]).unwrap_or_default();
+    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    let commit = sh(
+        "git",
+        &[
+            "-C",
+            ctx.root.to_str().unwrap_or("."),
+            "rev-parse",
+            "--short",
+            "HEAD",
+        ],
+    )
+    .unwrap_or_else(|| "unknown".into());
+    let dirty = sh(
+        "git",
+        &[
+            "-C",
+            ctx.root.to_str().unwrap_or("."),
+            "status",
+            "--porcelain",
+        ],
+    )
+    .is_some_and(|s| !s.is_empty());
+    let mut s = String::new();
+    let _ = writeln!(s, "# Benchmarks\n");
+    let _ = writeln!(
+        s,
+        "Generated by `cargo run --release -p harness --{}` (benches/harness); do not edit by hand.\n",
+        if quick { " --quick" } else { "" }
+    );
+    let _ = writeln!(s, "- date: {date}");
+    let _ = writeln!(
+        s,
+        "- machine: {cpu}, {nproc} cores (load average at the end: {})",
+        load.join(" ")
+    );
+    let _ = writeln!(
+        s,
+        "- commit: `{commit}`{}",
+        if dirty {
+            " (with uncommitted changes)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        s,
+        "- mode: {}; {} timed runs per measurement (median), interpreter limit {} s per run; harness wall time {:.0} s\n",
+        if quick { "--quick" } else { "full" },
+        ctx.runs,
+        ctx.limit,
+        elapsed
+    );
+    let _ = writeln!(
+        s,
+        "Times are wall-clock **per repetition** as in BENCHMARKS.md: one solve for particle and \
+saddle, 10^6 descent steps for backprop, 1000 ascent steps for the probabilistic programs. \
+Compiled code and the hand-written Rust baselines (`benches/baselines`, derivatives by hand: \
+nested dual numbers for FF, a hand-written adjoint for backprop R) run with a workload scaled \
+until one run takes at least 0.2 s, then time / workload. The interpreter (`stalingrad run`) \
+runs the small workload of the \"ops workload\" column (with `--count-ops=json`), minus the \
+start-up time of the same input with N = 0, scaled to one repetition; it stops repeating \
+once its runs add up to the limit. Op counts are `arithmetic_total` at the small workload \
+(the compiled one from a `--count-ops` build). \"output\" compares what the compiled program \
+and the interpreter print at that workload. Max RSS is that of one compiled timed run \
+(`/usr/bin/time -f %M`). The machine is shared with other jobs: expect ±20% or worse.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| program | build | compiled / rep | interpreter / rep | baseline / rep | compiled / baseline | interpreter / compiled | ops workload | ops interpreter | ops compiled | ops ratio | max RSS | output |"
+    );
+    let _ = writeln!(
+        s,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |"
+    );
+    for r in rows {
+        let build = match &r.build {
+            Ok(t) => format!("{t:.2} s"),
+            Err(m) if m.contains("not compiled yet") => "not compiled yet".into(),
+            Err(_) => "build fails".into(),
+        };
+        let ops_ratio = match (r.ops_interp, r.ops_compiled) {
+            (Some(a), Some(b)) if b > 0 => fmt_ratio(a as f64 / b as f64),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            build,
+            cell(&r.compiled, r.limit),
+            cell(&r.interp, r.limit),
+            cell(&r.baseline, r.limit),
+            ratio(r.compiled.secs(), r.baseline.secs()),
+            ratio(r.interp.secs(), r.compiled.secs()),
+            r.kind.describe_small(),
+            r.ops_interp.map(|n| n.to_string()).unwrap_or_default(),
+            r.ops_compiled.map(|n| n.to_string()).unwrap_or_default(),
+            ops_ratio,
+            r.rss_kib
+                .map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+                .unwrap_or_else(|| "n/a".into()),
+            r.output,
+        );
+    }
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            r.build
+                .as_ref()
+                .err()
+                .map(|m| format!("- {}: `{}`", r.name, m.trim()))
+        })
+        .collect();
+    let failures: Vec<String> = failures
+        .into_iter()
+        .chain(rows.iter().flat_map(|r| {
+            [
+                ("compiled", &r.compiled),
+                ("interpreter", &r.interp),
+                ("baseline", &r.baseline),
+            ]
+            .into_iter()
+            .filter_map(move |(what, m)| match m {
+                Measure::Failed(msg) => Some(format!("- {} ({what}): `{}`", r.name, msg.trim())),
+                _ => None,
+            })
+        }))
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(s, "\nFailures (first line of the message):\n");
+        for f in failures {
+            let _ = writeln!(s, "{f}");
+        }
+    }
+    let _ = writeln!(s, "\nA repetition is: {}.", {
+        let mut v: Vec<String> = Vec::new();
+        for r in rows {
+            let d = format!("{} = {}", r.name, r.kind.describe_rep());
+            v.push(d);
+        }
+        v.join(", ")
+    });
+    let _ = writeln!(
+        s,
+        "\n![time per repetition, log scale](benchmarks.svg)\n\n## Peers (from /work/shared/BENCHMARKS.md)\n\n\
+Measured on the same kind of machine (2 cores, AMD EPYC), time per repetition, beside ours:\n"
+    );
+    let _ = writeln!(s, "| program | stalingrad compiled (here) | OCaml | ADOL-C | JAX | STALIN∇ (est.) | expert hand-written Rust |");
+    let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for p in PEERS {
+        let ours = rows
+            .iter()
+            .find(|r| r.name == p[0])
+            .map(|r| match (&r.build, &r.compiled) {
+                (Err(_), _) => "not compiled".to_string(),
+                (_, m) => cell(m, r.limit),
+            })
+            .unwrap_or_else(|| "not measured".into());
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            p[0], ours, p[1], p[2], p[3], p[4], p[5]
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nPublished ratios (STALIN∇ = 1.00; lower is faster):\n\n{PUBLISHED}"
+    );
+    s
+}
+
+fn vals(r: &Row) -> [&Measure; 3] {
+    [&r.compiled, &r.interp, &r.baseline]
+}
+
+/// A horizontal grouped bar chart, log scale, of the time per repetition.
+fn svg(rows: &[Row]) -> String {
+    let series: [(&str, &str); 3] = [
+        ("compiled", "#1f77b4"),
+        ("interpreter", "#d62728"),
+        ("baseline (hand-written Rust)", "#2ca02c"),
+    ];
+    let all: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| vals(r).into_iter().filter_map(|m| m.secs()))
+        .collect();
+    let lim: Vec<f64> = rows
+        .iter()
+        .filter(|r| matches!(r.interp, Measure::OverLimit))
+        .map(|r| r.limit)
+        .collect();
+    let lo = all.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-9);
+    let hi = all
+        .iter()
+        .chain(lim.iter())
+        .cloned()
+        .fold(0.0, f64::max)
+        .max(lo * 10.0);
+    let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let (left, right, top, bar, gap) = (250.0, 1000.0, 60.0, 9.0, 10.0);
+    let group = 3.0 * bar + gap;
+    let height = top + rows.len() as f64 * group + 50.0;
+    let x = |s: f64| left + (s.log10() - d0 as f64) / (d1 - d0) as f64 * (right - left);
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" font-family="sans-serif" font-size="11">"#,
+        w = right + 120.0
+    );
+    let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        o,
+        r#"<text x="{left}" y="18" font-size="14" font-weight="bold">Time per repetition (wall clock, log scale; shorter is faster)</text>"#
+    );
+    for (i, (label, color)) in series.iter().enumerate() {
+        let lx = left + i as f64 * 200.0;
+        let _ = writeln!(
+            o,
+            r#"<rect x="{lx}" y="30" width="12" height="10" fill="{color}"/><text x="{}" y="39">{label}</text>"#,
+            lx + 16.0
+        );
+    }
+    let bottom = top + rows.len() as f64 * group;
+    for d in d0..=d1 {
+        let gx = x(10f64.powi(d));
+        let _ = writeln!(
+            o,
+            r##"<line x1="{gx}" y1="{top}" x2="{gx}" y2="{bottom}" stroke="#ccc"/>"##
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{gx}" y="{}" text-anchor="middle">{}</text>"#,
+            bottom + 15.0,
+            fmt_time(10f64.powi(d))
+        );
+    }
+    for (i, r) in rows.iter().enumerate() {
+        let y0 = top + i as f64 * group;
+        let _ = writeln!(
+            o,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+            left - 6.0,
+            y0 + 1.5 * bar + 4.0,
+            r.name
+        );
+        for (j, m) in vals(r).into_iter().enumerate() {
+            let y = y0 + j as f64 * bar;
+            let color = series[j].1;
+            let (val, note, open) = match m {
+                Measure::Time { secs, .. } => (Some(*secs), fmt_time(*secs), false),
+                Measure::OverLimit => (Some(r.limit), format!("> {} s (limit)", r.limit), true),
+                Measure::Failed(_) => (None, "failed".into(), false),
+                Measure::NotApplicable if j == 0 && r.build.is_err() => {
+                    (None, "not compiled yet".into(), false)
+                }
+                Measure::NotApplicable => (None, String::new(), false),
+            };
+            match val {
+                Some(v) => {
+                    let w = (x(v) - left).max(1.0);
+                    let style = if open {
+                        format!(r#"fill="white" stroke="{color}" stroke-dasharray="3,2""#)
+                    } else {
+                        format!(r#"fill="{color}""#)
+                    };
+                    let _ = writeln!(
+                        o,
+                        r#"<rect x="{left}" y="{y}" width="{w:.1}" height="{}" {style}/>"#,
+                        bar - 1.0
+                    );
+                    let _ = writeln!(
+                        o,
+                        r#"<text x="{:.1}" y="{}" font-size="9">{note}</text>"#,
+                        left + w + 4.0,
+                        y + bar - 1.5
+                    );
+                }
+                None if !note.is_empty() => {
+                    let _ = writeln!(
+                        o,
+                        r##"<text x="{}" y="{}" font-size="9" fill="#555">{note}</text>"##,
+                        left + 4.0,
+                        y + bar - 1.5
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        r#"<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="black"/>"#
+    );
+    let _ = writeln!(o, "</svg>");
+    o
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut quick = false;
+    let mut only: Option<String> = None;
+    let mut limit: Option<f64> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => quick = true,
+            "--only" => only = it.next().cloned(),
+            "--limit" => limit = it.next().and_then(|s| s.parse().ok()),
+            "-h" | "--help" => {
+                println!("usage: vlad-bench [--quick] [--only NAME] [--limit SECS]\n\n--only NAME measures the programs whose name contains NAME and prints the table without writing docs/.");
+                return;
+            }
+            other => {
+                eprintln!("unknown argument {other} (try --help)");
+                std::process::exit(2);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root");
+    let stalingrad = root.join("target/release/stalingrad");
+    if !stalingrad.exists() {
+        eprintln!(
+            "{} not found: run `cargo build --release -p stalingrad` first",
+            stalingrad.display()
+        );
+        std::process::exit(1);
+    }
+    // The baselines: built here (std only, a few seconds).
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = Command::new(&cargo)
+        .args(["build", "--release", "-q", "-p", "baselines"])
+        .current_dir(&root)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("warning: building the baselines failed; they will be reported as failed");
+    }
+    let work = std::env::temp_dir().join(format!("vlad-bench-{}", std::process::id()));
+    fs::create_dir_all(&work).expect("work directory");
+    let time_bin = Path::new("/usr/bin/time")
+        .exists()
+        .then(|| PathBuf::from("/usr/bin/time"));
+    let ctx = Ctx {
+        root: root.clone(),
+        work: work.clone(),
+        stalingrad,
+        time_bin,
+        runs: if quick { 3 } else { 5 },
+        limit: limit.unwrap_or(if quick { 60.0 } else { 300.0 }),
+    };
+    let start = Instant::now();
+    let rows: Vec<Row> = PROGRAMS
+        .iter()
+        .filter(|p| only.as_ref().is_none_or(|o| p.name.contains(o.as_str())))
+        .map(|p| bench(&ctx, p))
+        .collect();
+    let _ = fs::remove_dir_all(&work);
+    let md = markdown(&rows, &ctx, quick, start.elapsed().as_secs_f64());
+    if only.is_some() {
+        println!("{md}");
+        return;
+    }
+    fs::write(root.join("docs/benchmarks.md"), &md).expect("writing docs/benchmarks.md");
+    fs::write(root.join("docs/benchmarks.svg"), svg(&rows)).expect("writing docs/benchmarks.svg");
+    println!("{md}");
+    eprintln!("wrote docs/benchmarks.md and docs/benchmarks.svg");
+}
