@@ -15,6 +15,7 @@
 //!   word of standard input as a VLAD numeral; `msg` is the end-of-input
 //!   error message (see `lower::fir::Op::ReadReal`);
 //! - `rt_error(ptr, len)`: prints the message on standard error, exits 1;
+//! - `rt_alloc(bytes) -> ptr`: a union cell (see `lower::fir::Op::Alloc`);
 //! - `rt_counts`: the operation counters, incremented in place.
 //!
 //! What it calls: `vlad_main` (the program) and `vlad_count_ops` (a byte,
@@ -35,6 +36,7 @@ extern "C" {
     fn write(fd: i32, buf: *const u8, n: usize) -> isize;
     fn read(fd: i32, buf: *mut u8, n: usize) -> isize;
     fn exit(code: i32) -> !;
+    fn malloc(n: usize) -> *mut u8;
 }
 
 #[cfg(not(test))]
@@ -447,6 +449,38 @@ extern "C" {
         arg: *mut u8,
     ) -> i32;
     fn pthread_join(thread: usize, ret: *mut *mut u8) -> i32;
+}
+
+/// Bytes the allocator takes from `malloc` at a time.
+const CHUNK: usize = 1 << 20;
+
+/// The bump allocator's current chunk: `next..end` is free.
+struct Bump {
+    next: usize,
+    end: usize,
+}
+
+static HEAP: Global<Bump> = Global::new(Bump { next: 0, end: 0 });
+
+/// A union cell of `bytes` bytes, 8-byte aligned. Cells are never freed:
+/// union cells are the only allocation, and they are small.
+#[no_mangle]
+pub extern "C" fn rt_alloc(bytes: usize) -> *mut u8 {
+    let h = HEAP.get();
+    let bytes = (bytes + 7) & !7;
+    if h.end - h.next < bytes {
+        let size = bytes.max(CHUNK);
+        // SAFETY: plain C allocation; the result is checked for null.
+        let p = unsafe { malloc(size) };
+        if p.is_null() {
+            fail(&[b"error: out of memory"]);
+        }
+        h.next = p as usize;
+        h.end = h.next + size;
+    }
+    let p = h.next;
+    h.next += bytes;
+    p as *mut u8
 }
 
 /// The lowest stack address compiled code may use: every compiled

@@ -63,13 +63,15 @@ pub const COUNT_FLAG_SYMBOL: &str = "vlad_count_ops";
 
 /// Index of each counted operation in the runtime's `rt_counts` array:
 /// the arithmetic primitives in `Prim::ALL` order, then comparisons.
-pub fn count_index_bin(op: FBin) -> usize {
+/// `None` for additions that are not arithmetic primitives.
+pub fn count_index_bin(op: FBin) -> Option<usize> {
     match op {
-        FBin::Add => 0,
-        FBin::Sub => 1,
-        FBin::Mul => 2,
-        FBin::Div => 3,
-        FBin::Atan2 => 4,
+        FBin::Add => Some(0),
+        FBin::PlusAdd => None,
+        FBin::Sub => Some(1),
+        FBin::Mul => Some(2),
+        FBin::Div => Some(3),
+        FBin::Atan2 => Some(4),
     }
 }
 
@@ -147,6 +149,7 @@ fn cl_ty(t: Ty) -> Type {
     match t {
         Ty::F64 => types::F64,
         Ty::Bool => types::I8,
+        Ty::Ptr => types::I64,
     }
 }
 
@@ -222,6 +225,7 @@ impl Codegen<'_> {
             "rt_print_real" => (&[types::F64], &[]),
             "rt_print_bool" => (&[types::I32], &[]),
             "rt_read_real" => (&[types::I64, types::I64], &[types::F64]),
+            "rt_alloc" => (&[types::I64], &[types::I64]),
             "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end"
             | "rt_err_site" => (&[], &[]),
             "rt_err_str" => (&[types::I64, types::I64], &[]),
@@ -559,9 +563,11 @@ impl FnBuilder<'_, '_> {
             }
             Op::FBin(op, x, y) => {
                 let (x, y) = (self.val(*x)?, self.val(*y)?);
-                self.count(count_index_bin(*op))?;
+                if let Some(i) = count_index_bin(*op) {
+                    self.count(i)?;
+                }
                 let v = match op {
-                    FBin::Add => self.b.ins().fadd(x, y),
+                    FBin::Add | FBin::PlusAdd => self.b.ins().fadd(x, y),
                     FBin::Sub => self.b.ins().fsub(x, y),
                     FBin::Mul => self.b.ins().fmul(x, y),
                     FBin::Div => self.b.ins().fdiv(x, y),
@@ -685,6 +691,38 @@ impl FnBuilder<'_, '_> {
                     .call_import("rt_read_real", &args)?
                     .ok_or("internal error: read-real result")?;
                 self.set(one(&inst.results)?, v)?;
+            }
+            Op::Alloc(tag, fields) => {
+                // A cell: the tag, then one 8-byte slot per scalar.
+                let fields = self.vals(fields)?;
+                let size = self
+                    .b
+                    .ins()
+                    .iconst(types::I64, 8 * (1 + fields.len() as i64));
+                let p = self
+                    .call_import("rt_alloc", &[size])?
+                    .ok_or("internal error: rt_alloc result")?;
+                let t = self.b.ins().iconst(types::I64, i64::from(*tag));
+                self.b.ins().store(MemFlagsData::trusted(), t, p, 0);
+                for (i, x) in fields.into_iter().enumerate() {
+                    let off = 8 * (1 + i as i32);
+                    self.b.ins().store(MemFlagsData::trusted(), x, p, off);
+                }
+                self.set(one(&inst.results)?, p)?;
+            }
+            Op::TagIs(p, tag) => {
+                let p = self.val(*p)?;
+                let t = self.b.ins().load(types::I64, MemFlagsData::trusted(), p, 0);
+                let v = self.b.ins().icmp_imm_s(IntCC::Equal, t, i64::from(*tag));
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::Load(p, n) => {
+                let p = self.val(*p)?;
+                let r = one(&inst.results)?;
+                let ty = cl_ty(self.f.types[r.0 as usize]);
+                let off = 8 * (1 + *n as i32);
+                let v = self.b.ins().load(ty, MemFlagsData::trusted(), p, off);
+                self.set(r, v)?;
             }
         }
         Ok(())

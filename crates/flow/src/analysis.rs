@@ -12,17 +12,23 @@
 //!
 //! Termination: a recursive call of a lambda already on the analysis stack
 //! [`UNROLL`] times forgets its constants ([`Domain::widen`]), so a loop
-//! counter unrolls a few times at most; abstract values deeper than
+//! counter unrolls a few times at most; a recursive lambda whose arguments
+//! keep changing shape (a list built by a loop, the tape of reverse mode
+//! through a loop) gets, after [`GROW`] specialisations, arguments joined
+//! into unions of shapes ([`Site::Arg`]), which are bounded. Conditionals
+//! whose arms return different shapes return a union. A binding whose
+//! operand is a union is analysed once per member ([`Plan::Switch`]): code
+//! dispatches on the member's tag at run time. Abstract values deeper than
 //! [`MAX_DEPTH`] and more than [`MAX_SPECS`] specialisations stop the
-//! analysis with an error naming the expression. A value that would need a
-//! union of shapes (a list of unknown length, a conditional returning a
-//! pair or a real) is not compiled yet and is reported the same way.
+//! analysis with an error naming the expression, as do AD operations
+//! (`zero`, `plus`, the tag operations) on values that hold a union below
+//! their root, which are not compiled yet.
 //!
 //! Type errors the analysis finds on a path are not compile-time errors
 //! (VLAD.md section 7): they become [`Plan::Error`], a run-time error in the
 //! compiled program with the interpreter's message.
 
-use crate::domain::{Av, AvId, Domain, SymKind};
+use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId};
 use ad::{AdMemo, Untransformed};
 use ir::{ConstDatum, ConstId, LambdaId, Prim, PrimKind, Program, Rhs, Stmt, Tag, Var};
 use std::collections::HashMap;
@@ -38,6 +44,20 @@ pub const UNROLL: u32 = 32;
 pub const MAX_DEPTH: u32 = 200;
 /// Most specialisations accepted.
 pub const MAX_SPECS: usize = 50_000;
+/// Most passes over the program before the analysis gives up.
+pub const MAX_PASSES: u32 = 1000;
+/// How many times a lambda's recursive calls may pass arguments deeper
+/// than any it had before, each time making a new specialisation, before
+/// their arguments are joined into unions of shapes: a list of known
+/// length up to about this is built as a fixed-shape value.
+pub const GROW: u32 = 8;
+/// How deep inside an operand a union that an operation met is looked for
+/// to split on.
+const SPLIT_DEPTH: usize = 64;
+/// How many splits may nest in one binding: a union that holds itself
+/// (a list of run-time length) met by a structural operation would
+/// otherwise split forever.
+const MAX_SPLITS: u32 = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SpecId(pub u32);
@@ -63,9 +83,19 @@ pub enum Plan {
     Error(String),
     /// Never reached: an earlier binding never returns.
     Dead,
+    /// The operand `var` holds, at `path` (the child taken at each step
+    /// into pairs, tags, bundles and closure environments), a union: the binding is analysed once per
+    /// member, with the operand narrowed to that member, and the code
+    /// dispatches on the member's tag. `cases` follow the union's member
+    /// order; the binding's value is the join of theirs.
+    Switch {
+        var: Var,
+        path: Vec<u32>,
+        cases: Vec<(AvId, BindInfo)>,
+    },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BindInfo {
     pub av: AvId,
     pub plan: Plan,
@@ -81,6 +111,8 @@ pub struct Spec {
     /// One entry per binding of the lambda's body (after the fixpoint).
     pub binds: Vec<BindInfo>,
     visited: u32,
+    /// The context of the unions made in its body (see [`Site`]).
+    ctx: u32,
 }
 
 /// The analysed program.
@@ -97,6 +129,13 @@ impl Analysis {
     pub fn spec(&self, s: SpecId) -> &Spec {
         &self.specs[s.0 as usize]
     }
+
+    /// Is the specialisation used by the analysed program? One that only
+    /// earlier passes reached (before the values it saw grew) has stale
+    /// results and is never called.
+    pub fn is_live(&self, s: SpecId) -> bool {
+        self.specs[s.0 as usize].visited == self.iterations
+    }
 }
 
 /// Analyses a whole program.
@@ -108,10 +147,16 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             dom: Domain::new(),
             zero_memo: HashMap::new(),
             consts: HashMap::new(),
+            union_hit: std::cell::Cell::new(None),
         },
         specs: Vec::new(),
         index: HashMap::new(),
         budget: HashMap::new(),
+        grown: HashMap::new(),
+        splits: 0,
+        contexts: HashMap::new(),
+        ctx: u32::MAX,
+        summary: HashMap::new(),
         stack: Vec::new(),
         iteration: 0,
         changed: false,
@@ -120,9 +165,29 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
     loop {
         a.iteration += 1;
         a.changed = false;
+        let generation = a.dom.generation;
         a.main = a.analyze_main()?;
-        if !a.changed {
+        if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
+            eprintln!(
+                "pass {}: {} specialisations, {} unions, generation {} -> {}",
+                a.iteration,
+                a.specs.len(),
+                a.dom.union_ids().len(),
+                generation,
+                a.dom.generation
+            );
+        }
+        if !a.changed && a.dom.generation == generation {
             break;
+        }
+        if a.iteration >= MAX_PASSES {
+            return Err(Diagnostic::new(
+                None,
+                format!(
+                    "the flow analysis did not converge in {MAX_PASSES} passes \
+                     (the program's values keep changing shape)"
+                ),
+            ));
         }
     }
     Ok(Analysis {
@@ -147,6 +212,9 @@ pub struct Ops {
     pub dom: Domain,
     zero_memo: HashMap<AvId, AvId>,
     consts: HashMap<ConstId, AvId>,
+    /// Set when an operation met a union where it needs a fixed shape
+    /// (names the operation): the analysis then stops with a limit error.
+    union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
 }
 
 struct Analyzer {
@@ -155,6 +223,18 @@ struct Analyzer {
     index: HashMap<SpecKey, SpecId>,
     /// Specialisations created per widened key (see [`UNROLL`]).
     budget: HashMap<SpecKey, u32>,
+    /// How often a lambda's recursive calls made a specialisation deeper
+    /// than all before, and that depth (see [`GROW`]).
+    grown: HashMap<LambdaId, (u32, u32)>,
+    /// Splits under way in the binding being analysed.
+    splits: u32,
+    /// Contexts of union sites, by specialisation key without unions.
+    contexts: HashMap<SpecKey, u32>,
+    /// The context being analysed (`u32::MAX` for the top level).
+    ctx: u32,
+    /// The joined environment and argument of a lambda's recursive calls,
+    /// once they are joined.
+    summary: HashMap<LambdaId, (Box<[AvId]>, AvId)>,
     /// Lambdas being analysed, innermost last.
     stack: Vec<LambdaId>,
     iteration: u32,
@@ -210,7 +290,7 @@ impl Analyzer {
                     continue;
                 }
                 let info = self
-                    .eval_rhs(&b.rhs, &vals, &[], None)
+                    .eval_rhs(b.var, &b.rhs, &vals, &[], None)
                     .map_err(|e| Diagnostic::new(e.span.or(b.span), e.message))?;
                 if info.av == self.dom.bottom() {
                     dead = true;
@@ -229,12 +309,14 @@ impl Analyzer {
         let wenv: Box<[AvId]> = env.iter().map(|x| self.dom.widen(*x)).collect();
         let warg = self.dom.widen(arg);
         let wkey: SpecKey = (lambda, wenv.clone(), warg);
-        let (env, arg): (Box<[AvId]>, AvId) =
-            if recursive && self.budget.get(&wkey).copied().unwrap_or(0) >= UNROLL {
-                (wenv, warg)
-            } else {
-                (env.into(), arg)
-            };
+        let (grown, deepest) = self.grown.get(&lambda).copied().unwrap_or((0, 0));
+        let (env, arg): (Box<[AvId]>, AvId) = if recursive && grown >= GROW {
+            self.summarise(lambda, wenv, warg)
+        } else if recursive && self.budget.get(&wkey).copied().unwrap_or(0) >= UNROLL {
+            (wenv, warg)
+        } else {
+            (env.into(), arg)
+        };
         if self.dom.depth(arg) > MAX_DEPTH || env.iter().any(|x| self.dom.depth(*x) > MAX_DEPTH) {
             return limit(format!(
                 "the analysis cannot bound the values passed to `{}`: they grow without limit \
@@ -253,7 +335,15 @@ impl Analyzer {
                     ));
                 }
                 let id = SpecId(self.specs.len() as u32);
+                let skeleton: SpecKey = (
+                    lambda,
+                    env.iter().map(|x| self.dom.erase_unions(*x)).collect(),
+                    self.dom.erase_unions(arg),
+                );
+                let n = self.contexts.len() as u32;
+                let ctx = *self.contexts.entry(skeleton).or_insert(n);
                 self.specs.push(Spec {
+                    ctx,
                     lambda,
                     env: env.to_vec(),
                     arg,
@@ -263,6 +353,16 @@ impl Analyzer {
                 });
                 self.index.insert(key, id);
                 *self.budget.entry(wkey).or_insert(0) += 1;
+                let depth = env
+                    .iter()
+                    .map(|x| self.dom.depth(*x))
+                    .chain([self.dom.depth(arg)])
+                    .max()
+                    .unwrap_or(0);
+                if depth > deepest {
+                    let g = grown + u32::from(recursive);
+                    self.grown.insert(lambda, (g, depth));
+                }
                 self.changed = true;
                 id
             }
@@ -273,22 +373,16 @@ impl Analyzer {
         }
         self.specs[id.0 as usize].visited = self.iteration;
         self.stack.push(lambda);
+        let outer = std::mem::replace(&mut self.ctx, self.specs[id.0 as usize].ctx);
+        let splits = std::mem::replace(&mut self.splits, 0);
         let r = self.analyze_body(lambda, &env, arg);
+        self.ctx = outer;
+        self.splits = splits;
         self.stack.pop();
         let (result, binds) = r?;
         let old = self.specs[id.0 as usize].result;
-        let new = match self.dom.join(old, result) {
-            Some(n) => n,
-            None => {
-                return limit(format!(
-                    "`{}` returns values of different shapes on different paths ({} and {}); \
-                     unions of shapes are not compiled yet",
-                    self.lambda_name(lambda),
-                    crate::print::av_text(&self.dom, &self.prog, old),
-                    crate::print::av_text(&self.dom, &self.prog, result)
-                ));
-            }
-        };
+        let ctx = self.specs[id.0 as usize].ctx;
+        let new = self.dom.join_at(Site::Result(ctx), old, result);
         if new != old {
             self.changed = true;
         }
@@ -296,6 +390,26 @@ impl Analyzer {
         s.result = new;
         s.binds = binds;
         Ok((new, id))
+    }
+
+    /// Joins a recursive call's (widened) environment and argument into the
+    /// lambda's summary of its recursive calls, and returns the summary.
+    fn summarise(&mut self, l: LambdaId, env: Box<[AvId]>, arg: AvId) -> (Box<[AvId]>, AvId) {
+        let joined = match self.summary.get(&l).cloned() {
+            None => (env, arg),
+            Some((pe, pa)) if pe.len() == env.len() => {
+                let e = pe
+                    .iter()
+                    .zip(env.iter())
+                    .enumerate()
+                    .map(|(i, (x, y))| self.dom.join_at(Site::Env(l, i as u32), *x, *y))
+                    .collect();
+                (e, self.dom.join_at(Site::Arg(l), pa, arg))
+            }
+            Some(_) => (env, arg),
+        };
+        self.summary.insert(l, joined.clone());
+        joined
     }
 
     fn lambda_name(&self, l: LambdaId) -> String {
@@ -323,7 +437,7 @@ impl Analyzer {
                 continue;
             }
             let info = self
-                .eval_rhs(&b.rhs, &vals, env, lam.group)
+                .eval_rhs(b.var, &b.rhs, &vals, env, lam.group)
                 .map_err(|mut e| {
                     if e.span.is_none() {
                         e.span = b.span;
@@ -344,8 +458,110 @@ impl Analyzer {
         Ok((result, binds))
     }
 
+    /// The abstract value and plan of binding `var = rhs`. An operation
+    /// that needs the shape of a value and finds a union there (it records
+    /// the union, [`Ops::hit`]) is analysed again once per member of that
+    /// union, with the operand narrowed to the member ([`Plan::Switch`]).
     fn eval_rhs(
         &mut self,
+        var: Var,
+        rhs: &Rhs,
+        vals: &HashMap<Var, AvId>,
+        env: &[AvId],
+        group: Option<ir::GroupId>,
+    ) -> R<BindInfo> {
+        self.ops.union_hit.set(None);
+        let info = self.eval_rhs_plain(var, rhs, vals, env, group)?;
+        let Some((op, u)) = self.ops.union_hit.take() else {
+            return Ok(info);
+        };
+        let found = rhs_operands(rhs).into_iter().find_map(|x| {
+            let mut path = Vec::new();
+            let whole = vals.get(&x).copied()?;
+            self.path_to(whole, u, &mut path, SPLIT_DEPTH)
+                .then_some((x, path))
+        });
+        let Some((x, path)) = found else {
+            return limit(format!(
+                "not compiled yet: {op} of a value whose shape is known only at run time"
+            ));
+        };
+        if self.splits >= MAX_SPLITS {
+            let mut shapes = crate::print::union_text(&self.dom, &self.prog, u);
+            if shapes.len() > 300 {
+                let mut cut = 297;
+                while !shapes.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                shapes.truncate(cut);
+                shapes.push_str("...");
+            }
+            return limit(format!(
+                "not compiled yet: {op} of a value whose shape is known only at run time \
+                 and holds itself (such as a list of run-time length): {shapes}"
+            ));
+        }
+        let whole = vals.get(&x).copied().unwrap_or(AvId(0));
+        let members = self.dom.members(u).to_vec();
+        let mut narrowed = vals.clone();
+        let mut av = self.dom.bottom();
+        let mut cases = Vec::with_capacity(members.len());
+        self.splits += 1;
+        for m in members {
+            let part = self.replace_at(whole, &path, m);
+            narrowed.insert(x, part);
+            let info = self.eval_rhs(var, rhs, &narrowed, env, group);
+            let info = match info {
+                Ok(i) => i,
+                Err(e) => {
+                    self.splits -= 1;
+                    return Err(e);
+                }
+            };
+            let site = Site::Switch(var, self.ctx);
+            av = self.dom.join_at(site, av, info.av);
+            cases.push((m, info));
+        }
+        self.splits -= 1;
+        Ok(BindInfo {
+            av,
+            plan: Plan::Switch {
+                var: x,
+                path,
+                cases,
+            },
+        })
+    }
+
+    /// Finds union `u` in `v`, within `depth` constructors (pairs, tags,
+    /// bundles, closure environments); `path` gives the child taken at
+    /// each step.
+    fn path_to(&self, v: AvId, u: UnionId, path: &mut Vec<u32>, depth: usize) -> bool {
+        if self.dom.as_union_id(v) == Some(u) {
+            return true;
+        }
+        if depth == 0 {
+            return false;
+        }
+        let children: Vec<AvId> = match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => vec![*a, *b],
+            Av::Wrap(_, x) => vec![*x],
+            Av::Closure(_, env) => env.to_vec(),
+            _ => return false,
+        };
+        for (i, c) in children.into_iter().enumerate() {
+            path.push(i as u32);
+            if self.path_to(c, u, path, depth - 1) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+
+    fn eval_rhs_plain(
+        &mut self,
+        var: Var,
         rhs: &Rhs,
         vals: &HashMap<Var, AvId>,
         env: &[AvId],
@@ -391,7 +607,7 @@ impl Analyzer {
                     plan: Plan::Plain,
                 }
             }
-            Rhs::App { f, arg } => return self.apply(v(f), v(arg)),
+            Rhs::App { f, arg } => return self.apply(var, v(f), v(arg)),
             Rhs::Cons { tags, car, cdr } => {
                 let r = self.cons_t(tags, v(car), v(cdr));
                 plain(r, &self.dom)
@@ -427,6 +643,7 @@ impl Analyzer {
                 }
             }
             Rhs::EnvRef { closure, index } => {
+                self.ops.hit("a procedure's environment", v(closure));
                 let r = match self.dom.get(v(closure)).clone() {
                     Av::Closure(_, e) => e
                         .get(*index as usize)
@@ -445,6 +662,7 @@ impl Analyzer {
                 index,
                 value,
             } => {
+                self.ops.hit("a procedure's environment", v(closure));
                 let r = match self.dom.get(v(closure)).clone() {
                     Av::Closure(l, e) if (*index as usize) < e.len() => {
                         let mut e = e.to_vec();
@@ -462,7 +680,7 @@ impl Analyzer {
         })
     }
 
-    fn apply(&mut self, f: AvId, arg: AvId) -> R<BindInfo> {
+    fn apply(&mut self, site: Var, f: AvId, arg: AvId) -> R<BindInfo> {
         let bottom = self.dom.bottom();
         if arg == bottom {
             return Ok(BindInfo {
@@ -482,7 +700,14 @@ impl Analyzer {
                     plan: Plan::Call(s),
                 })
             }
-            Av::Prim(Prim::IfProcedure) => self.if_procedure(arg),
+            Av::Prim(Prim::IfProcedure) => self.if_procedure(site, arg),
+            Av::Union(_) => {
+                self.ops.hit("application", f);
+                Ok(BindInfo {
+                    av: bottom,
+                    plan: Plan::Dead,
+                })
+            }
             Av::Prim(p) => Ok(match self.prim(p, arg) {
                 Ok(av) => BindInfo {
                     av,
@@ -503,7 +728,7 @@ impl Analyzer {
         }
     }
 
-    fn if_procedure(&mut self, arg: AvId) -> R<BindInfo> {
+    fn if_procedure(&mut self, site: Var, arg: AvId) -> R<BindInfo> {
         let bottom = self.dom.bottom();
         let bad = |s: &Self| BindInfo {
             av: bottom,
@@ -518,6 +743,13 @@ impl Analyzer {
         let Av::Pair(t, e) = self.dom.get(te).clone() else {
             return Ok(bad(self));
         };
+        self.ops.hit("a conditional", c);
+        if self.ops.union_hit.get().is_some() {
+            return Ok(BindInfo {
+                av: bottom,
+                plan: Plan::Dead,
+            });
+        }
         let (take_then, take_else) = match self.dom.get(c) {
             Av::Bool(Some(false)) => (false, true),
             Av::Bool(None) => (true, true),
@@ -531,7 +763,7 @@ impl Analyzer {
             if !take {
                 continue;
             }
-            let info = self.apply(thunk, nil)?;
+            let info = self.apply(site, thunk, nil)?;
             match info.plan {
                 Plan::Call(s) => specs[i] = Some(s),
                 Plan::Dead => {}
@@ -547,17 +779,8 @@ impl Analyzer {
                     });
                 }
             }
-            result = match self.dom.join(result, info.av) {
-                Some(r) => r,
-                None => {
-                    return limit(format!(
-                        "the two arms of this conditional return values of different shapes \
-                         ({} and {}); unions of shapes are not compiled yet",
-                        crate::print::av_text(&self.dom, &self.prog, result),
-                        crate::print::av_text(&self.dom, &self.prog, info.av)
-                    ))
-                }
-            };
+            let at = Site::If(site, self.ctx);
+            result = self.dom.join_at(at, result, info.av);
         }
         Ok(BindInfo {
             av: result,
@@ -609,9 +832,83 @@ impl Ops {
 // The abstract versions of the interpreter's AD operations and primitives
 // (crate `interp`, `adops.rs` and `prims.rs`): keep them in step.
 impl Ops {
+    /// Records that an operation needed a fixed shape and met a union
+    /// (`v`), so that the binding is split on it.
+    fn hit(&self, op: &'static str, v: AvId) {
+        if let Some(u) = self.dom.as_union_id(v) {
+            if self.union_hit.get().is_none() {
+                self.union_hit.set(Some((op, u)));
+            }
+        }
+    }
+
+    /// `v` with the part at `path` (see [`Plan::Switch`]) replaced by
+    /// `part`.
+    pub fn replace_at(&mut self, v: AvId, path: &[u32], part: AvId) -> AvId {
+        let Some((i, rest)) = path.split_first() else {
+            return part;
+        };
+        let i = *i as usize;
+        match self.dom.get(v).clone() {
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                let (mut a, mut b) = (a, b);
+                if i == 0 {
+                    a = self.replace_at(a, rest, part);
+                } else {
+                    b = self.replace_at(b, rest, part);
+                }
+                if matches!(self.dom.get(v), Av::Pair(..)) {
+                    self.dom.pair(a, b)
+                } else {
+                    self.dom.bundle(a, b)
+                }
+            }
+            Av::Wrap(t, x) => {
+                let x = self.replace_at(x, rest, part);
+                self.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) if i < env.len() => {
+                let mut env = env.to_vec();
+                env[i] = self.replace_at(env[i], rest, part);
+                self.dom.closure(l, env)
+            }
+            _ => v,
+        }
+    }
+
+    /// The part of `v` at `path` (see [`Plan::Switch`]).
+    pub fn part_at(&self, v: AvId, path: &[u32]) -> AvId {
+        let Some((i, rest)) = path.split_first() else {
+            return v;
+        };
+        let i = *i as usize;
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => self.part_at(if i == 0 { *a } else { *b }, rest),
+            Av::Wrap(_, x) => self.part_at(*x, rest),
+            Av::Closure(_, env) if i < env.len() => self.part_at(env[i], rest),
+            _ => v,
+        }
+    }
+
     pub fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
         match self.dom.get(v).clone() {
             Av::Bottom => v,
+            // Tags on pairs and atoms are wrappers, so a union of those
+            // is tagged as a whole; procedures must be transformed one
+            // by one.
+            Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => {
+                let procedures = self
+                    .dom
+                    .members(u)
+                    .iter()
+                    .any(|m| matches!(self.dom.get(*m), Av::Closure(..) | Av::Prim(_)));
+                if procedures {
+                    self.hit(tag_op(tag, true), v);
+                    self.dom.bottom()
+                } else {
+                    self.dom.wrap(tag, v)
+                }
+            }
             Av::Closure(l, env) => {
                 let l2 = ad::transform(&mut self.prog, &mut self.memo, tag, l);
                 let env = env.iter().map(|x| self.tag_wrap(tag, *x)).collect();
@@ -628,6 +925,10 @@ impl Ops {
     pub fn tag_unwrap(&mut self, tag: Tag, v: AvId) -> Op<AvId> {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                self.hit(tag_op(tag, false), v);
+                Ok(self.dom.bottom())
+            }
             Av::Wrap(t, x) if t == tag => Ok(x),
             Av::Closure(l, env) => match ad::untransform(&self.prog, tag, l) {
                 Some(Untransformed::Prim(p)) => Ok(self.dom.intern(Av::Prim(p))),
@@ -708,6 +1009,14 @@ impl Ops {
         if p == bottom || t == bottom {
             return Ok(bottom);
         }
+        if let Av::Wrap(_, x) = self.dom.get(t) {
+            self.hit("`bundle`", *x);
+        }
+        self.hit("`bundle`", p);
+        self.hit("`bundle`", t);
+        if self.union_hit.get().is_some() {
+            return Ok(bottom);
+        }
         match (self.dom.get(p).clone(), self.dom.get(t).clone()) {
             (Av::Closure(lc, ec), Av::Closure(ld, ed))
                 if ad::untransform(&self.prog, Tag::Perturb, ld) == Some(Untransformed::Lambda(lc))
@@ -742,6 +1051,10 @@ impl Ops {
     pub fn forward_half(&mut self, v: AvId, primal: bool) -> Op<AvId> {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                self.hit(if primal { "`primal`" } else { "`tangent`" }, v);
+                Ok(self.dom.bottom())
+            }
             Av::Bundle(p, t) => Ok(if primal { p } else { t }),
             Av::Closure(l, env) => match ad::untransform(&self.prog, Tag::Forward, l) {
                 Some(Untransformed::Prim(p)) => Ok(if primal {
@@ -791,6 +1104,10 @@ impl Ops {
         }
         let z = match self.dom.get(v).clone() {
             Av::Bottom | Av::Bool(_) | Av::Nil | Av::Sym(_, SymKind::Bool) => v,
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                self.hit("`zero`", v);
+                self.dom.bottom()
+            }
             Av::Real(_) | Av::Sym(_, SymKind::Real) => self.dom.real(0.0),
             Av::Prim(_) => self.dom.nil(),
             Av::Pair(a, b) => {
@@ -842,6 +1159,11 @@ impl Ops {
     fn plus_inner(&mut self, a: AvId, b: AvId) -> Op<AvId> {
         let bottom = self.dom.bottom();
         if a == bottom || b == bottom {
+            return Ok(bottom);
+        }
+        if self.dom.as_union_id(a).is_some() || self.dom.as_union_id(b).is_some() {
+            self.hit("`plus`", a);
+            self.hit("`plus`", b);
             return Ok(bottom);
         }
         match (self.dom.get(a).clone(), self.dom.get(b).clone()) {
@@ -916,6 +1238,10 @@ impl Ops {
         match tags.split_first() {
             None => match self.dom.get(v) {
                 Av::Pair(a, b) => Ok(if car { *a } else { *b }),
+                Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                    self.hit("taking apart a pair", v);
+                    Ok(self.dom.bottom())
+                }
                 _ => Err(String::new()),
             },
             Some((Tag::Forward, rest)) => {
@@ -951,6 +1277,10 @@ impl Ops {
 
     fn match_datum(&self, v: AvId, d: &ConstDatum) -> Option<bool> {
         match (self.dom.get(v), d) {
+            (Av::Union(_) | Av::Sym(_, SymKind::Union(_)), _) => {
+                self.hit("a constant pattern", v);
+                None
+            }
             (Av::Real(Some(x)), ConstDatum::Real(y)) => Some(f64::from_bits(*x) == *y),
             (Av::Real(None) | Av::Sym(_, SymKind::Real), ConstDatum::Real(_)) => None,
             (Av::Sym(_, SymKind::Bool), ConstDatum::Bool(_)) => None,
@@ -995,6 +1325,19 @@ impl Ops {
     /// An untagged primitive applied to an abstract argument.
     pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
         let bottom = self.dom.bottom();
+        // Every primitive looks at its argument, or at the two parts of a
+        // pair argument (`write` and the AD operations deeper, and they
+        // record the unions they meet themselves).
+        let name = "a primitive";
+        self.hit(name, arg);
+        if let Av::Pair(a, b) = self.dom.get(arg).clone() {
+            self.hit(name, a);
+            self.hit(name, b);
+        }
+        if self.union_hit.get().is_some() && p != Prim::Write {
+            return Ok(bottom);
+        }
+        self.union_hit.set(None);
         let describe = |s: &Self| s.describe(arg);
         let reals2 = |s: &Self| -> Op<Option<(Option<f64>, Option<f64>)>> {
             match s.dom.get(arg) {
@@ -1146,5 +1489,33 @@ impl Ops {
             s.push_str("...");
         }
         s
+    }
+}
+
+/// The name of a tag operation, for messages.
+fn tag_op(tag: Tag, wrap: bool) -> &'static str {
+    match (tag, wrap) {
+        (Tag::Perturb, true) => "`perturb`",
+        (Tag::Perturb, false) => "`unperturb`",
+        (Tag::Sensitize, true) => "`sensitize`",
+        (Tag::Sensitize, false) => "`unsensitize`",
+        (Tag::Reverse, true) => "`*j`",
+        (Tag::Reverse, false) => "`*j-inverse`",
+        (Tag::Forward, _) => "`bundle`",
+    }
+}
+
+/// The variables a binding's right-hand side reads.
+fn rhs_operands(rhs: &Rhs) -> Vec<Var> {
+    match rhs {
+        Rhs::App { f, arg } => vec![*f, *arg],
+        Rhs::Cons { car, cdr, .. } => vec![*car, *cdr],
+        Rhs::Car { pair, .. } | Rhs::Cdr { pair, .. } => vec![*pair],
+        Rhs::Check { var, .. } => vec![*var],
+        Rhs::EnvRef { closure, .. } => vec![*closure],
+        Rhs::EnvUpdate { closure, value, .. } => vec![*closure, *value],
+        Rhs::Copy(x) => vec![*x],
+        Rhs::Closure { env, .. } => env.clone(),
+        Rhs::Const(_) | Rhs::Sibling(_) => vec![],
     }
 }

@@ -1,17 +1,88 @@
 //! Abstract values, hash-consed: two equal abstract values have the same
 //! [`AvId`], so specialisation keys compare in O(1) per component.
 //!
+//! Unions: a value whose shape is known only at run time (a list of
+//! run-time length, the backpropagator of a loop, the result of a
+//! conditional whose arms differ in shape) is an [`Av::Union`]: a *nominal*
+//! union, one per [`Site`] of the program where shapes meet, whose member
+//! list only grows during the analysis. Invariants of a union's members:
+//! none is a union or bottom, and there is at most one member per [`Kind`]
+//! (members of one kind are joined; parts of theirs that differ in shape
+//! meet in a union of their own, [`Site::Part`], or, below
+//! [`MAX_PART_DEPTH`] such levels, in the union itself). Recursive types
+//! (`L = () | (pair R L)`) arise where a value built from a union is joined
+//! back into it: the union absorbs it. Two unions that meet are merged
+//! (union-find).
+//!
 //! The domain mirrors the interpreter's values (crate `interp`), with
 //! unknown reals and booleans added: an abstract value is as precise as the
 //! concrete one wherever the program allows. Like run-time values, tags are
 //! wrappers on non-procedures, and a transformed procedure is a closure of
 //! a transformed lambda.
 
-use ir::{LambdaId, Prim, Tag};
+use ir::{LambdaId, Prim, Tag, Var};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AvId(pub u32);
+
+/// A nominal union of shapes (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UnionId(pub u32);
+
+/// A place in the program where values of different shapes meet; each has
+/// at most one union. Sites inside a procedure are per *context*: the
+/// specialisation being analysed, with the identity of the unions in its
+/// key forgotten (so that a union passed around a loop does not make a
+/// new context, and a new union, each time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Site {
+    /// The two arms of the conditional bound to this variable.
+    If(Var, u32),
+    /// The cases of a binding split on a union operand.
+    Switch(Var, u32),
+    /// The results of a specialisation across analysis passes.
+    Result(u32),
+    /// The arguments, or environment slot `n`, of a lambda's recursive
+    /// calls whose shapes grow (see `analysis::GROW`).
+    Arg(LambdaId),
+    Env(LambdaId, u32),
+    /// The parts of the members of a kind of a union that differ in shape.
+    Part(UnionId, Kind),
+}
+
+/// How many levels of [`Site::Part`] unions may nest.
+pub const MAX_PART_DEPTH: u32 = 3;
+
+/// The shape class of a union member: a union has at most one member of
+/// each kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Real,
+    Bool,
+    Nil,
+    Prim(Prim),
+    Pair,
+    Closure(LambdaId),
+    Wrap(Tag),
+    Bundle,
+}
+
+/// Where the mismatched parts of a join go.
+#[derive(Clone, Copy)]
+enum Into {
+    Site(Site),
+    Union(UnionId),
+}
+
+#[derive(Clone, Debug, Default)]
+struct UnionData {
+    members: Vec<AvId>,
+    /// Levels of [`Site::Part`] above it.
+    depth: u32,
+    /// Union-find link: the union this one was merged into.
+    merged_into: Option<UnionId>,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Av {
@@ -28,10 +99,14 @@ pub enum Av {
     Wrap(Tag, AvId),
     /// A forward value: primal and tangent.
     Bundle(AvId, AvId),
-    /// Lowering only: the unknown real or boolean held in scalar number
-    /// `n` of the code being generated. Stands for `Real(None)` or
-    /// `Bool(None)` with an identity, so that structural operations show
-    /// where each scalar goes.
+    /// A value of any of the shapes of a union (see the module
+    /// documentation); read its members with [`Domain::members`].
+    Union(UnionId),
+    /// Lowering only: the unknown real or boolean, or the pointer to a
+    /// union cell, held in scalar number `n` of the code being generated.
+    /// Stands for `Real(None)`, `Bool(None)` or `Union(u)` with an
+    /// identity, so that structural operations show where each scalar
+    /// goes.
     Sym(u32, SymKind),
 }
 
@@ -39,6 +114,7 @@ pub enum Av {
 pub enum SymKind {
     Real,
     Bool,
+    Union(UnionId),
 }
 
 /// The arena of abstract values.
@@ -48,6 +124,11 @@ pub struct Domain {
     index: HashMap<Av, AvId>,
     /// Nesting depth of each node (Bottom and atoms are 1).
     depths: Vec<u32>,
+    unions: Vec<UnionData>,
+    sites: HashMap<Site, UnionId>,
+    /// Bumped whenever a union gains or changes a member: the analysis
+    /// must then run again.
+    pub generation: u64,
 }
 
 impl Domain {
@@ -115,7 +196,7 @@ impl Domain {
         match self.get(id) {
             Av::Real(r) => r.is_some(),
             Av::Bool(b) => b.is_some(),
-            Av::Sym(..) => false,
+            Av::Sym(..) | Av::Union(_) => false,
             Av::Bottom | Av::Nil | Av::Prim(_) => true,
             Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
             Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
@@ -129,6 +210,8 @@ impl Domain {
         match self.get(id).clone() {
             Av::Real(Some(_)) | Av::Sym(_, SymKind::Real) => self.any_real(),
             Av::Bool(Some(_)) | Av::Sym(_, SymKind::Bool) => self.boolean(None),
+            Av::Sym(_, SymKind::Union(u)) => self.union_av(u),
+            Av::Union(u) => self.union_av(u),
             Av::Pair(a, b) => {
                 let (a, b) = (self.widen(a), self.widen(b));
                 self.pair(a, b)
@@ -149,36 +232,279 @@ impl Domain {
         }
     }
 
-    /// The least upper bound of two abstract values, if it is union-free.
-    pub fn join(&mut self, a: AvId, b: AvId) -> Option<AvId> {
-        if a == b {
-            return Some(a);
+    // ---- unions ------------------------------------------------------------
+
+    /// The representative of `u` after merges.
+    pub fn find(&self, mut u: UnionId) -> UnionId {
+        while let Some(w) = self.unions[u.0 as usize].merged_into {
+            u = w;
         }
+        u
+    }
+
+    /// `Av::Union` of the representative of `u`.
+    pub fn union_av(&mut self, u: UnionId) -> AvId {
+        let u = self.find(u);
+        self.intern(Av::Union(u))
+    }
+
+    /// The members of union `u`, in tag order (a member's index is its tag
+    /// at run time).
+    pub fn members(&self, u: UnionId) -> &[AvId] {
+        &self.unions[self.find(u).0 as usize].members
+    }
+
+    /// Every union (representatives only), for printing.
+    pub fn union_ids(&self) -> Vec<UnionId> {
+        (0..self.unions.len() as u32)
+            .map(UnionId)
+            .filter(|u| self.unions[u.0 as usize].merged_into.is_none())
+            .collect()
+    }
+
+    /// The index of the member of `u` that a value of shape `v` belongs to.
+    pub fn member_index(&self, u: UnionId, v: AvId) -> Option<usize> {
+        let k = self.kind(v)?;
+        self.members(u)
+            .iter()
+            .position(|m| self.kind(*m) == Some(k))
+    }
+
+    /// The kind of a non-union value (`None` for bottom and unions).
+    pub fn kind(&self, v: AvId) -> Option<Kind> {
+        Some(match self.get(v) {
+            Av::Real(_) | Av::Sym(_, SymKind::Real) => Kind::Real,
+            Av::Bool(_) | Av::Sym(_, SymKind::Bool) => Kind::Bool,
+            Av::Nil => Kind::Nil,
+            Av::Prim(p) => Kind::Prim(*p),
+            Av::Pair(..) => Kind::Pair,
+            Av::Closure(l, _) => Kind::Closure(*l),
+            Av::Wrap(t, _) => Kind::Wrap(*t),
+            Av::Bundle(..) => Kind::Bundle,
+            Av::Bottom | Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => return None,
+        })
+    }
+
+    /// The union of a site, made empty the first time.
+    fn site_union(&mut self, site: Site) -> UnionId {
+        if let Some(u) = self.sites.get(&site) {
+            return self.find(*u);
+        }
+        let u = UnionId(self.unions.len() as u32);
+        let depth = match site {
+            Site::Part(p, _) => self.unions[self.find(p).0 as usize].depth + 1,
+            _ => 0,
+        };
+        self.unions.push(UnionData {
+            depth,
+            ..UnionData::default()
+        });
+        self.sites.insert(site, u);
+        u
+    }
+
+    /// The union `v` is (or whose pointer it holds), if any.
+    pub fn as_union_id(&self, v: AvId) -> Option<UnionId> {
+        self.as_union(v)
+    }
+
+    fn as_union(&self, v: AvId) -> Option<UnionId> {
+        match self.get(v) {
+            Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => Some(self.find(*u)),
+            _ => None,
+        }
+    }
+
+    /// Merges union `w` into `u`.
+    fn merge(&mut self, u: UnionId, w: UnionId) -> UnionId {
+        let (u, w) = (self.find(u), self.find(w));
+        if u == w {
+            return u;
+        }
+        let moved = std::mem::take(&mut self.unions[w.0 as usize].members);
+        self.unions[w.0 as usize].merged_into = Some(u);
+        self.generation += 1;
+        for m in moved {
+            self.add_member(u, m);
+        }
+        self.find(u)
+    }
+
+    /// Adds the shapes of `v` to union `u`: joins it into the member of its
+    /// kind, or appends it as a new member.
+    pub fn add_member(&mut self, u: UnionId, v: AvId) {
+        let u = self.find(u);
+        if v == self.bottom() {
+            return;
+        }
+        if let Some(w) = self.as_union(v) {
+            self.merge(u, w);
+            return;
+        }
+        let Some(k) = self.kind(v) else { return };
+        loop {
+            let u = self.find(u);
+            let ms = &self.unions[u.0 as usize].members;
+            match ms.iter().position(|m| self.kind(*m) == Some(k)) {
+                None => {
+                    self.unions[u.0 as usize].members.push(v);
+                    self.generation += 1;
+                    return;
+                }
+                Some(i) => {
+                    let old = ms[i];
+                    let into = if self.unions[u.0 as usize].depth < MAX_PART_DEPTH {
+                        Into::Site(Site::Part(u, k))
+                    } else {
+                        Into::Union(u)
+                    };
+                    let j = self.join_in(into, old, v);
+                    let u2 = self.find(u);
+                    let ms = &mut self.unions[u2.0 as usize].members;
+                    // A nested addition may have changed this member
+                    // meanwhile: join again with the newer one.
+                    if u2 == u && ms.get(i) == Some(&old) {
+                        if j != old {
+                            ms[i] = j;
+                            self.generation += 1;
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The least upper bound of two abstract values. Values of different
+    /// kinds meet in the union of `site` (or in a union one of them
+    /// already is); parts of values of one kind are joined at the same
+    /// site.
+    pub fn join_at(&mut self, site: Site, a: AvId, b: AvId) -> AvId {
+        self.join_in(Into::Site(site), a, b)
+    }
+
+    /// [`Self::join_at`], with mismatched parts going to the union of a
+    /// site or, when two members of a union are joined, to that union.
+    fn join_in(&mut self, into: Into, a: AvId, b: AvId) -> AvId {
+        if a == b {
+            return a;
+        }
+        match (self.as_union(a), self.as_union(b)) {
+            (Some(u), Some(w)) => {
+                let u = self.merge(u, w);
+                return self.union_av(u);
+            }
+            (Some(u), None) => {
+                self.add_member(u, b);
+                return self.union_av(u);
+            }
+            (None, Some(w)) => {
+                self.add_member(w, a);
+                return self.union_av(w);
+            }
+            (None, None) => {}
+        }
+        let j = |d: &mut Domain, x: AvId, y: AvId| d.join_in(into, x, y);
         match (self.get(a).clone(), self.get(b).clone()) {
-            (Av::Bottom, _) => Some(b),
-            (_, Av::Bottom) => Some(a),
-            (Av::Real(_), Av::Real(_)) => Some(self.any_real()),
-            (Av::Bool(_), Av::Bool(_)) => Some(self.boolean(None)),
+            (Av::Bottom, _) => b,
+            (_, Av::Bottom) => a,
+            (Av::Real(_), Av::Real(_)) => self.any_real(),
+            (Av::Bool(_), Av::Bool(_)) => self.boolean(None),
             (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
-                let (x, y) = (self.join(a1, a2)?, self.join(b1, b2)?);
-                Some(self.pair(x, y))
+                let (x, y) = (j(self, a1, a2), j(self, b1, b2));
+                self.pair(x, y)
             }
             (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
-                let (x, y) = (self.join(a1, a2)?, self.join(b1, b2)?);
-                Some(self.bundle(x, y))
+                let (x, y) = (j(self, a1, a2), j(self, b1, b2));
+                self.bundle(x, y)
             }
             (Av::Wrap(t1, x1), Av::Wrap(t2, x2)) if t1 == t2 => {
-                let x = self.join(x1, x2)?;
-                Some(self.wrap(t1, x))
+                let x = j(self, x1, x2);
+                self.wrap(t1, x)
             }
             (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
-                let mut env = Vec::with_capacity(e1.len());
-                for (x, y) in e1.iter().zip(e2.iter()) {
-                    env.push(self.join(*x, *y)?);
-                }
-                Some(self.closure(l1, env))
+                let env = e1
+                    .iter()
+                    .zip(e2.iter())
+                    .map(|(x, y)| j(self, *x, *y))
+                    .collect();
+                self.closure(l1, env)
             }
-            _ => None,
+            _ => {
+                let u = match into {
+                    Into::Union(u) => u,
+                    Into::Site(site) => self.site_union(site),
+                };
+                self.add_member(u, a);
+                self.add_member(u, b);
+                self.union_av(u)
+            }
+        }
+    }
+
+    /// Is every value of `a` a value of `b`?
+    pub fn leq(&self, a: AvId, b: AvId) -> bool {
+        if a == b || a == self.bottom() {
+            return true;
+        }
+        match (self.as_union(a), self.as_union(b)) {
+            (Some(u), Some(w)) => return u == w,
+            (Some(_), None) => return false,
+            (None, Some(w)) => {
+                return match self.member_index(w, a) {
+                    Some(i) => self.leq(a, self.members(w)[i]),
+                    None => false,
+                }
+            }
+            (None, None) => {}
+        }
+        match (self.get(a), self.get(b)) {
+            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(None)) => true,
+            (Av::Bool(_) | Av::Sym(_, SymKind::Bool), Av::Bool(None)) => true,
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) | (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                self.leq(*a1, *a2) && self.leq(*b1, *b2)
+            }
+            (Av::Wrap(t1, x1), Av::Wrap(t2, x2)) => t1 == t2 && self.leq(*x1, *x2),
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) => {
+                l1 == l2 && e1.iter().zip(e2.iter()).all(|(x, y)| self.leq(*x, *y))
+            }
+            _ => false,
+        }
+    }
+
+    /// `v` with every union replaced by bottom: the shape of a
+    /// specialisation key that names a context ([`Site`]).
+    pub fn erase_unions(&mut self, v: AvId) -> AvId {
+        match self.get(v).clone() {
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.bottom(),
+            Av::Pair(a, b) => {
+                let (a, b) = (self.erase_unions(a), self.erase_unions(b));
+                self.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.erase_unions(a), self.erase_unions(b));
+                self.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.erase_unions(x);
+                self.wrap(t, x)
+            }
+            Av::Closure(l, env) => {
+                let env = env.iter().map(|x| self.erase_unions(*x)).collect();
+                self.closure(l, env)
+            }
+            _ => v,
+        }
+    }
+
+    /// Does a union occur anywhere in `v`?
+    pub fn has_union(&self, v: AvId) -> bool {
+        match self.get(v) {
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => true,
+            Av::Pair(a, b) | Av::Bundle(a, b) => self.has_union(*a) || self.has_union(*b),
+            Av::Wrap(_, x) => self.has_union(*x),
+            Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
+            _ => false,
         }
     }
 }

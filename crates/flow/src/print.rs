@@ -19,6 +19,12 @@ pub fn av_text(dom: &Domain, prog: &Program, v: AvId) -> String {
 fn write_av(dom: &Domain, prog: &Program, v: AvId, s: &mut String) {
     match dom.get(v) {
         Av::Bottom => s.push('_'),
+        Av::Union(u) => {
+            let _ = write!(s, "U{}", dom.find(*u).0);
+        }
+        Av::Sym(n, crate::domain::SymKind::Union(u)) => {
+            let _ = write!(s, "U{}@{n}", dom.find(*u).0);
+        }
         Av::Real(Some(x)) => s.push_str(&format_real(f64::from_bits(*x))),
         Av::Real(None) | Av::Sym(_, crate::domain::SymKind::Real) => s.push('R'),
         Av::Sym(_, crate::domain::SymKind::Bool) => s.push('B'),
@@ -107,6 +113,9 @@ fn view(dom: &Domain, v: AvId) -> View {
         Av::Bool(Some(false)) => View::Atom("#f".into()),
         Av::Nil => View::Atom("()".into()),
         Av::Bottom => View::Atom("_".into()),
+        Av::Union(_) | Av::Sym(_, crate::domain::SymKind::Union(_)) => {
+            View::Atom("#<value of run-time shape>".into())
+        }
     }
 }
 
@@ -190,6 +199,16 @@ pub fn value_text(dom: &Domain, v: AvId) -> String {
     s
 }
 
+/// A union and its members: `U3 = () | (R . U3)`.
+pub fn union_text(dom: &Domain, prog: &Program, u: crate::UnionId) -> String {
+    let members: Vec<String> = dom
+        .members(u)
+        .iter()
+        .map(|m| av_text(dom, prog, *m))
+        .collect();
+    format!("U{} = {}", dom.find(u).0, members.join(" | "))
+}
+
 fn plan_text(p: &Plan) -> String {
     match p {
         Plan::Plain => String::new(),
@@ -202,19 +221,33 @@ fn plan_text(p: &Plan) -> String {
         Plan::Check => "  ; checked at run time".into(),
         Plan::Error(m) => format!("  ; run-time error: {m}"),
         Plan::Dead => "  ; never reached".into(),
+        Plan::Switch { var, path, cases } => {
+            let path: String = path.iter().map(|c| format!(".{c}")).collect();
+            let cases: Vec<String> = cases
+                .iter()
+                .map(|(_, info)| plan_text(&info.plan).trim_start_matches("  ; ").to_string())
+                .collect();
+            format!("  ; switch on {var}{path} [{}]", cases.join(" | "))
+        }
     }
 }
 
 /// Every specialisation with the abstract value of each binding.
 pub fn analysis_text(a: &Analysis) -> String {
     let mut s = String::new();
+    let live = (0..a.specs.len() as u32)
+        .filter(|i| a.is_live(crate::SpecId(*i)))
+        .count();
     let _ = writeln!(
         s,
-        "; {} specialisations, {} analysis passes",
+        "; {} specialisations ({live} live), {} analysis passes",
         a.specs.len(),
         a.iterations
     );
     for (i, spec) in a.specs.iter().enumerate() {
+        if !a.is_live(crate::SpecId(i as u32)) {
+            continue;
+        }
         let lam = &a.ops.prog.lambdas[spec.lambda];
         let env: Vec<String> = lam
             .free
@@ -246,6 +279,11 @@ pub fn analysis_text(a: &Analysis) -> String {
                 av_text(&a.ops.dom, &a.ops.prog, info.av),
                 plan_text(&info.plan)
             );
+        }
+    }
+    for u in a.ops.dom.union_ids() {
+        if !a.ops.dom.members(u).is_empty() {
+            let _ = writeln!(s, "union {}", union_text(&a.ops.dom, &a.ops.prog, u));
         }
     }
     s.push_str("main\n");

@@ -20,6 +20,8 @@
 //! - `Call` and `TailCall` pass exactly the callee's parameter types and a
 //!   `Call`'s results have the callee's return types; a `TailCall` is only
 //!   made to a function with the caller's return types;
+//! - a `Load` from a cell reads a scalar of the member the cell holds,
+//!   with that scalar's type: code tests the tag (`TagIs`) first;
 //! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
 //!   fused multiply-add, so results equal the interpreter's bit for bit.
 
@@ -31,6 +33,9 @@ pub enum Ty {
     F64,
     /// 0 or 1 (an `i8` in machine code).
     Bool,
+    /// A pointer to a union cell (an `i64`): the value of a union of
+    /// shapes, the member's tag and then its scalars, 8 bytes each.
+    Ptr,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,6 +50,9 @@ pub struct StrId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FBin {
     Add,
+    /// An addition made by `plus` (accumulating sensitivities): counted
+    /// with `plus`, not as arithmetic, as the interpreter counts it.
+    PlusAdd,
     Sub,
     Mul,
     Div,
@@ -99,6 +107,13 @@ pub enum Op {
     PrintReal(Val),
     /// Prints `#t` or `#f` (no newline).
     PrintBool(Val),
+    /// A new union cell: tag, then the member's scalars. Gives a `Ptr`.
+    Alloc(u32, Vec<Val>),
+    /// Does the cell hold the member with this tag? Gives a `Bool`.
+    TagIs(Val, u32),
+    /// Scalar number `n` of the member a cell holds; its type is the
+    /// result's.
+    Load(Val, u32),
     /// Reads the next real from standard input. The string is the whole
     /// error message for the end of input, `file:line:col: error: `read-real`
     /// reached the end of input` (position optional); when the next word is

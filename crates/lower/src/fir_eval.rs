@@ -63,6 +63,7 @@ pub fn run_counting(
         pending: VecDeque::new(),
         counts,
         sites: Vec::new(),
+        heap: Vec::new(),
     };
     let r = ev.call(main, Vec::new()).map(|_| ());
     let _ = ev.out.flush();
@@ -73,6 +74,8 @@ pub fn run_counting(
 enum V {
     F(f64),
     B(bool),
+    /// A union cell: its index in `Eval::heap`.
+    P(usize),
 }
 
 enum Flow {
@@ -89,6 +92,8 @@ struct Eval<'a> {
     counts: &'a mut Counts,
     /// Positions of the `CallAt`s running, innermost last.
     sites: Vec<crate::fir::StrId>,
+    /// Union cells: tag and scalars.
+    heap: Vec<(u32, Vec<V>)>,
 }
 
 type R<T> = Result<T, String>;
@@ -195,7 +200,7 @@ impl Eval<'_> {
                         crate::fir::ErrPart::Str(s) => msg.push_str(self.string(*s)?),
                         crate::fir::ErrPart::Real(v) => match get(std::slice::from_ref(v))?[0] {
                             V::F(x) => msg.push_str(&syntax::number::format_real(x)),
-                            V::B(_) => {
+                            _ => {
                                 return Err(
                                     "internal error: boolean where a real was expected".into()
                                 )
@@ -203,7 +208,7 @@ impl Eval<'_> {
                         },
                         crate::fir::ErrPart::Bool(v) => match get(std::slice::from_ref(v))?[0] {
                             V::B(b) => msg.push_str(if b { "#t" } else { "#f" }),
-                            V::F(_) => {
+                            _ => {
                                 return Err(
                                     "internal error: real where a boolean was expected".into()
                                 )
@@ -220,11 +225,18 @@ impl Eval<'_> {
     fn op(&mut self, op: &Op, env: &mut Vec<Option<V>>, types: &[Ty]) -> R<Result<Vec<V>, Flow>> {
         let real = |v: Val| match get(env, v)? {
             V::F(x) => Ok(x),
-            V::B(_) => internal(format!("{v} is a bool, used as a real")),
+            _ => internal(format!("{v} is not a real")),
         };
         let boolean = |v: Val| match get(env, v)? {
             V::B(b) => Ok(b),
-            V::F(_) => internal(format!("{v} is a real, used as a bool")),
+            _ => internal(format!("{v} is not a bool")),
+        };
+        let cell = |v: Val, heap: &Vec<(u32, Vec<V>)>| match get(env, v)? {
+            V::P(i) => match heap.get(i) {
+                Some(c) => Ok(c.clone()),
+                None => internal(format!("{v} points nowhere")),
+            },
+            _ => internal(format!("{v} is not a pointer")),
         };
         Ok(Ok(match op {
             Op::F64Const(x) => vec![V::F(*x)],
@@ -232,13 +244,16 @@ impl Eval<'_> {
             Op::FBin(o, x, y) => {
                 let (x, y) = (real(*x)?, real(*y)?);
                 let (i, r) = match o {
-                    FBin::Add => (0, x + y),
-                    FBin::Sub => (1, x - y),
-                    FBin::Mul => (2, x * y),
-                    FBin::Div => (3, x / y),
-                    FBin::Atan2 => (4, x.atan2(y)),
+                    FBin::Add => (Some(0), x + y),
+                    FBin::PlusAdd => (None, x + y),
+                    FBin::Sub => (Some(1), x - y),
+                    FBin::Mul => (Some(2), x * y),
+                    FBin::Div => (Some(3), x / y),
+                    FBin::Atan2 => (Some(4), x.atan2(y)),
                 };
-                self.counts.arithmetic[i] += 1;
+                if let Some(i) = i {
+                    self.counts.arithmetic[i] += 1;
+                }
                 vec![V::F(r)]
             }
             Op::FUn(o, x) => {
@@ -265,6 +280,16 @@ impl Eval<'_> {
                 })]
             }
             Op::Not(b) => vec![V::B(!boolean(*b)?)],
+            Op::Alloc(tag, fields) => {
+                let fields = fields.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
+                self.heap.push((*tag, fields));
+                vec![V::P(self.heap.len() - 1)]
+            }
+            Op::TagIs(p, tag) => vec![V::B(cell(*p, &self.heap)?.0 == *tag)],
+            Op::Load(p, n) => match cell(*p, &self.heap)?.1.get(*n as usize) {
+                Some(x) => vec![*x],
+                None => return internal(format!("load of scalar {n} out of range")),
+            },
             Op::Call(f, args) => {
                 let args = args.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
                 self.call(*f, args)?
@@ -348,7 +373,7 @@ fn get(env: &[Option<V>], v: Val) -> R<V> {
 
 fn check(v: V, t: Ty, name: &str) -> R<()> {
     match (v, t) {
-        (V::F(_), Ty::F64) | (V::B(_), Ty::Bool) => Ok(()),
+        (V::F(_), Ty::F64) | (V::B(_), Ty::Bool) | (V::P(_), Ty::Ptr) => Ok(()),
         _ => internal(format!("`{name}`: argument of the wrong type")),
     }
 }

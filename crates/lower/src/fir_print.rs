@@ -56,12 +56,14 @@ pub fn ty(t: Ty) -> &'static str {
     match t {
         Ty::F64 => "f64",
         Ty::Bool => "bool",
+        Ty::Ptr => "ptr",
     }
 }
 
 pub fn fbin(op: FBin) -> &'static str {
     match op {
         FBin::Add => "fadd",
+        FBin::PlusAdd => "fadd_plus",
         FBin::Sub => "fsub",
         FBin::Mul => "fmul",
         FBin::Div => "fdiv",
@@ -212,6 +214,15 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         }
         Op::ReadReal(s) => {
             let _ = write!(out, "read_real s{}", s.0);
+        }
+        Op::Alloc(tag, fields) => {
+            let _ = write!(out, "alloc #{tag}({})", vals(fields));
+        }
+        Op::TagIs(p, tag) => {
+            let _ = write!(out, "tag_is {p} #{tag}");
+        }
+        Op::Load(p, n) => {
+            let _ = write!(out, "load {p}.{n}");
         }
     }
     out.push('\n');

@@ -9,9 +9,15 @@
 //! flow analysis' own structural operations ([`flow::Ops`]) applied to
 //! symbolic values: the leaves of the result say which scalars it is made
 //! of, and no code is emitted for them at all.
+//!
+//! A union of shapes is one `Ptr` to a cell holding the member's tag and
+//! its scalars ([`fir::Op::Alloc`]). A value is boxed where the analysis
+//! joined it into a union ([`Lowerer::coerce`]), and a binding the analysis
+//! split ([`Plan::Switch`]) tests the tag and unboxes the member in each
+//! arm. Printing a union calls a printer function made per union.
 
 use crate::fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
-use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind};
+use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId};
 use ir::{Prim, PrimKind, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{SourceMap, Span};
@@ -21,6 +27,7 @@ pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
     match dom.get(av) {
         Av::Real(None) | Av::Sym(_, SymKind::Real) => out.push(Ty::F64),
         Av::Bool(None) | Av::Sym(_, SymKind::Bool) => out.push(Ty::Bool),
+        Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => out.push(Ty::Ptr),
         Av::Pair(a, b) | Av::Bundle(a, b) => {
             layout(dom, *a, out);
             layout(dom, *b, out);
@@ -43,6 +50,9 @@ fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
 
 /// Lowers an analysed program.
 pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
+    let live: Vec<bool> = (0..analysis.specs.len() as u32)
+        .map(|i| analysis.is_live(SpecId(i)))
+        .collect();
     let Analysis {
         ops, specs, main, ..
     } = analysis;
@@ -51,6 +61,7 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
         specs,
         module: fir::Module::default(),
         strings: HashMap::new(),
+        printers: HashMap::new(),
         map,
     };
     for (i, s) in lw.specs.iter().enumerate() {
@@ -80,9 +91,17 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
             },
         });
     }
-    for i in 0..lw.specs.len() {
-        let f = lw.lower_spec(SpecId(i as u32));
-        lw.module.funcs[i] = f;
+    for (i, live) in live.into_iter().enumerate() {
+        if live {
+            let f = lw.lower_spec(SpecId(i as u32));
+            lw.module.funcs[i] = f;
+        } else {
+            // Never called: its analysis is stale.
+            let msg = lw.string("error: internal error: a dead specialisation was called");
+            let f = &mut lw.module.funcs[i];
+            f.types = f.params.clone();
+            f.body.term = Term::Error(msg);
+        }
     }
     let m = lw.lower_main(&main);
     lw.module.main = Some(FuncId(lw.module.funcs.len() as u32));
@@ -95,6 +114,8 @@ struct Lowerer<'m> {
     specs: Vec<Spec>,
     module: fir::Module,
     strings: HashMap<String, StrId>,
+    /// Printer functions of unions: (union, prints a list's tail).
+    printers: HashMap<(UnionId, bool), FuncId>,
     map: &'m SourceMap,
 }
 
@@ -265,6 +286,11 @@ impl Lowerer<'_> {
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Bool));
                 dom.intern(Av::Sym(v.0, SymKind::Bool))
             }
+            Av::Union(u) => {
+                let u = dom.find(u);
+                let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Ptr));
+                dom.intern(Av::Sym(v.0, SymKind::Union(u)))
+            }
             Av::Pair(a, b) => {
                 let a = self.symbolize(fb, a, vals);
                 let b = self.symbolize(fb, b, vals);
@@ -289,11 +315,24 @@ impl Lowerer<'_> {
 
     /// The scalars of symbolic value `src` in the layout of the (possibly
     /// less precise) abstract value `target`: constants the target does not
-    /// know are materialised.
+    /// know are materialised, and values that the target has as members of
+    /// a union are boxed.
     fn coerce(&mut self, fb: &mut Fb, src: AvId, target: AvId, out: &mut Vec<Val>) {
         let dom = &self.ops.dom;
         match (dom.get(src).clone(), dom.get(target).clone()) {
             (_, Av::Bottom) => {}
+            (Av::Sym(v, SymKind::Union(_)), Av::Union(_)) => out.push(Val(v)),
+            (_, Av::Union(u)) => {
+                let Some(tag) = dom.member_index(u, src) else {
+                    // Not a value of the union: the analysis never lets
+                    // one reach here.
+                    return;
+                };
+                let member = dom.members(u)[tag];
+                let mut fields = Vec::new();
+                self.coerce(fb, src, member, &mut fields);
+                out.push(fb.emit1(Op::Alloc(tag as u32, fields), Ty::Ptr));
+            }
             (Av::Sym(v, _), Av::Real(None) | Av::Bool(None)) => out.push(Val(v)),
             (Av::Real(Some(x)), Av::Real(None)) => {
                 out.push(fb.emit1(Op::F64Const(f64::from_bits(x)), Ty::F64))
@@ -452,6 +491,9 @@ impl Lowerer<'_> {
                 };
                 return Flow::Done(self.error_term_at(b.span, &m, pat));
             }
+            Plan::Switch { var, path, cases } => {
+                return self.lower_switch(fb, b, info, (*var, path, cases), vals, env, group, tail)
+            }
             _ => {}
         }
         let structural = |r: Result<AvId, String>, this: &mut Self| match r {
@@ -533,6 +575,159 @@ impl Lowerer<'_> {
                 self.lower_app(fb, b, info, v(f), v(arg), tail)
             }
         }
+    }
+
+    /// A binding split on a union operand: dispatches on the tag and lowers
+    /// the binding once per member, with the operand narrowed.
+    #[allow(clippy::too_many_arguments)]
+    fn lower_switch(
+        &mut self,
+        fb: &mut Fb,
+        b: &ir::Binding,
+        info: &BindInfo,
+        (var, path, cases): (Var, &[u32], &[(AvId, BindInfo)]),
+        vals: &HashMap<Var, AvId>,
+        env: &[AvId],
+        group: Option<ir::GroupId>,
+        tail: bool,
+    ) -> Flow {
+        let whole = vals.get(&var).copied().unwrap_or(AvId(0));
+        let (ptr, u) = match self.ops.dom.get(self.ops.part_at(whole, path)) {
+            Av::Sym(p, SymKind::Union(u)) => (Val(*p), *u),
+            _ => {
+                return Flow::Done(Term::Error(
+                    self.string("error: internal error: switch on a value that is not a union"),
+                ))
+            }
+        };
+        let tys = layout_of(&self.ops.dom, info.av);
+        let tail = tail && fb.result == Some(info.av);
+        let mut narrowed = vals.clone();
+        let results = self.switch(fb, ptr, u, &tys, &mut |this, fb, member, sym| {
+            let Some((_, case)) = cases.iter().find(|(m, _)| *m == member) else {
+                return Term::Error(this.string("error: internal error: a member without a case"));
+            };
+            let operand = this.ops.replace_at(whole, path, sym);
+            narrowed.insert(var, operand);
+            match this.lower_binding(fb, b, case, &narrowed, env, group, tail) {
+                Flow::Value(r) => {
+                    let mut out = Vec::new();
+                    this.coerce(fb, r, info.av, &mut out);
+                    Term::Yield(out)
+                }
+                Flow::Done(t) => t,
+            }
+        });
+        if info.av == self.ops.dom.bottom() {
+            return Flow::Done(Term::Error(
+                self.string("error: internal error: a switch that never returns returned"),
+            ));
+        }
+        let mut it = results.into_iter();
+        Flow::Value(self.symbolize(fb, info.av, &mut it))
+    }
+
+    /// Emits a dispatch on the tag of the cell `ptr` of union `u`: one `If`
+    /// per member, whose arm `arm` fills given the member and its symbolic
+    /// value read from the cell. Gives the results (of types `tys`).
+    fn switch(
+        &mut self,
+        fb: &mut Fb,
+        ptr: Val,
+        u: UnionId,
+        tys: &[Ty],
+        arm: &mut dyn FnMut(&mut Self, &mut Fb, AvId, AvId) -> Term,
+    ) -> Vec<Val> {
+        let members = self.ops.dom.members(u).to_vec();
+        self.switch_from(fb, ptr, &members, 0, tys, arm)
+    }
+
+    fn switch_from(
+        &mut self,
+        fb: &mut Fb,
+        ptr: Val,
+        members: &[AvId],
+        k: usize,
+        tys: &[Ty],
+        arm: &mut dyn FnMut(&mut Self, &mut Fb, AvId, AvId) -> Term,
+    ) -> Vec<Val> {
+        let cond = fb.emit1(Op::TagIs(ptr, k as u32), Ty::Bool);
+        // The arm of member k.
+        fb.blocks.push(Vec::new());
+        let member = members[k];
+        let mut loads = Vec::new();
+        for (i, t) in layout_of(&self.ops.dom, member).into_iter().enumerate() {
+            loads.push(fb.emit1(Op::Load(ptr, i as u32), t));
+        }
+        let sym = self.symbolize(fb, member, &mut loads.into_iter());
+        let term = arm(self, fb, member, sym);
+        let then_ = Block {
+            insts: fb.blocks.pop().unwrap_or_default(),
+            term,
+        };
+        // The other members.
+        fb.blocks.push(Vec::new());
+        let term = if k + 1 < members.len() {
+            Term::Yield(self.switch_from(fb, ptr, members, k + 1, tys, arm))
+        } else {
+            Term::Error(self.string("error: internal error: a union cell with an unknown tag"))
+        };
+        let else_ = Block {
+            insts: fb.blocks.pop().unwrap_or_default(),
+            term,
+        };
+        fb.emit(Op::If { cond, then_, else_ }, tys)
+    }
+
+    /// The function printing a value of union `u` (as the tail of a list,
+    /// from the space before its next element to its closing parenthesis,
+    /// when `tail`).
+    fn printer(&mut self, u: UnionId, tail: bool) -> FuncId {
+        let u = self.ops.dom.find(u);
+        if let Some(f) = self.printers.get(&(u, tail)) {
+            return *f;
+        }
+        let id = FuncId(self.module.funcs.len() as u32);
+        let name = format!("print_u{}{}", u.0, if tail { "_tail" } else { "" });
+        let empty = Block {
+            insts: vec![],
+            term: Term::Return(vec![]),
+        };
+        self.module.funcs.push(fir::Func {
+            name: name.clone(),
+            params: vec![Ty::Ptr],
+            returns: vec![],
+            types: vec![Ty::Ptr],
+            body: empty,
+        });
+        self.printers.insert((u, tail), id);
+        let mut fb = Fb {
+            types: vec![Ty::Ptr],
+            blocks: vec![Vec::new()],
+            result: None,
+            site: None,
+        };
+        self.switch(&mut fb, Val(0), u, &[], &mut |this, fb, _, sym| {
+            let mut pieces = Vec::new();
+            if tail {
+                this.tail_pieces(sym, &mut pieces);
+            } else {
+                this.pieces(sym, &mut pieces);
+            }
+            this.emit_pieces(fb, pieces);
+            Term::Yield(vec![])
+        });
+        self.module.funcs[id.0 as usize] = fir::Func {
+            name,
+            params: vec![Ty::Ptr],
+            returns: vec![],
+            types: fb.types,
+            body: Block {
+                insts: fb.blocks.pop().unwrap_or_default(),
+                term: Term::Return(vec![]),
+            },
+        };
+        id
     }
 
     /// Emits a run-time check that symbolic value `x` equals the datum.
@@ -858,7 +1053,7 @@ impl Lowerer<'_> {
             (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(_) | Av::Sym(_, SymKind::Real)) => {
                 match (self.real(fb, a), self.real(fb, b)) {
                     (Some(x), Some(y)) => {
-                        let r = fb.emit1(Op::FBin(FBin::Add, x, y), Ty::F64);
+                        let r = fb.emit1(Op::FBin(FBin::PlusAdd, x, y), Ty::F64);
                         self.sym(r, SymKind::Real)
                     }
                     _ => a,
@@ -923,10 +1118,20 @@ impl Lowerer<'_> {
     fn print_value(&mut self, fb: &mut Fb, av: AvId) {
         let mut pieces = Vec::new();
         self.pieces(av, &mut pieces);
+        self.emit_pieces(fb, pieces);
+    }
+
+    fn emit_pieces(&mut self, fb: &mut Fb, pieces: Vec<Piece>) {
         let mut text = String::new();
         for p in pieces {
             match p {
                 Piece::Text(s) => text.push_str(&s),
+                Piece::Call(f, v) => {
+                    if !text.is_empty() {
+                        self.print_str(fb, &std::mem::take(&mut text));
+                    }
+                    fb.emit(Op::Call(f, vec![v]), &[]);
+                }
                 Piece::Real(v) | Piece::Bool(v) => {
                     if !text.is_empty() {
                         self.print_str(fb, &std::mem::take(&mut text));
@@ -952,24 +1157,14 @@ impl Lowerer<'_> {
         if let Some((a, b)) = self.pair_view(av) {
             out.push(Piece::Text("(".into()));
             self.pieces(a, out);
-            let mut rest = b;
-            loop {
-                if let Some((a, b)) = self.pair_view(rest) {
-                    out.push(Piece::Text(" ".into()));
-                    self.pieces(a, out);
-                    rest = b;
-                } else if matches!(self.ops.dom.get(rest), Av::Nil) {
-                    break;
-                } else {
-                    out.push(Piece::Text(" . ".into()));
-                    self.pieces(rest, out);
-                    break;
-                }
-            }
-            out.push(Piece::Text(")".into()));
+            self.tail_pieces(b, out);
             return;
         }
         match self.ops.dom.get(av).clone() {
+            Av::Sym(v, SymKind::Union(u)) => {
+                let f = self.printer(u, false);
+                out.push(Piece::Call(f, Val(v)));
+            }
             Av::Real(Some(x)) => {
                 out.push(Piece::Text(syntax::number::format_real(f64::from_bits(x))))
             }
@@ -990,14 +1185,42 @@ impl Lowerer<'_> {
                 self.pieces(x, out);
                 out.push(Piece::Text(")".into()));
             }
-            Av::Real(None) | Av::Bool(None) | Av::Bottom | Av::Pair(..) => {}
+            Av::Real(None) | Av::Bool(None) | Av::Bottom | Av::Pair(..) | Av::Union(_) => {}
         }
+    }
+
+    /// The rest of a list after an element: ` x y)`, `)`, or ` . x)`.
+    fn tail_pieces(&mut self, mut rest: AvId, out: &mut Vec<Piece>) {
+        loop {
+            if let Some((a, b)) = self.pair_view(rest) {
+                out.push(Piece::Text(" ".into()));
+                self.pieces(a, out);
+                rest = b;
+                continue;
+            }
+            match self.ops.dom.get(rest).clone() {
+                Av::Nil => {}
+                Av::Sym(v, SymKind::Union(u)) => {
+                    let f = self.printer(u, true);
+                    out.push(Piece::Call(f, Val(v)));
+                    return;
+                }
+                _ => {
+                    out.push(Piece::Text(" . ".into()));
+                    self.pieces(rest, out);
+                }
+            }
+            break;
+        }
+        out.push(Piece::Text(")".into()));
     }
 }
 
 #[derive(Clone)]
 enum Piece {
     Text(String),
+    /// A call of a printer function on a union cell.
+    Call(FuncId, Val),
     Real(Val),
     Bool(Val),
 }

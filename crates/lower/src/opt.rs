@@ -233,8 +233,15 @@ fn rename_op(op: &mut Op, map: &HashMap<Val, Val>) {
             r(a);
             r(b);
         }
-        Op::FUn(_, a) | Op::Not(a) | Op::PrintReal(a) | Op::PrintBool(a) => r(a),
-        Op::Call(_, args) | Op::CallAt(_, args, _) => args.iter_mut().for_each(r),
+        Op::FUn(_, a)
+        | Op::Not(a)
+        | Op::PrintReal(a)
+        | Op::PrintBool(a)
+        | Op::TagIs(a, _)
+        | Op::Load(a, _) => r(a),
+        Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
+            args.iter_mut().for_each(r)
+        }
         Op::If { cond, then_, else_ } => {
             r(cond);
             rename_block(then_, map);

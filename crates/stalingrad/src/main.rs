@@ -266,7 +266,9 @@ fn build(a: BuildArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut module = lower::lower(analysis, &map);
-    lower::opt::optimize(&mut module);
+    if std::env::var_os("VLAD_NO_OPT").is_none() {
+        lower::opt::optimize(&mut module);
+    }
     if a.emit == Some(Emit::Ir) {
         print!("{}", lower::fir_print::module(&module));
         return ExitCode::SUCCESS;
