@@ -12,6 +12,10 @@ fn main() {
     println!("cargo:rerun-if-changed={}", src.display());
     println!(
         "cargo:rerun-if-changed={}",
+        root.join("runtime/src/gc.rs").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
         root.join("crates/syntax/src/number_core.rs").display()
     );
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("libruntime.a");

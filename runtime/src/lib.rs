@@ -3,8 +3,8 @@
 //! `crates/stalingrad/build.rs` compiles this file with `rustc --crate-type
 //! staticlib -C panic=abort` into `libruntime.a`, which `stalingrad build`
 //! links (with the program's object, `cc` and `-lm`) into every executable.
-//! It is `no_std` and allocation-free: a handful of C library calls
-//! (`read`, `write`, `exit`) and the numeral code of the `syntax` crate,
+//! It is `no_std`: a handful of C library calls (`read`, `write`, `exit`,
+//! and `malloc` for the heap of union cells) and the numeral code of the `syntax` crate,
 //! included from the very same file, so that compiled programs read and
 //! print reals byte for byte as the interpreter does.
 //!
@@ -15,7 +15,8 @@
 //!   word of standard input as a VLAD numeral; `msg` is the end-of-input
 //!   error message (see `lower::fir::Op::ReadReal`);
 //! - `rt_error(ptr, len)`: prints the message on standard error, exits 1;
-//! - `rt_alloc(bytes) -> ptr`: a union cell (see `lower::fir::Op::Alloc`);
+//! - `rt_alloc(bytes) -> ptr`: a union cell (see `lower::fir::Op::Alloc`),
+//!   from a heap with a conservative mark-sweep collector (`gc.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.
 //!
 //! What it calls: `vlad_main` (the program) and `vlad_count_ops` (a byte,
@@ -30,13 +31,14 @@
 #[allow(dead_code)]
 mod number_core;
 
+mod gc;
+
 use core::cell::UnsafeCell;
 
 extern "C" {
     fn write(fd: i32, buf: *const u8, n: usize) -> isize;
     fn read(fd: i32, buf: *mut u8, n: usize) -> isize;
     fn exit(code: i32) -> !;
-    fn malloc(n: usize) -> *mut u8;
 }
 
 #[cfg(not(test))]
@@ -451,38 +453,6 @@ extern "C" {
     fn pthread_join(thread: usize, ret: *mut *mut u8) -> i32;
 }
 
-/// Bytes the allocator takes from `malloc` at a time.
-const CHUNK: usize = 1 << 20;
-
-/// The bump allocator's current chunk: `next..end` is free.
-struct Bump {
-    next: usize,
-    end: usize,
-}
-
-static HEAP: Global<Bump> = Global::new(Bump { next: 0, end: 0 });
-
-/// A union cell of `bytes` bytes, 8-byte aligned. Cells are never freed:
-/// union cells are the only allocation, and they are small.
-#[no_mangle]
-pub extern "C" fn rt_alloc(bytes: usize) -> *mut u8 {
-    let h = HEAP.get();
-    let bytes = (bytes + 7) & !7;
-    if h.end - h.next < bytes {
-        let size = bytes.max(CHUNK);
-        // SAFETY: plain C allocation; the result is checked for null.
-        let p = unsafe { malloc(size) };
-        if p.is_null() {
-            fail(&[b"error: out of memory"]);
-        }
-        h.next = p as usize;
-        h.end = h.next + size;
-    }
-    let p = h.next;
-    h.next += bytes;
-    p as *mut u8
-}
-
 /// The lowest stack address compiled code may use: every compiled
 /// function compares its stack pointer with this on entry. Zero (no limit)
 /// until the program thread sets it.
@@ -504,6 +474,7 @@ pub extern "C" fn rt_stack_overflow() -> ! {
 extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
     let here = 0u8;
     let top = core::ptr::addr_of!(here) as usize;
+    gc::set_stack_top(top + 64);
     // SAFETY: single-threaded: the limit is written once, here, before any
     // compiled code runs on this thread and reads it.
     unsafe {
@@ -537,6 +508,7 @@ pub extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
     }
     flush();
     finish_counts();
+    gc::report();
     0
 }
 

@@ -151,3 +151,62 @@ fn compiled_programs_behave_like_the_interpreter() {
     }
     failures.finish("compiled vs interpreted", compared);
 }
+
+/// A compiled program that allocates far more union cells than it keeps
+/// (lists of run-time length, built and dropped in a loop) runs in a heap
+/// of bounded size: the collector reclaims them.
+#[test]
+fn union_cells_are_reclaimed() {
+    let dir = std::env::temp_dir().join(format!("stalingrad-gc-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let src = dir.join("lists.vlad");
+    let program = "\
+(define (iota n) (let loop ((i n) (acc '())) (if (zero? i) acc (loop (- i 1) (cons i acc)))))
+(define (sum l) (let loop ((l l) (s 0)) (if (null? l) s (loop (cdr l) (+ s (car l))))))
+(define n (read-real))
+(define rounds (read-real))
+(let loop ((k 0) (total 0))
+  (if (< k rounds) (loop (+ k 1) (+ total (sum (iota n)))) total))
+";
+    std::fs::write(&src, program).expect("write the program");
+    let exe = dir.join("lists");
+    let build = run_stalingrad(
+        &[
+            "build".into(),
+            src.to_string_lossy().into_owned(),
+            "-o".into(),
+            exe.to_string_lossy().into_owned(),
+        ],
+        None,
+    );
+    assert!(build.success(), "{}", build.transcript());
+    // 200 lists of 100000 cells of 24 bytes: 480 MB allocated in all.
+    let out = std::process::Command::new(&exe)
+        .env("VLAD_GC_STATS", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(b"100000 200")?;
+            }
+            child.wait_with_output()
+        })
+        .expect("run the program");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout.trim(), "1000010000000", "stderr: {stderr}");
+    let stats: Vec<u64> = stderr
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [collections, heap] = stats[..] else {
+        panic!("no gc statistics: {stderr}");
+    };
+    println!("{collections} collections, heap {heap} bytes");
+    assert!(collections >= 2, "{stderr}");
+    assert!(heap < 200 << 20, "the heap grew to {heap} bytes: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

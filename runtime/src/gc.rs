@@ -1,0 +1,399 @@
+//! The heap of union cells: allocation and a conservative mark-sweep
+//! collector.
+//!
+//! Union cells (`lower::fir::Op::Alloc`: a tag word, then one 8-byte slot
+//! per scalar) are the only memory compiled code allocates. A program that
+//! builds a tape in a loop for minutes allocates without bound, so cells
+//! that are no longer reachable are reclaimed.
+//!
+//! Why conservative: compiled code keeps cell pointers in registers and in
+//! Cranelift's stack slots, and emits no stack maps. The collector treats
+//! every aligned word of the program thread's stack (and of the registers
+//! the runtime's callers may hold, spilled first) as a possible pointer,
+//! and every slot of a reachable cell likewise. A word that only looks
+//! like a pointer (the bits of a real) keeps a dead cell alive until that
+//! word changes; it never frees a live one. Interior pointers count.
+//!
+//! Layout: cells are grouped by size (in words) into chunks of
+//! [`CHUNK_BYTES`]; a chunk holds cells of one size, allocated in address
+//! order up to `used`, each with a mark bit. A cell larger than a chunk
+//! gets a chunk of its own. Free cells of a size are linked through their
+//! first word. A collection runs when a chunk would be added and the bytes
+//! allocated since the last one exceed twice the live bytes then (at least
+//! [`MIN_TRIGGER`]).
+
+// The C `main` that calls into this module is not compiled for unit tests.
+#![cfg_attr(test, allow(dead_code))]
+
+use crate::{fail, Global};
+
+extern "C" {
+    fn malloc(n: usize) -> *mut u8;
+    fn realloc(p: *mut u8, n: usize) -> *mut u8;
+    fn getenv(name: *const u8) -> *const u8;
+}
+
+/// Bytes of an ordinary chunk.
+const CHUNK_BYTES: usize = 1 << 20;
+/// Allocation between collections is at least this.
+const MIN_TRIGGER: usize = 64 << 20;
+/// Cell sizes (in words) with a free list; larger cells get a free list
+/// of their own size class too, but rarely recur.
+const CLASSES: usize = 4096;
+
+#[derive(Clone, Copy)]
+struct Chunk {
+    start: usize,
+    end: usize,
+    /// Bytes per cell.
+    cell: usize,
+    /// Cells below this address have been handed out (live or free).
+    used: usize,
+    /// One bit per cell.
+    marks: *mut u64,
+}
+
+struct Heap {
+    /// Sorted by `start`.
+    chunks: *mut Chunk,
+    len: usize,
+    cap: usize,
+    /// Per size class (words): the chunk being filled, as an index + 1
+    /// into `chunks` (0: none), and the head of the free list.
+    filling: [usize; CLASSES],
+    free: [usize; CLASSES],
+    /// Bytes handed out since the last collection, and the threshold.
+    since: usize,
+    trigger: usize,
+    /// The lowest and highest chunk addresses, for a quick range test.
+    lo: usize,
+    hi: usize,
+    /// The mark stack.
+    stack: *mut usize,
+    stack_len: usize,
+    stack_cap: usize,
+    /// The highest address of the program thread's stack.
+    stack_top: usize,
+    collections: usize,
+    /// Bytes of all chunks (the heap only grows).
+    heap_bytes: usize,
+}
+
+static HEAP: Global<Heap> = Global::new(Heap {
+    chunks: core::ptr::null_mut(),
+    len: 0,
+    cap: 0,
+    filling: [0; CLASSES],
+    free: [0; CLASSES],
+    since: 0,
+    trigger: MIN_TRIGGER,
+    lo: usize::MAX,
+    hi: 0,
+    stack: core::ptr::null_mut(),
+    stack_len: 0,
+    stack_cap: 0,
+    stack_top: 0,
+    collections: 0,
+    heap_bytes: 0,
+});
+
+/// Records the top of the stack compiled code runs on: the collector scans
+/// from its own frame up to here.
+pub fn set_stack_top(top: usize) {
+    HEAP.get().stack_top = top;
+}
+
+fn out_of_memory() -> ! {
+    fail(&[b"error: out of memory"])
+}
+
+/// Memory from the C library, or the end of the program.
+fn sys_alloc(n: usize) -> *mut u8 {
+    // SAFETY: plain C allocation; the result is checked for null.
+    let p = unsafe { malloc(n) };
+    if p.is_null() {
+        out_of_memory();
+    }
+    p
+}
+
+fn sys_grow<T>(p: *mut T, cap: usize) -> *mut T {
+    // SAFETY: `p` is null or was returned by malloc/realloc; the result is
+    // checked for null.
+    let q = unsafe { realloc(p as *mut u8, cap * core::mem::size_of::<T>()) } as *mut T;
+    if q.is_null() {
+        out_of_memory();
+    }
+    q
+}
+
+impl Heap {
+    fn chunk(&self, i: usize) -> &Chunk {
+        debug_assert!(i < self.len);
+        // SAFETY: `i < len <= cap` and `chunks` holds `len` initialised
+        // chunks; the heap is touched by one thread only.
+        unsafe { &*self.chunks.add(i) }
+    }
+
+    fn chunk_mut(&mut self, i: usize) -> &mut Chunk {
+        debug_assert!(i < self.len);
+        // SAFETY: as in `chunk`, and `&mut self` makes it exclusive.
+        unsafe { &mut *self.chunks.add(i) }
+    }
+
+    /// A new chunk for cells of `cell` bytes; returns its index.
+    fn add_chunk(&mut self, cell: usize) -> usize {
+        let bytes = if cell > CHUNK_BYTES / 4 {
+            cell
+        } else {
+            CHUNK_BYTES - CHUNK_BYTES % cell
+        };
+        let start = sys_alloc(bytes) as usize;
+        self.heap_bytes += bytes;
+        let cells = bytes / cell;
+        let words = cells.div_ceil(64);
+        let marks = sys_alloc(words * 8) as *mut u64;
+        // SAFETY: `marks` has room for `words` u64s.
+        unsafe { core::ptr::write_bytes(marks, 0, words) };
+        if self.len == self.cap {
+            self.cap = (self.cap * 2).max(64);
+            self.chunks = sys_grow(self.chunks, self.cap);
+        }
+        // Keep `chunks` sorted by address.
+        let mut i = self.len;
+        while i > 0 && self.chunk(i - 1).start > start {
+            i -= 1;
+        }
+        // SAFETY: room for one more chunk was made above; the moved range
+        // lies within the allocation.
+        unsafe {
+            core::ptr::copy(self.chunks.add(i), self.chunks.add(i + 1), self.len - i);
+            self.chunks.add(i).write(Chunk {
+                start,
+                end: start + bytes,
+                cell,
+                used: start,
+                marks,
+            });
+        }
+        self.len += 1;
+        // Indices after `i` moved: fix the filling chunks.
+        for f in self.filling.iter_mut() {
+            if *f > i {
+                *f += 1;
+            }
+        }
+        self.lo = self.lo.min(start);
+        self.hi = self.hi.max(start + bytes);
+        i
+    }
+
+    /// The chunk holding address `p`, if any.
+    fn find(&self, p: usize) -> Option<usize> {
+        if p < self.lo || p >= self.hi {
+            return None;
+        }
+        let (mut a, mut b) = (0, self.len);
+        while a < b {
+            let m = (a + b) / 2;
+            let c = self.chunk(m);
+            if p < c.start {
+                b = m;
+            } else if p >= c.end {
+                a = m + 1;
+            } else {
+                return Some(m);
+            }
+        }
+        None
+    }
+
+    fn alloc(&mut self, bytes: usize) -> *mut u8 {
+        let words = bytes.div_ceil(8).max(1);
+        let cell = words * 8;
+        let class = words.min(CLASSES - 1);
+        self.since += cell;
+        // Only exact sizes share a free list; the last class mixes sizes,
+        // so it is searched by the chunk-filling path below instead.
+        if words < CLASSES - 1 && self.free[class] != 0 {
+            let p = self.free[class];
+            // SAFETY: free cells are cells of this size whose first word
+            // links the list.
+            self.free[class] = unsafe { *(p as *const usize) };
+            return p as *mut u8;
+        }
+        if let Some(p) = self.bump(class, cell) {
+            return p;
+        }
+        if self.since > self.trigger {
+            self.collect();
+            if words < CLASSES - 1 && self.free[class] != 0 {
+                let p = self.free[class];
+                // SAFETY: as above.
+                self.free[class] = unsafe { *(p as *const usize) };
+                return p as *mut u8;
+            }
+        }
+        let i = self.add_chunk(cell);
+        if words < CLASSES - 1 {
+            self.filling[class] = i + 1;
+        }
+        let c = self.chunk_mut(i);
+        let p = c.used;
+        c.used += cell;
+        p as *mut u8
+    }
+
+    /// A cell from the chunk being filled for this size, if it has room.
+    fn bump(&mut self, class: usize, cell: usize) -> Option<*mut u8> {
+        let f = self.filling[class];
+        if f == 0 || class == CLASSES - 1 {
+            return None;
+        }
+        let c = self.chunk_mut(f - 1);
+        if c.cell != cell || c.end - c.used < cell {
+            return None;
+        }
+        let p = c.used;
+        c.used += cell;
+        Some(p as *mut u8)
+    }
+
+    fn push(&mut self, p: usize) {
+        if self.stack_len == self.stack_cap {
+            self.stack_cap = (self.stack_cap * 2).max(1024);
+            self.stack = sys_grow(self.stack, self.stack_cap);
+        }
+        // SAFETY: `stack_len < stack_cap`.
+        unsafe { self.stack.add(self.stack_len).write(p) };
+        self.stack_len += 1;
+    }
+
+    /// Marks the cell `p` points into, if it is one, and queues it.
+    fn mark(&mut self, p: usize) {
+        let Some(i) = self.find(p) else { return };
+        let c = *self.chunk(i);
+        if p >= c.used {
+            return;
+        }
+        let n = (p - c.start) / c.cell;
+        // SAFETY: `n` is a cell of this chunk, whose bitmap covers all.
+        let word = unsafe { &mut *c.marks.add(n / 64) };
+        let bit = 1u64 << (n % 64);
+        if *word & bit == 0 {
+            *word |= bit;
+            self.push(c.start + n * c.cell);
+        }
+    }
+
+    /// Marks from every word in `[from, to)`.
+    fn scan(&mut self, from: usize, to: usize) {
+        let mut a = (from + 7) & !7;
+        while a + 8 <= to {
+            // SAFETY: `[from, to)` is readable memory: the live part of
+            // the program's stack, or a cell.
+            let w = unsafe { core::ptr::read_volatile(a as *const usize) };
+            self.mark(w);
+            a += 8;
+        }
+    }
+
+    fn collect(&mut self) {
+        self.collections += 1;
+        let regs = spill_registers();
+        let here = core::ptr::addr_of!(regs) as usize;
+        if self.stack_top > here {
+            self.scan(here, self.stack_top);
+        }
+        while self.stack_len > 0 {
+            self.stack_len -= 1;
+            // SAFETY: `stack_len` was a filled slot.
+            let p = unsafe { *self.stack.add(self.stack_len) };
+            let Some(i) = self.find(p) else { continue };
+            let cell = self.chunk(i).cell;
+            self.scan(p, p + cell);
+        }
+        // Sweep: every handed-out cell not marked is free again.
+        self.free = [0; CLASSES];
+        let mut live = 0;
+        for i in 0..self.len {
+            let c = *self.chunk(i);
+            let class = (c.cell / 8).min(CLASSES - 1);
+            let cells = (c.used - c.start) / c.cell;
+            for n in (0..cells).rev() {
+                // SAFETY: `n` is a cell of this chunk.
+                let word = unsafe { &mut *c.marks.add(n / 64) };
+                let bit = 1u64 << (n % 64);
+                if *word & bit != 0 {
+                    live += c.cell;
+                } else if class < CLASSES - 1 {
+                    let p = c.start + n * c.cell;
+                    // SAFETY: an unmarked cell is unreachable: its first
+                    // word may link the free list.
+                    unsafe { *(p as *mut usize) = self.free[class] };
+                    self.free[class] = p;
+                }
+            }
+            let words = (c.end - c.start) / c.cell;
+            // SAFETY: the bitmap has this many words.
+            unsafe { core::ptr::write_bytes(c.marks, 0, words.div_ceil(64)) };
+        }
+        self.since = 0;
+        self.trigger = (2 * live).max(MIN_TRIGGER);
+    }
+}
+
+/// Copies the registers a caller may keep values in across a call into an
+/// array on the stack, so that the stack scan sees them.
+#[inline(never)]
+fn spill_registers() -> [usize; 6] {
+    #[allow(unused_mut)]
+    let mut r = [0usize; 6];
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: only reads registers into locals.
+    unsafe {
+        core::arch::asm!(
+            "mov {0}, rbx", "mov {1}, rbp", "mov {2}, r12",
+            "mov {3}, r13", "mov {4}, r14", "mov {5}, r15",
+            out(reg) r[0], out(reg) r[1], out(reg) r[2],
+            out(reg) r[3], out(reg) r[4], out(reg) r[5],
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: only reads registers into locals.
+    unsafe {
+        core::arch::asm!(
+            "mov {0}, x19", "mov {1}, x20", "mov {2}, x21",
+            "mov {3}, x22", "mov {4}, x23", "mov {5}, x24",
+            out(reg) r[0], out(reg) r[1], out(reg) r[2],
+            out(reg) r[3], out(reg) r[4], out(reg) r[5],
+        );
+    }
+    core::hint::black_box(r)
+}
+
+/// A union cell of `bytes` bytes, 8-byte aligned.
+#[no_mangle]
+pub extern "C" fn rt_alloc(bytes: usize) -> *mut u8 {
+    HEAP.get().alloc(bytes)
+}
+
+/// With `VLAD_GC_STATS` set in the environment, prints at exit on
+/// standard error how many collections ran and how big the heap grew, so
+/// that tests can check that memory stays bounded.
+pub fn report() {
+    // SAFETY: a NUL-terminated name; the result is only tested for null.
+    if unsafe { getenv(c"VLAD_GC_STATS".as_ptr() as *const u8) }.is_null() {
+        return;
+    }
+    let h = HEAP.get();
+    let mut line = crate::Line::new();
+    let _ = core::fmt::Write::write_fmt(
+        &mut line,
+        format_args!(
+            "gc: {} collections, {} bytes of heap\n",
+            h.collections, h.heap_bytes
+        ),
+    );
+    crate::write_all(2, line.as_bytes());
+}
