@@ -1,5 +1,7 @@
 //! The benchmark programs of `benches/programs/` (see its README.md), run
-//! through the interpreter (`stalingrad run`).
+//! through the interpreter (`stalingrad run`), and compiled
+//! ([`compiled_programs_give_the_published_results`]: all 16 at the
+//! published workloads, one repetition each).
 //!
 //! The interpreter needs minutes for one full particle or saddle solve, so
 //! the default tests use small inputs and cheap pieces of the programs
@@ -262,4 +264,85 @@ fn probabilistic_published() {
     for name in PROBABILISTIC {
         assert_close(name, &run_program(name, "1 1000"), &PROBABILISTIC_P);
     }
+}
+
+/// Builds a benchmark program with `stalingrad build`; returns the
+/// executable.
+fn build_program(name: &str, dir: &Path) -> PathBuf {
+    let exe = dir.join(name);
+    let out = Command::new(env!("CARGO_BIN_EXE_stalingrad"))
+        .arg("build")
+        .arg(programs_dir().join(format!("{name}.vlad")))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cannot start stalingrad");
+    assert!(
+        out.status.success(),
+        "building {name} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs an executable with `input`; returns the reals it prints.
+fn run_exe(exe: &Path, input: &str) -> Vec<f64> {
+    let mut child = Command::new(exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start the compiled program");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("cannot write stdin");
+    let out = child.wait_with_output().expect("the program did not finish");
+    assert!(
+        out.status.success(),
+        "{} failed ({}): {}",
+        exe.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    numbers(&String::from_utf8(out.stdout).expect("stdout is not UTF-8"))
+}
+
+/// Every benchmark program, compiled, gives the published result at the
+/// published workload (one repetition; backprop with its 10^6 steps), and
+/// the mode mixes agree with each other.
+#[test]
+fn compiled_programs_give_the_published_results() {
+    let dir = std::env::temp_dir().join(format!("stalingrad-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let mut particle = Vec::new();
+    let mut saddle = Vec::new();
+    for m in MODES {
+        let name = format!("particle-{m}");
+        let got = run_exe(&build_program(&name, &dir), "1");
+        assert_close(&name, &got, &[PARTICLE_W]);
+        particle.push(got[0]);
+        let name = format!("saddle-{m}");
+        let got = run_exe(&build_program(&name, &dir), "1");
+        assert_close(&name, &got, &[SADDLE; 4]);
+        saddle.push(got);
+    }
+    for r in &particle {
+        assert!((r - particle[0]).abs() <= 1e-13 * particle[0], "{particle:?}");
+    }
+    for s in &saddle[1..] {
+        assert_close("saddle mode mixes against FF", s, &saddle[0]);
+    }
+    for name in BACKPROP {
+        let got = run_exe(&build_program(name, &dir), "1 1000000");
+        assert_close(name, &got, &[BACKPROP_1E6]);
+    }
+    for name in PROBABILISTIC {
+        let got = run_exe(&build_program(name, &dir), "1 1000");
+        assert_close(name, &got, &PROBABILISTIC_P);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
