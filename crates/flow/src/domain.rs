@@ -262,6 +262,19 @@ impl Domain {
             .collect()
     }
 
+    /// The sites whose union `u` is (after merges), for dumps.
+    pub fn sites_of(&self, u: UnionId) -> Vec<Site> {
+        let u = self.find(u);
+        let mut v: Vec<Site> = self
+            .sites
+            .iter()
+            .filter(|(_, w)| self.find(**w) == u)
+            .map(|(s, _)| *s)
+            .collect();
+        v.sort_by_key(|s| format!("{s:?}"));
+        v
+    }
+
     /// The index of the member of `u` that a value of shape `v` belongs to.
     pub fn member_index(&self, u: UnionId, v: AvId) -> Option<usize> {
         let k = self.kind(v)?;

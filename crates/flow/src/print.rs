@@ -209,6 +209,25 @@ pub fn union_text(dom: &Domain, prog: &Program, u: crate::UnionId) -> String {
     format!("U{} = {}", dom.find(u).0, members.join(" | "))
 }
 
+fn site_text(prog: &Program, site: &crate::Site) -> String {
+    use crate::Site;
+    let ctx = |c: u32| {
+        if c == u32::MAX {
+            "top level".to_string()
+        } else {
+            format!("context {c}")
+        }
+    };
+    match site {
+        Site::If(v, c) => format!("the conditional {} ({})", ir::print::var(prog, *v), ctx(*c)),
+        Site::Switch(v, c) => format!("the split {} ({})", ir::print::var(prog, *v), ctx(*c)),
+        Site::Result(c) => format!("a result ({})", ctx(*c)),
+        Site::Arg(l) => format!("the arguments of {l}"),
+        Site::Env(l, i) => format!("environment slot {i} of {l}"),
+        Site::Part(u, _) => format!("parts of U{}", u.0),
+    }
+}
+
 fn plan_text(p: &Plan) -> String {
     match p {
         Plan::Plain => String::new(),
@@ -283,7 +302,19 @@ pub fn analysis_text(a: &Analysis) -> String {
     }
     for u in a.ops.dom.union_ids() {
         if !a.ops.dom.members(u).is_empty() {
-            let _ = writeln!(s, "union {}", union_text(&a.ops.dom, &a.ops.prog, u));
+            let sites: Vec<String> = a
+                .ops
+                .dom
+                .sites_of(u)
+                .iter()
+                .map(|site| site_text(&a.ops.prog, site))
+                .collect();
+            let _ = writeln!(
+                s,
+                "union {}  ; made at {}",
+                union_text(&a.ops.dom, &a.ops.prog, u),
+                sites.join(", ")
+            );
         }
     }
     s.push_str("main\n");

@@ -300,7 +300,9 @@ fn run_exe(exe: &Path, input: &str) -> Vec<f64> {
         .expect("stdin")
         .write_all(input.as_bytes())
         .expect("cannot write stdin");
-    let out = child.wait_with_output().expect("the program did not finish");
+    let out = child
+        .wait_with_output()
+        .expect("the program did not finish");
     assert!(
         out.status.success(),
         "{} failed ({}): {}",
@@ -331,7 +333,10 @@ fn compiled_programs_give_the_published_results() {
         saddle.push(got);
     }
     for r in &particle {
-        assert!((r - particle[0]).abs() <= 1e-13 * particle[0], "{particle:?}");
+        assert!(
+            (r - particle[0]).abs() <= 1e-13 * particle[0],
+            "{particle:?}"
+        );
     }
     for s in &saddle[1..] {
         assert_close("saddle mode mixes against FF", s, &saddle[0]);

@@ -1,0 +1,130 @@
+//! Where every value has a fixed shape, compiled code is plain numeric
+//! code. FIR has no closures, no indirect calls and no AD operations at
+//! all (its `Op` enum cannot express them); what remains to check is that
+//! no value of run-time shape is left either: no union cell is allocated
+//! and no tag is tested, so there is no dispatch over procedures and no
+//! allocation. That holds for the nested-AD examples and for the benchmark
+//! programs whose loops have fixed data shapes (forward mode outside, any
+//! mode inside). Reverse mode through a loop of run-time trip count
+//! (particle and saddle RF and RR) needs a tape of run-time length: a
+//! union, checked here to be allocated only there.
+//!
+//! `examples/11-saddle.vlad` is left out: in its reverse-over-forward and
+//! reverse-over-reverse games the analysis does not keep the loop counter
+//! known in every context, so one conditional's backpropagator is a union
+//! there (its output is still checked against the interpreter).
+
+use lower::fir::{Block, Module, Op};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn compile(path: &Path) -> Module {
+    let mut map = syntax::SourceMap::new();
+    let ast = syntax::expand::load_program(&mut map, path, &Default::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    lower::compile(prog, &map).unwrap_or_else(|e| panic!("{}", e.render(&map)))
+}
+
+/// (allocations, tag tests) in a block and the blocks nested in it.
+fn union_ops(b: &Block) -> (usize, usize) {
+    let mut n = (0, 0);
+    for i in &b.insts {
+        match &i.op {
+            Op::Alloc(..) => n.0 += 1,
+            Op::TagIs(..) => n.1 += 1,
+            Op::If { then_, else_, .. } => {
+                for arm in [then_, else_] {
+                    let (a, t) = union_ops(arm);
+                    n.0 += a;
+                    n.1 += t;
+                }
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
+fn module_union_ops(m: &Module) -> (usize, usize) {
+    m.funcs.iter().fold((0, 0), |(a, t), f| {
+        let (x, y) = union_ops(&f.body);
+        (a + x, t + y)
+    })
+}
+
+fn check(files: &[PathBuf], fixed: bool) {
+    for f in files {
+        let m = compile(f);
+        let (allocs, tags) = module_union_ops(&m);
+        println!(
+            "{}: {} functions, {allocs} allocations, {tags} tag tests",
+            f.display(),
+            m.funcs.len()
+        );
+        if fixed {
+            assert_eq!(
+                (allocs, tags),
+                (0, 0),
+                "{}: values of run-time shape in a program of fixed shapes",
+                f.display()
+            );
+        } else {
+            assert!(
+                allocs > 0,
+                "{}: expected a tape of run-time length",
+                f.display()
+            );
+        }
+    }
+}
+
+fn run(f: fn()) {
+    std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(f)
+        .expect("thread")
+        .join()
+        .expect("the check panicked");
+}
+
+#[test]
+fn fixed_shapes_compile_to_plain_numeric_code() {
+    run(|| {
+        let r = root();
+        let mut files: Vec<PathBuf> = [
+            "examples/08-gradients-hessians.vlad",
+            "examples/09-perturbation-confusion.vlad",
+            "examples/10-ad-of-ad.vlad",
+        ]
+        .iter()
+        .map(|p| r.join(p))
+        .collect();
+        for p in [
+            "particle-FF",
+            "particle-FR",
+            "saddle-FF",
+            "saddle-FR",
+            "backprop-Fs",
+            "backprop-R",
+        ] {
+            files.push(r.join(format!("benches/programs/{p}.vlad")));
+        }
+        check(&files, true);
+    });
+}
+
+#[test]
+fn reverse_mode_through_loops_of_run_time_length_has_a_tape() {
+    run(|| {
+        let r = root();
+        let files: Vec<PathBuf> = ["particle-RF", "particle-RR", "saddle-RF", "saddle-RR"]
+            .iter()
+            .map(|p| r.join(format!("benches/programs/{p}.vlad")))
+            .collect();
+        check(&files, false);
+    });
+}
