@@ -148,6 +148,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             zero_memo: HashMap::new(),
             consts: HashMap::new(),
             union_hit: std::cell::Cell::new(None),
+            active: std::collections::HashSet::new(),
         },
         specs: Vec::new(),
         index: HashMap::new(),
@@ -215,6 +216,9 @@ pub struct Ops {
     /// Set when an operation met a union where it needs a fixed shape
     /// (names the operation): the analysis then stops with a limit error.
     union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
+    /// `zero` (`None`) and `plus` (`Some`, the other union) of unions
+    /// being computed: a union that holds itself is reached again.
+    active: std::collections::HashSet<(UnionId, Option<UnionId>)>,
 }
 
 struct Analyzer {
@@ -897,12 +901,7 @@ impl Ops {
             // is tagged as a whole; procedures must be transformed one
             // by one.
             Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => {
-                let procedures = self
-                    .dom
-                    .members(u)
-                    .iter()
-                    .any(|m| matches!(self.dom.get(*m), Av::Closure(..) | Av::Prim(_)));
-                if procedures {
+                if !self.dom.data_only(u) {
                     self.hit(tag_op(tag, true), v);
                     self.dom.bottom()
                 } else {
@@ -1009,8 +1008,16 @@ impl Ops {
         if p == bottom || t == bottom {
             return Ok(bottom);
         }
-        if let Av::Wrap(_, x) = self.dom.get(t) {
-            self.hit("`bundle`", *x);
+        if let Av::Wrap(Tag::Perturb, x) = self.dom.get(t).clone() {
+            // Bundles of pairs and atoms are wrappers, checked one layer
+            // deep; so are bundles of two unions of those (the layer is
+            // checked where the halves are taken apart).
+            if let (Some(u), Some(w)) = (self.dom.as_union_id(p), self.dom.as_union_id(x)) {
+                if self.dom.data_only(u) && self.dom.data_only(w) {
+                    return Ok(self.dom.bundle(p, t));
+                }
+            }
+            self.hit("`bundle`", x);
         }
         self.hit("`bundle`", p);
         self.hit("`bundle`", t);
@@ -1099,15 +1106,17 @@ impl Ops {
     }
 
     pub fn zero(&mut self, v: AvId) -> AvId {
-        if let Some(z) = self.zero_memo.get(&v) {
+        if let Some(u) = self.dom.as_union_id(v) {
+            return self.zero_union(u);
+        }
+        // A union inside may still gain members: recompute.
+        let cacheable = !self.dom.has_union(v);
+        if let Some(z) = self.zero_memo.get(&v).filter(|_| cacheable) {
             return *z;
         }
         let z = match self.dom.get(v).clone() {
             Av::Bottom | Av::Bool(_) | Av::Nil | Av::Sym(_, SymKind::Bool) => v,
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
-                self.hit("`zero`", v);
-                self.dom.bottom()
-            }
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.dom.bottom(),
             Av::Real(_) | Av::Sym(_, SymKind::Real) => self.dom.real(0.0),
             Av::Prim(_) => self.dom.nil(),
             Av::Pair(a, b) => {
@@ -1142,8 +1151,45 @@ impl Ops {
                 }
             },
         };
-        self.zero_memo.insert(v, z);
+        if cacheable {
+            self.zero_memo.insert(v, z);
+        }
         z
+    }
+
+    /// `zero` of a union: the union of its members' zeros ([`Site::Zero`]).
+    pub fn zero_union(&mut self, u: UnionId) -> AvId {
+        let u = self.dom.find(u);
+        let z = self.dom.site_union(Site::Zero(u));
+        if self.active.insert((u, None)) {
+            for m in self.dom.members(u).to_vec() {
+                let zm = self.zero(m);
+                self.dom.add_member(z, zm);
+            }
+            self.active.remove(&(u, None));
+        }
+        self.dom.union_av(z)
+    }
+
+    /// `plus` of two unions: the union of the sums of their members of one
+    /// kind ([`Site::Plus`]); members of different kinds do not conform,
+    /// an error at run time.
+    pub fn plus_unions(&mut self, u: UnionId, w: UnionId) -> AvId {
+        let (u, w) = (self.dom.find(u), self.dom.find(w));
+        let p = self.dom.site_union(Site::Plus(u, w));
+        if self.active.insert((u, Some(w))) {
+            for mu in self.dom.members(u).to_vec() {
+                let Some(j) = self.dom.member_index(w, mu) else {
+                    continue;
+                };
+                let mw = self.dom.members(w)[j];
+                if let Ok(r) = self.plus_inner(mu, mw) {
+                    self.dom.add_member(p, r);
+                }
+            }
+            self.active.remove(&(u, Some(w)));
+        }
+        self.dom.union_av(p)
     }
 
     pub fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
@@ -1161,10 +1207,22 @@ impl Ops {
         if a == bottom || b == bottom {
             return Ok(bottom);
         }
-        if self.dom.as_union_id(a).is_some() || self.dom.as_union_id(b).is_some() {
-            self.hit("`plus`", a);
-            self.hit("`plus`", b);
-            return Ok(bottom);
+        // With a union on one side, the sum has the shape of the sum of
+        // the other side and the union's member of its kind; with unions
+        // on both, it is a union.
+        match (self.dom.as_union_id(a), self.dom.as_union_id(b)) {
+            (Some(u), Some(w)) => return Ok(self.plus_unions(u, w)),
+            (Some(u), None) => {
+                let i = self.dom.member_index(u, b).ok_or_else(String::new)?;
+                let m = self.dom.members(u)[i];
+                return self.plus_inner(m, b);
+            }
+            (None, Some(w)) => {
+                let i = self.dom.member_index(w, a).ok_or_else(String::new)?;
+                let m = self.dom.members(w)[i];
+                return self.plus_inner(a, m);
+            }
+            (None, None) => {}
         }
         match (self.dom.get(a).clone(), self.dom.get(b).clone()) {
             (Av::Real(x), Av::Real(y)) => Ok(match (x, y) {
@@ -1325,19 +1383,21 @@ impl Ops {
     /// An untagged primitive applied to an abstract argument.
     pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
         let bottom = self.dom.bottom();
-        // Every primitive looks at its argument, or at the two parts of a
-        // pair argument (`write` and the AD operations deeper, and they
-        // record the unions they meet themselves).
-        let name = "a primitive";
-        self.hit(name, arg);
-        if let Av::Pair(a, b) = self.dom.get(arg).clone() {
-            self.hit(name, a);
-            self.hit(name, b);
+        // Arithmetic, comparisons and predicates look at their argument,
+        // or at the two parts of a pair argument. (`write` prints any
+        // value; the AD operations handle unions, or record the ones they
+        // cannot, themselves.)
+        if p.kind() != PrimKind::Ad && p != Prim::Write {
+            let name = "a primitive";
+            self.hit(name, arg);
+            if let Av::Pair(a, b) = self.dom.get(arg).clone() {
+                self.hit(name, a);
+                self.hit(name, b);
+            }
+            if self.union_hit.get().is_some() {
+                return Ok(bottom);
+            }
         }
-        if self.union_hit.get().is_some() && p != Prim::Write {
-            return Ok(bottom);
-        }
-        self.union_hit.set(None);
         let describe = |s: &Self| s.describe(arg);
         let reals2 = |s: &Self| -> Op<Option<(Option<f64>, Option<f64>)>> {
             match s.dom.get(arg) {

@@ -49,6 +49,15 @@ pub enum Site {
     Env(LambdaId, u32),
     /// The parts of the members of a kind of a union that differ in shape.
     Part(UnionId, Kind),
+    /// `zero` of the values of a union.
+    Zero(UnionId),
+    /// `plus` of the values of two unions.
+    Plus(UnionId, UnionId),
+    /// Where the parts of two values joined at a site differ in shape:
+    /// the site (interned, [`Domain::site_index`]) and a hash of the path
+    /// to the part (so that, e.g., the list and the procedure in a pair
+    /// do not share a union).
+    Within(u32, u64),
 }
 
 /// How many levels of [`Site::Part`] unions may nest.
@@ -68,11 +77,25 @@ pub enum Kind {
     Bundle,
 }
 
-/// Where the mismatched parts of a join go.
+/// Where the mismatched parts of a join go: the union of a site and the
+/// path from the values joined there (a hash, see [`Site::Within`]), or a
+/// union whose members are being joined.
 #[derive(Clone, Copy)]
 enum Into {
-    Site(Site),
+    Site(Site, u64),
     Union(UnionId),
+}
+
+impl Into {
+    fn child(self, i: usize) -> Into {
+        match self {
+            Into::Site(s, h) => Into::Site(
+                s,
+                h.wrapping_mul(0x100_0000_01b3).wrapping_add(i as u64 + 1),
+            ),
+            u => u,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -126,6 +149,7 @@ pub struct Domain {
     depths: Vec<u32>,
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
+    site_ids: HashMap<Site, u32>,
     /// Bumped whenever a union gains or changes a member: the analysis
     /// must then run again.
     pub generation: u64,
@@ -275,6 +299,14 @@ impl Domain {
         v
     }
 
+    /// Has union `u` no procedure among its members?
+    pub fn data_only(&self, u: UnionId) -> bool {
+        !self
+            .members(u)
+            .iter()
+            .any(|m| matches!(self.get(*m), Av::Closure(..) | Av::Prim(_)))
+    }
+
     /// The index of the member of `u` that a value of shape `v` belongs to.
     pub fn member_index(&self, u: UnionId, v: AvId) -> Option<usize> {
         let k = self.kind(v)?;
@@ -298,16 +330,37 @@ impl Domain {
         })
     }
 
+    /// A number for a site, for [`Site::Within`].
+    pub fn site_index(&mut self, site: Site) -> u32 {
+        let n = self.site_ids.len() as u32;
+        *self.site_ids.entry(site).or_insert(n)
+    }
+
+    /// The union of a site, if it was made.
+    pub fn union_at(&self, site: Site) -> Option<UnionId> {
+        self.sites.get(&site).map(|u| self.find(*u))
+    }
+
+    /// Levels of [`Site::Part`] unions a site's union is below.
+    fn site_depth(&self, site: Site) -> u32 {
+        match site {
+            Site::Part(p, _) => self.unions[self.find(p).0 as usize].depth + 1,
+            Site::Within(base, _) => self
+                .site_ids
+                .iter()
+                .find(|(_, i)| **i == base)
+                .map_or(0, |(s, _)| self.site_depth(*s)),
+            _ => 0,
+        }
+    }
+
     /// The union of a site, made empty the first time.
-    fn site_union(&mut self, site: Site) -> UnionId {
+    pub fn site_union(&mut self, site: Site) -> UnionId {
         if let Some(u) = self.sites.get(&site) {
             return self.find(*u);
         }
         let u = UnionId(self.unions.len() as u32);
-        let depth = match site {
-            Site::Part(p, _) => self.unions[self.find(p).0 as usize].depth + 1,
-            _ => 0,
-        };
+        let depth = self.site_depth(site);
         self.unions.push(UnionData {
             depth,
             ..UnionData::default()
@@ -367,7 +420,7 @@ impl Domain {
                 Some(i) => {
                     let old = ms[i];
                     let into = if self.unions[u.0 as usize].depth < MAX_PART_DEPTH {
-                        Into::Site(Site::Part(u, k))
+                        Into::Site(Site::Part(u, k), 0)
                     } else {
                         Into::Union(u)
                     };
@@ -393,7 +446,7 @@ impl Domain {
     /// already is); parts of values of one kind are joined at the same
     /// site.
     pub fn join_at(&mut self, site: Site, a: AvId, b: AvId) -> AvId {
-        self.join_in(Into::Site(site), a, b)
+        self.join_in(Into::Site(site, 0), a, b)
     }
 
     /// [`Self::join_at`], with mismatched parts going to the union of a
@@ -417,36 +470,41 @@ impl Domain {
             }
             (None, None) => {}
         }
-        let j = |d: &mut Domain, x: AvId, y: AvId| d.join_in(into, x, y);
+        let j = |d: &mut Domain, i: usize, x: AvId, y: AvId| d.join_in(into.child(i), x, y);
         match (self.get(a).clone(), self.get(b).clone()) {
             (Av::Bottom, _) => b,
             (_, Av::Bottom) => a,
             (Av::Real(_), Av::Real(_)) => self.any_real(),
             (Av::Bool(_), Av::Bool(_)) => self.boolean(None),
             (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
-                let (x, y) = (j(self, a1, a2), j(self, b1, b2));
+                let (x, y) = (j(self, 0, a1, a2), j(self, 1, b1, b2));
                 self.pair(x, y)
             }
             (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
-                let (x, y) = (j(self, a1, a2), j(self, b1, b2));
+                let (x, y) = (j(self, 0, a1, a2), j(self, 1, b1, b2));
                 self.bundle(x, y)
             }
             (Av::Wrap(t1, x1), Av::Wrap(t2, x2)) if t1 == t2 => {
-                let x = j(self, x1, x2);
+                let x = j(self, 0, x1, x2);
                 self.wrap(t1, x)
             }
             (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
                 let env = e1
                     .iter()
                     .zip(e2.iter())
-                    .map(|(x, y)| j(self, *x, *y))
+                    .enumerate()
+                    .map(|(i, (x, y))| j(self, i, *x, *y))
                     .collect();
                 self.closure(l1, env)
             }
             _ => {
                 let u = match into {
                     Into::Union(u) => u,
-                    Into::Site(site) => self.site_union(site),
+                    Into::Site(site, 0) => self.site_union(site),
+                    Into::Site(site, path) => {
+                        let base = self.site_index(site);
+                        self.site_union(Site::Within(base, path))
+                    }
                 };
                 self.add_member(u, a);
                 self.add_member(u, b);

@@ -225,6 +225,11 @@ fn site_text(prog: &Program, site: &crate::Site) -> String {
         Site::Arg(l) => format!("the arguments of {l}"),
         Site::Env(l, i) => format!("environment slot {i} of {l}"),
         Site::Part(u, _) => format!("parts of U{}", u.0),
+        Site::Zero(u) => format!("zero of U{}", u.0),
+        Site::Within(base, path) => {
+            format!("a part ({path:x}) of the values joined at site {base}")
+        }
+        Site::Plus(u, w) => format!("plus of U{} and U{}", u.0, w.0),
     }
 }
 

@@ -62,6 +62,7 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
         module: fir::Module::default(),
         strings: HashMap::new(),
         printers: HashMap::new(),
+        union_fns: HashMap::new(),
         map,
     };
     for (i, s) in lw.specs.iter().enumerate() {
@@ -116,6 +117,8 @@ struct Lowerer<'m> {
     strings: HashMap<String, StrId>,
     /// Printer functions of unions: (union, prints a list's tail).
     printers: HashMap<(UnionId, bool), FuncId>,
+    /// `zero` and `plus` functions of unions.
+    union_fns: HashMap<UnionFn, FuncId>,
     map: &'m SourceMap,
 }
 
@@ -147,6 +150,13 @@ impl Fb {
     fn emit1(&mut self, op: Op, t: Ty) -> Val {
         self.emit(op, &[t])[0]
     }
+}
+
+/// A function made per union (see [`Lowerer::union_fn`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum UnionFn {
+    Zero(UnionId),
+    Plus(UnionId, UnionId),
 }
 
 /// How a body ended early.
@@ -1007,7 +1017,7 @@ impl Lowerer<'_> {
             },
             PrimKind::Ad => {
                 let r = match p {
-                    Prim::Zero => Ok(self.ops.zero(arg)),
+                    Prim::Zero => Ok(self.zero(fb, arg)),
                     Prim::Plus => match pair {
                         Some((a, c)) => Ok(self.plus(fb, a, c)),
                         None => Err("`plus` expects two arguments".to_string()),
@@ -1033,8 +1043,142 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `zero` of a symbolic value: no code, but for the unions inside,
+    /// whose zeros are made at run time by a function per union.
+    fn zero(&mut self, fb: &mut Fb, v: AvId) -> AvId {
+        if !self.ops.dom.has_union(v) {
+            return self.ops.zero(v);
+        }
+        match self.ops.dom.get(v).clone() {
+            Av::Sym(p, SymKind::Union(u)) => {
+                let (f, z) = self.union_fn(UnionFn::Zero(u));
+                let r = fb.emit1(Op::Call(f, vec![Val(p)]), Ty::Ptr);
+                self.sym(r, SymKind::Union(z))
+            }
+            Av::Pair(a, b) => {
+                let (a, b) = (self.zero(fb, a), self.zero(fb, b));
+                self.ops.dom.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.zero(fb, a), self.zero(fb, b));
+                self.ops.dom.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.zero(fb, x);
+                self.ops.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) => {
+                let env = env.iter().map(|x| self.zero(fb, *x)).collect();
+                self.ops.dom.closure(l, env)
+            }
+            _ => self.ops.zero(v),
+        }
+    }
+
+    /// The function computing `zero` of a union's values, or `plus` of two
+    /// unions' values, and the union of its result (made by the analysis:
+    /// [`flow::Site::Zero`], [`flow::Site::Plus`]).
+    fn union_fn(&mut self, what: UnionFn) -> (FuncId, UnionId) {
+        let dom = &self.ops.dom;
+        let what = match what {
+            UnionFn::Zero(u) => UnionFn::Zero(dom.find(u)),
+            UnionFn::Plus(u, w) => UnionFn::Plus(dom.find(u), dom.find(w)),
+        };
+        let site = match what {
+            UnionFn::Zero(u) => flow::Site::Zero(u),
+            UnionFn::Plus(u, w) => flow::Site::Plus(u, w),
+        };
+        let result = dom.union_at(site).unwrap_or(UnionId(0));
+        if let Some(f) = self.union_fns.get(&what) {
+            return (*f, result);
+        }
+        let id = FuncId(self.module.funcs.len() as u32);
+        let (name, params) = match what {
+            UnionFn::Zero(u) => (format!("zero_u{}", u.0), vec![Ty::Ptr]),
+            UnionFn::Plus(u, w) => (format!("plus_u{}_u{}", u.0, w.0), vec![Ty::Ptr, Ty::Ptr]),
+        };
+        self.module.funcs.push(fir::Func {
+            name: name.clone(),
+            params: params.clone(),
+            returns: vec![Ty::Ptr],
+            types: params.clone(),
+            body: Block {
+                insts: vec![],
+                term: Term::Return(vec![]),
+            },
+        });
+        self.union_fns.insert(what, id);
+        let mut fb = Fb {
+            types: params.clone(),
+            blocks: vec![Vec::new()],
+            result: None,
+            site: None,
+        };
+        let target = self.ops.dom.union_av(result);
+        let results = match what {
+            UnionFn::Zero(u) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, m| {
+                    let z = this.zero(fb, m);
+                    let mut out = Vec::new();
+                    this.coerce(fb, z, target, &mut out);
+                    Term::Yield(out)
+                })
+            }
+            UnionFn::Plus(u, w) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
+                    let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
+                        if this.ops.dom.kind(mu) != this.ops.dom.kind(mw) {
+                            return this.plus_mismatch(mu, mw);
+                        }
+                        let r = this.plus(fb, mu, mw);
+                        let mut out = Vec::new();
+                        this.coerce(fb, r, target, &mut out);
+                        Term::Yield(out)
+                    });
+                    Term::Yield(arm)
+                })
+            }
+        };
+        self.module.funcs[id.0 as usize] = fir::Func {
+            name,
+            params,
+            returns: vec![Ty::Ptr],
+            types: fb.types,
+            body: Block {
+                insts: fb.blocks.pop().unwrap_or_default(),
+                term: Term::Return(results),
+            },
+        };
+        (id, result)
+    }
+
+    /// The run-time error of `plus` on values of different shapes.
+    fn plus_mismatch(&mut self, a: AvId, b: AvId) -> Term {
+        let msg = format!(
+            "`plus` expects two values of the same shape, found {} and {}",
+            self.ops.describe(a),
+            self.ops.describe(b)
+        );
+        self.error_term(None, &msg)
+    }
+
     /// `plus` of two symbolic values of the same shape.
     fn plus(&mut self, fb: &mut Fb, a: AvId, b: AvId) -> AvId {
+        let dom = &self.ops.dom;
+        match (dom.as_union_id(a), dom.as_union_id(b)) {
+            (Some(u), Some(w)) => {
+                let (Av::Sym(pa, _), Av::Sym(pb, _)) = (dom.get(a).clone(), dom.get(b).clone())
+                else {
+                    return a;
+                };
+                let (f, p) = self.union_fn(UnionFn::Plus(u, w));
+                let r = fb.emit1(Op::Call(f, vec![Val(pa), Val(pb)]), Ty::Ptr);
+                return self.sym(r, SymKind::Union(p));
+            }
+            (Some(u), None) => return self.plus_member(fb, u, a, b, true),
+            (None, Some(w)) => return self.plus_member(fb, w, b, a, false),
+            (None, None) => {}
+        }
         let dom = &self.ops.dom;
         match (dom.get(a).clone(), dom.get(b).clone()) {
             (Av::Real(Some(x)), Av::Real(Some(y))) => {
@@ -1082,6 +1226,57 @@ impl Lowerer<'_> {
             (Av::Closure(..) | Av::Prim(_), _) if self.ops.nil_like(a) => b,
             _ => a,
         }
+    }
+
+    /// `plus` of union value `uv` (of union `u`) and a value `x` of one
+    /// shape: the member of `x`'s kind is summed, any other is an error.
+    /// `union_first` says which operand the union was.
+    fn plus_member(
+        &mut self,
+        fb: &mut Fb,
+        u: UnionId,
+        uv: AvId,
+        x: AvId,
+        union_first: bool,
+    ) -> AvId {
+        let Av::Sym(p, _) = self.ops.dom.get(uv).clone() else {
+            return x;
+        };
+        let Some(i) = self.ops.dom.member_index(u, x) else {
+            return x;
+        };
+        let member = self.ops.dom.members(u)[i];
+        let (a, b) = if union_first {
+            (member, x)
+        } else {
+            (x, member)
+        };
+        let wx = self.ops.dom.widen(b);
+        let wa = self.ops.dom.widen(a);
+        let Ok(sum) = self.ops.plus(wa, wx) else {
+            return x;
+        };
+        let target = self.ops.dom.widen(sum);
+        let tys = layout_of(&self.ops.dom, target);
+        let results = self.switch(fb, Val(p), u, &tys, &mut |this, fb, m, msym| {
+            if m != member {
+                return if union_first {
+                    this.plus_mismatch(msym, x)
+                } else {
+                    this.plus_mismatch(x, msym)
+                };
+            }
+            let r = if union_first {
+                this.plus(fb, msym, x)
+            } else {
+                this.plus(fb, x, msym)
+            };
+            let mut out = Vec::new();
+            this.coerce(fb, r, target, &mut out);
+            Term::Yield(out)
+        });
+        let mut it = results.into_iter();
+        self.symbolize(fb, target, &mut it)
     }
 
     // ---- printing (VLAD.md section 8; mirrors interp::value) -------------
