@@ -20,15 +20,18 @@
 //! operand is a union is analysed once per member ([`Plan::Switch`]): code
 //! dispatches on the member's tag at run time. Abstract values deeper than
 //! [`MAX_DEPTH`] and more than [`MAX_SPECS`] specialisations stop the
-//! analysis with an error naming the expression, as do AD operations
-//! (`zero`, `plus`, the tag operations) on values that hold a union below
-//! their root, which are not compiled yet.
+//! analysis with an error naming the expression. The AD operations map
+//! over unions member by member (`zero`, `plus`, [`Ops::map_union`]): the
+//! result is a union of its own, and lowering makes a function per map
+//! that loops over a recursive union at run time. An operation that needs
+//! a shape and meets a union holding itself more than [`MAX_SPLITS`]
+//! times stops the analysis with an error naming the expression.
 //!
 //! Type errors the analysis finds on a path are not compile-time errors
 //! (VLAD.md section 7): they become [`Plan::Error`], a run-time error in the
 //! compiled program with the interpreter's message.
 
-use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId};
+use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
 use ad::{AdMemo, Untransformed};
 use ir::{ConstDatum, ConstId, LambdaId, Prim, PrimKind, Program, Rhs, Stmt, Tag, Var};
 use std::collections::HashMap;
@@ -149,6 +152,11 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             consts: HashMap::new(),
             union_hit: std::cell::Cell::new(None),
             active: std::collections::HashSet::new(),
+            active_maps: std::collections::HashSet::new(),
+            map_origins: HashMap::new(),
+            symbolic: false,
+            pending: Vec::new(),
+            next_virtual: 1 << 30,
         },
         specs: Vec::new(),
         index: HashMap::new(),
@@ -219,6 +227,26 @@ pub struct Ops {
     /// `zero` (`None`) and `plus` (`Some`, the other union) of unions
     /// being computed: a union that holds itself is reached again.
     active: std::collections::HashSet<(UnionId, Option<UnionId>)>,
+    active_maps: std::collections::HashSet<(UnionOp, UnionId, Option<UnionId>)>,
+    /// How each union made by [`Ops::map_union`] was made, so that an
+    /// inverse operation gives back the union it came from.
+    map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
+    /// Lowering only: maps of unions met in symbolic values, which
+    /// lowering turns into calls ([`Ops::take_pending`]).
+    pub symbolic: bool,
+    pending: Vec<PendingMap>,
+    next_virtual: u32,
+}
+
+/// A map of a union that lowering must call at run time: the operation,
+/// the operands' scalar numbers, and the number standing for the result.
+#[derive(Clone, Debug)]
+pub struct PendingMap {
+    pub op: UnionOp,
+    pub args: Vec<u32>,
+    pub unions: (UnionId, Option<UnionId>),
+    pub result: u32,
+    pub result_union: UnionId,
 }
 
 struct Analyzer {
@@ -902,8 +930,7 @@ impl Ops {
             // by one.
             Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => {
                 if !self.dom.data_only(u) {
-                    self.hit(tag_op(tag, true), v);
-                    self.dom.bottom()
+                    self.map_union(UnionOp::Wrap(tag), v, None)
                 } else {
                     self.dom.wrap(tag, v)
                 }
@@ -925,8 +952,7 @@ impl Ops {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
             Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
-                self.hit(tag_op(tag, false), v);
-                Ok(self.dom.bottom())
+                Ok(self.map_union(UnionOp::Unwrap(tag), v, None))
             }
             Av::Wrap(t, x) if t == tag => Ok(x),
             Av::Closure(l, env) => match ad::untransform(&self.prog, tag, l) {
@@ -1016,8 +1042,12 @@ impl Ops {
                 if self.dom.data_only(u) && self.dom.data_only(w) {
                     return Ok(self.dom.bundle(p, t));
                 }
+                return Ok(self.map_union(UnionOp::Bundle(true), p, Some(x)));
             }
             self.hit("`bundle`", x);
+        }
+        if self.dom.as_union_id(p).is_some() && self.dom.as_union_id(t).is_some() {
+            return Ok(self.map_union(UnionOp::Bundle(false), p, Some(t)));
         }
         self.hit("`bundle`", p);
         self.hit("`bundle`", t);
@@ -1059,8 +1089,7 @@ impl Ops {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
             Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
-                self.hit(if primal { "`primal`" } else { "`tangent`" }, v);
-                Ok(self.dom.bottom())
+                Ok(self.map_union(UnionOp::Half(primal), v, None))
             }
             Av::Bundle(p, t) => Ok(if primal { p } else { t }),
             Av::Closure(l, env) => match ad::untransform(&self.prog, Tag::Forward, l) {
@@ -1169,6 +1198,134 @@ impl Ops {
             self.active.remove(&(u, None));
         }
         self.dom.union_av(z)
+    }
+
+    /// A structural operation on every member of union value `v` (and,
+    /// for `bundle`, paired with every member of `w`): the union of the
+    /// results ([`Site::Map`]); members on which it fails are errors at
+    /// run time. In lowering, on symbolic values, it stands for a call
+    /// made later ([`Ops::take_pending`]).
+    pub fn map_union(&mut self, op: UnionOp, v: AvId, w: Option<AvId>) -> AvId {
+        let Some(u) = self.dom.as_union_id(v) else {
+            return self.dom.bottom();
+        };
+        let wu = w.and_then(|w| self.dom.as_union_id(w));
+        // An operation undoing the one that made the union gives back the
+        // union it came from (so that tagging and untagging in a loop does
+        // not make a new union each time round).
+        if let Some((op0, u0, w0)) = self.map_origins.get(&u).copied() {
+            let back = match (op0, op) {
+                (UnionOp::Wrap(t0), UnionOp::Unwrap(t))
+                | (UnionOp::Unwrap(t0), UnionOp::Wrap(t))
+                    if t0 == t =>
+                {
+                    Some(self.dom.union_av(u0))
+                }
+                (UnionOp::Bundle(_), UnionOp::Half(true)) => Some(self.dom.union_av(u0)),
+                (UnionOp::Bundle(wrapped), UnionOp::Half(false)) => w0.map(|w0| {
+                    let t = self.dom.union_av(w0);
+                    if wrapped {
+                        self.dom.wrap(Tag::Perturb, t)
+                    } else {
+                        t
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(b) = back {
+                if !self.symbolic {
+                    return b;
+                }
+                // In lowering, a call converts the cell to one of the
+                // union given back (its tags differ).
+                let (inner, tag) = match self.dom.get(b).clone() {
+                    Av::Wrap(t, x) => (x, Some(t)),
+                    _ => (b, None),
+                };
+                if let Some(ub) = self.dom.as_union_id(inner) {
+                    let r = self.pending_map(op, v, w, (u, wu), ub);
+                    return match tag {
+                        Some(t) => self.dom.wrap(t, r),
+                        None => r,
+                    };
+                }
+            }
+        }
+        let r = self.dom.site_union(Site::Map(op, u, wu));
+        self.map_origins.entry(r).or_insert((op, u, wu));
+        if self.symbolic {
+            return self.pending_map(op, v, w, (u, wu), r);
+        }
+        if self.active_maps.insert((op, u, wu)) {
+            for mu in self.dom.members(u).to_vec() {
+                match wu {
+                    None => {
+                        if let Ok(x) = self.union_op(op, mu, None) {
+                            self.dom.add_member(r, x);
+                        }
+                    }
+                    Some(wu) => {
+                        for mw in self.dom.members(wu).to_vec() {
+                            if let Ok(x) = self.union_op(op, mu, Some(mw)) {
+                                self.dom.add_member(r, x);
+                            }
+                        }
+                    }
+                }
+            }
+            self.active_maps.remove(&(op, u, wu));
+        }
+        self.dom.union_av(r)
+    }
+
+    /// A map that lowering will call, giving a cell of union `r`.
+    fn pending_map(
+        &mut self,
+        op: UnionOp,
+        v: AvId,
+        w: Option<AvId>,
+        unions: (UnionId, Option<UnionId>),
+        r: UnionId,
+    ) -> AvId {
+        let mut args = Vec::new();
+        for x in [Some(v), w].into_iter().flatten() {
+            if let Av::Sym(n, _) = self.dom.get(x) {
+                args.push(*n);
+            }
+        }
+        let result = self.next_virtual;
+        self.next_virtual += 1;
+        self.pending.push(PendingMap {
+            op,
+            args,
+            unions,
+            result,
+            result_union: r,
+        });
+        self.dom.intern(Av::Sym(result, SymKind::Union(r)))
+    }
+
+    /// The operation of a [`UnionOp`] on members.
+    pub fn union_op(&mut self, op: UnionOp, a: AvId, b: Option<AvId>) -> Op<AvId> {
+        match (op, b) {
+            (UnionOp::Wrap(t), _) => Ok(self.tag_wrap(t, a)),
+            (UnionOp::Unwrap(t), _) => self.tag_unwrap(t, a),
+            (UnionOp::Half(primal), _) => self.forward_half(a, primal),
+            (UnionOp::Bundle(wrapped), Some(b)) => {
+                let t = if wrapped {
+                    self.dom.wrap(Tag::Perturb, b)
+                } else {
+                    b
+                };
+                self.bundle(a, t)
+            }
+            (UnionOp::Bundle(_), None) => Err("internal error: bundle of one value".into()),
+        }
+    }
+
+    /// The maps of unions met since the last call (lowering only).
+    pub fn take_pending(&mut self) -> Vec<PendingMap> {
+        std::mem::take(&mut self.pending)
     }
 
     /// `plus` of two unions: the union of the sums of their members of one
@@ -1549,19 +1706,6 @@ impl Ops {
             s.push_str("...");
         }
         s
-    }
-}
-
-/// The name of a tag operation, for messages.
-fn tag_op(tag: Tag, wrap: bool) -> &'static str {
-    match (tag, wrap) {
-        (Tag::Perturb, true) => "`perturb`",
-        (Tag::Perturb, false) => "`unperturb`",
-        (Tag::Sensitize, true) => "`sensitize`",
-        (Tag::Sensitize, false) => "`unsensitize`",
-        (Tag::Reverse, true) => "`*j`",
-        (Tag::Reverse, false) => "`*j-inverse`",
-        (Tag::Forward, _) => "`bundle`",
     }
 }
 

@@ -53,11 +53,27 @@ pub enum Site {
     Zero(UnionId),
     /// `plus` of the values of two unions.
     Plus(UnionId, UnionId),
+    /// A structural operation on the values of a union (of two, for
+    /// `bundle`).
+    Map(UnionOp, UnionId, Option<UnionId>),
     /// Where the parts of two values joined at a site differ in shape:
     /// the site (interned, [`Domain::site_index`]) and a hash of the path
     /// to the part (so that, e.g., the list and the procedure in a pair
     /// do not share a union).
     Within(u32, u64),
+}
+
+/// An AD operation on abstract values applied member by member to a union
+/// ([`Site::Map`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnionOp {
+    Wrap(Tag),
+    Unwrap(Tag),
+    /// `primal` (true) or `tangent` (false).
+    Half(bool),
+    /// `bundle` of members of two unions; `true` when the tangent union
+    /// is wrapped as a perturbation.
+    Bundle(bool),
 }
 
 /// How many levels of [`Site::Part`] unions may nest.

@@ -12,4 +12,4 @@ pub mod domain;
 pub mod print;
 
 pub use analysis::{analyze, Analysis, BindInfo, Ops, Plan, Spec, SpecId};
-pub use domain::{Av, AvId, Domain, Kind, Site, SymKind, UnionId};
+pub use domain::{Av, AvId, Domain, Kind, Site, SymKind, UnionId, UnionOp};

@@ -226,6 +226,10 @@ fn site_text(prog: &Program, site: &crate::Site) -> String {
         Site::Env(l, i) => format!("environment slot {i} of {l}"),
         Site::Part(u, _) => format!("parts of U{}", u.0),
         Site::Zero(u) => format!("zero of U{}", u.0),
+        Site::Map(op, u, w) => match w {
+            Some(w) => format!("{op:?} of U{} and U{}", u.0, w.0),
+            None => format!("{op:?} of U{}", u.0),
+        },
         Site::Within(base, path) => {
             format!("a part ({path:x}) of the values joined at site {base}")
         }

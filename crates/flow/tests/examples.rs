@@ -12,11 +12,9 @@ fn analyze_file(path: &Path) -> Result<flow::Analysis, String> {
     flow::analyze(prog).map_err(|e| e.render(&map))
 }
 
-/// Programs that need what the analysis does not handle yet (`plus` and
-/// `zero` of a list of run-time length, as reverse mode of a procedure
-/// closing over one needs): it must reject them with a clear message, not
-/// hang.
-const NEEDS_UNIONS: &[&str] = &["14-read-real.vlad"];
+/// Programs that need what the analysis does not handle yet: it must
+/// reject them with a clear message, not hang. None at the moment.
+const NEEDS_UNIONS: &[&str] = &[];
 
 #[test]
 fn every_example_analyses() {

@@ -17,7 +17,7 @@
 //! arm. Printing a union calls a printer function made per union.
 
 use crate::fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
-use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId};
+use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
 use ir::{Prim, PrimKind, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{SourceMap, Span};
@@ -54,8 +54,12 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
         .map(|i| analysis.is_live(SpecId(i)))
         .collect();
     let Analysis {
-        ops, specs, main, ..
+        mut ops,
+        specs,
+        main,
+        ..
     } = analysis;
+    ops.symbolic = true;
     let mut lw = Lowerer {
         ops,
         specs,
@@ -157,6 +161,18 @@ impl Fb {
 enum UnionFn {
     Zero(UnionId),
     Plus(UnionId, UnionId),
+    /// The last union is the result's.
+    Map(UnionOp, UnionId, Option<UnionId>, UnionId),
+}
+
+fn op_name(op: UnionOp) -> String {
+    match op {
+        UnionOp::Wrap(t) => format!("wrap_{}", t.name()),
+        UnionOp::Unwrap(t) => format!("unwrap_{}", t.name()),
+        UnionOp::Half(true) => "primal".into(),
+        UnionOp::Half(false) => "tangent".into(),
+        UnionOp::Bundle(_) => "bundle".into(),
+    }
 }
 
 /// How a body ended early.
@@ -271,6 +287,8 @@ impl Lowerer<'_> {
             Rhs::Cons { tags, car, cdr } => self.ops.cons_t(tags, v(car), v(cdr)).map(|_| ()),
             _ => Ok(()),
         };
+        // Only the message was wanted: no code for maps of unions.
+        self.ops.take_pending();
         match again {
             Err(m) if !m.is_empty() => m,
             _ => analysed.to_string(),
@@ -526,14 +544,17 @@ impl Lowerer<'_> {
             }
             Rhs::Cons { tags, car, cdr } => {
                 let r = self.ops.cons_t(tags, v(car), v(cdr));
+                let r = self.resolve(fb, r);
                 structural(r, self)
             }
             Rhs::Car { tags, pair, .. } => {
                 let r = self.ops.car_t(tags, v(pair), true);
+                let r = self.resolve(fb, r);
                 structural(r, self)
             }
             Rhs::Cdr { tags, pair, .. } => {
                 let r = self.ops.car_t(tags, v(pair), false);
+                let r = self.resolve(fb, r);
                 structural(r, self)
             }
             Rhs::Check {
@@ -551,6 +572,7 @@ impl Lowerer<'_> {
                             ir::Tag::Forward => self.ops.forward_half(x, true),
                             _ => self.ops.tag_unwrap(*t, x),
                         };
+                        let r = self.resolve(fb, r);
                         x = r.unwrap_or(x);
                     }
                     let d = self.ops.prog.consts[*expect].datum.clone();
@@ -661,6 +683,23 @@ impl Lowerer<'_> {
         tys: &[Ty],
         arm: &mut dyn FnMut(&mut Self, &mut Fb, AvId, AvId) -> Term,
     ) -> Vec<Val> {
+        if members.is_empty() {
+            // A union no value ever reached.
+            let cond = fb.emit1(Op::BoolConst(false), Ty::Bool);
+            let dead = Term::Error(self.string("error: internal error: a value of an empty union"));
+            let block = |term: Term| Block {
+                insts: vec![],
+                term,
+            };
+            return fb.emit(
+                Op::If {
+                    cond,
+                    then_: block(dead.clone()),
+                    else_: block(dead),
+                },
+                tys,
+            );
+        }
         let cond = fb.emit1(Op::TagIs(ptr, k as u32), Ty::Bool);
         // The arm of member k.
         fb.blocks.push(Vec::new());
@@ -1035,11 +1074,61 @@ impl Lowerer<'_> {
                     Prim::Primal => self.ops.forward_half(arg, true),
                     _ => self.ops.forward_half(arg, false),
                 };
-                match r {
+                match self.resolve(fb, r) {
                     Ok(av) => Flow::Value(av),
                     Err(m) => Flow::Done(self.error_term(b.span, &m)),
                 }
             }
+        }
+    }
+
+    /// Emits the calls for the maps of unions that an operation on
+    /// symbolic values met ([`flow::Ops::map_union`]), and puts their
+    /// results in its value.
+    fn resolve(&mut self, fb: &mut Fb, r: Result<AvId, String>) -> Result<AvId, String> {
+        let pending = self.ops.take_pending();
+        if pending.is_empty() {
+            return r;
+        }
+        let mut subst: HashMap<u32, u32> = HashMap::new();
+        for p in pending {
+            let args: Vec<Val> = p
+                .args
+                .iter()
+                .map(|a| Val(subst.get(a).copied().unwrap_or(*a)))
+                .collect();
+            let (f, _) = self.union_fn(UnionFn::Map(p.op, p.unions.0, p.unions.1, p.result_union));
+            let v = fb.emit1(Op::Call(f, args), Ty::Ptr);
+            subst.insert(p.result, v.0);
+        }
+        r.map(|av| self.substitute(av, &subst))
+    }
+
+    /// `v` with its symbolic scalars renumbered.
+    fn substitute(&mut self, v: AvId, subst: &HashMap<u32, u32>) -> AvId {
+        let dom = &mut self.ops.dom;
+        match dom.get(v).clone() {
+            Av::Sym(n, k) => match subst.get(&n) {
+                Some(m) => dom.intern(Av::Sym(*m, k)),
+                None => v,
+            },
+            Av::Pair(a, b) => {
+                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
+                self.ops.dom.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
+                self.ops.dom.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.substitute(x, subst);
+                self.ops.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) => {
+                let env = env.iter().map(|x| self.substitute(*x, subst)).collect();
+                self.ops.dom.closure(l, env)
+            }
+            _ => v,
         }
     }
 
@@ -1083,12 +1172,16 @@ impl Lowerer<'_> {
         let what = match what {
             UnionFn::Zero(u) => UnionFn::Zero(dom.find(u)),
             UnionFn::Plus(u, w) => UnionFn::Plus(dom.find(u), dom.find(w)),
+            UnionFn::Map(op, u, w, r) => {
+                UnionFn::Map(op, dom.find(u), w.map(|w| dom.find(w)), dom.find(r))
+            }
         };
-        let site = match what {
-            UnionFn::Zero(u) => flow::Site::Zero(u),
-            UnionFn::Plus(u, w) => flow::Site::Plus(u, w),
-        };
-        let result = dom.union_at(site).unwrap_or(UnionId(0));
+        let result = match what {
+            UnionFn::Zero(u) => dom.union_at(flow::Site::Zero(u)),
+            UnionFn::Plus(u, w) => dom.union_at(flow::Site::Plus(u, w)),
+            UnionFn::Map(_, _, _, r) => Some(r),
+        }
+        .unwrap_or(UnionId(0));
         if let Some(f) = self.union_fns.get(&what) {
             return (*f, result);
         }
@@ -1096,6 +1189,11 @@ impl Lowerer<'_> {
         let (name, params) = match what {
             UnionFn::Zero(u) => (format!("zero_u{}", u.0), vec![Ty::Ptr]),
             UnionFn::Plus(u, w) => (format!("plus_u{}_u{}", u.0, w.0), vec![Ty::Ptr, Ty::Ptr]),
+            UnionFn::Map(op, u, None, _) => (format!("{}_u{}", op_name(op), u.0), vec![Ty::Ptr]),
+            UnionFn::Map(op, u, Some(w), _) => (
+                format!("{}_u{}_u{}", op_name(op), u.0, w.0),
+                vec![Ty::Ptr, Ty::Ptr],
+            ),
         };
         self.module.funcs.push(fir::Func {
             name: name.clone(),
@@ -1124,6 +1222,21 @@ impl Lowerer<'_> {
                     Term::Yield(out)
                 })
             }
+            UnionFn::Map(op, u, None, _) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, m| {
+                    let r = this.ops.union_op(op, m, None);
+                    this.map_arm(fb, r, target)
+                })
+            }
+            UnionFn::Map(op, u, Some(w), _) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
+                    let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
+                        let r = this.ops.union_op(op, mu, Some(mw));
+                        this.map_arm(fb, r, target)
+                    });
+                    Term::Yield(arm)
+                })
+            }
             UnionFn::Plus(u, w) => {
                 self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
                     let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
@@ -1150,6 +1263,32 @@ impl Lowerer<'_> {
             },
         };
         (id, result)
+    }
+
+    /// The end of an arm of a map function: the member's result boxed in
+    /// the result union, or the operation's error.
+    fn map_arm(&mut self, fb: &mut Fb, r: Result<AvId, String>, target: AvId) -> Term {
+        match self.resolve(fb, r) {
+            Ok(x) => {
+                // A tangent given back as the union it was bundled from
+                // is that union's value without its perturbation tag.
+                let x = match (
+                    self.ops.dom.get(x).clone(),
+                    self.ops.dom.get(target).clone(),
+                ) {
+                    (Av::Wrap(_, inner), Av::Union(u))
+                        if self.ops.dom.member_index(u, x).is_none() =>
+                    {
+                        inner
+                    }
+                    _ => x,
+                };
+                let mut out = Vec::new();
+                self.coerce(fb, x, target, &mut out);
+                Term::Yield(out)
+            }
+            Err(m) => self.error_term(None, &m),
+        }
     }
 
     /// The run-time error of `plus` on values of different shapes.

@@ -9,7 +9,7 @@
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-const NOT_YET_COMPILED: &[&str] = &["14-read-real.vlad"];
+const NOT_YET_COMPILED: &[&str] = &[];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
