@@ -9,7 +9,38 @@
 //! same order, so the printed numbers agree with the VLAD programs.
 
 use std::io::Read;
-use std::ops::{Add, Div, Mul, Sub};
+use std::ops::{Add, Deref, Div, Mul, Sub};
+
+/// A vector of at most four numbers, on the stack: the benchmarks' vectors
+/// have one or two components, and heap allocation in the inner loops would
+/// measure `malloc`, not arithmetic.
+#[derive(Clone, Copy, Debug)]
+pub struct Vect<T> {
+    items: [T; 4],
+    len: usize,
+}
+
+impl<T: Num> Vect<T> {
+    pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> Self {
+        assert!(len <= 4, "Vect holds at most 4 numbers");
+        let mut items = [T::lift(0.0); 4];
+        for (i, x) in items.iter_mut().enumerate().take(len) {
+            *x = f(i);
+        }
+        Vect { items, len }
+    }
+
+    pub fn from_slice(xs: &[T]) -> Self {
+        Vect::from_fn(xs.len(), |i| xs[i])
+    }
+}
+
+impl<T> Deref for Vect<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+}
 
 /// A number the generic code runs on: `f64`, or a dual number over one.
 pub trait Num:
@@ -107,31 +138,27 @@ pub fn magnitude<T: Num>(v: &[T]) -> T {
 
 /// The library's `distance`: `magnitude (v- u v)`.
 pub fn distance<T: Num>(u: &[T], v: &[T]) -> T {
-    let d: Vec<T> = u.iter().zip(v).map(|(a, b)| *a - *b).collect();
+    let d = Vect::from_fn(u.len().min(v.len()), |i| u[i] - v[i]);
     magnitude(&d)
 }
 
 /// `gradient-F f x`: for each i, the tangent of `f` along the i-th unit
 /// vector (a 1 at i, 0 elsewhere), one forward pass each.
-pub fn gradient_f<T: Num>(f: impl Fn(&[Dual<T>]) -> Dual<T>, x: &[T]) -> Vec<T> {
-    (0..x.len())
-        .map(|i| {
-            let xs: Vec<Dual<T>> = x
-                .iter()
-                .enumerate()
-                .map(|(j, &xj)| Dual::new(xj, T::lift(if j == i { 1.0 } else { 0.0 })))
-                .collect();
-            f(&xs).d
-        })
-        .collect()
+pub fn gradient_f<T: Num>(f: impl Fn(&[Dual<T>]) -> Dual<T>, x: &[T]) -> Vect<T> {
+    Vect::from_fn(x.len(), |i| {
+        let xs = Vect::from_fn(x.len(), |j| {
+            Dual::new(x[j], T::lift(if j == i { 1.0 } else { 0.0 }))
+        });
+        f(&xs).d
+    })
 }
 
 /// `multivariate-argmin G f x` of `common.vlad`, with gradient `g`.
 pub fn multivariate_argmin<T: Num>(
     f: impl Fn(&[T]) -> T,
-    g: impl Fn(&[T]) -> Vec<T>,
-    x: Vec<T>,
-) -> Vec<T> {
+    g: impl Fn(&[T]) -> Vect<T>,
+    x: Vect<T>,
+) -> Vect<T> {
     let mut x = x;
     let mut fx = f(&x);
     let mut gx = g(&x);
@@ -146,11 +173,7 @@ pub fn multivariate_argmin<T: Num>(
             i = 0.0;
             continue;
         }
-        let x_prime: Vec<T> = x
-            .iter()
-            .zip(&gx)
-            .map(|(a, b)| *a - T::lift(eta) * *b)
-            .collect();
+        let x_prime = Vect::from_fn(x.len(), |k| x[k] - T::lift(eta) * gx[k]);
         if distance(&x, &x_prime).value() <= 1e-5 {
             return x;
         }

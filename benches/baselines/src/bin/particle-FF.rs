@@ -2,7 +2,9 @@
 //! Reads N; prints w* = 0.20719187464861... N times.
 #![allow(non_snake_case)]
 
-use baselines::{distance, gradient_f, multivariate_argmin, read_input, write_real, Dual, Num};
+use baselines::{
+    distance, gradient_f, multivariate_argmin, read_input, write_real, Dual, Num, Vect,
+};
 
 /// `naive-euler gradient-F w`: the cost of w.
 fn naive_euler<T: Num>(w: T) -> T {
@@ -12,11 +14,10 @@ fn naive_euler<T: Num>(w: T) -> T {
     // p(x) = reduce + 0 (map (λc. 1 / distance x c) charges), a right fold.
     let p = |x: &[Dual<T>]| {
         let l = Dual::<T>::lift;
-        let r: Vec<Dual<T>> = charges
-            .iter()
-            .map(|ch| l(1.0) / distance(x, &[Dual::new(ch[0], c(0.0)), Dual::new(ch[1], c(0.0))]))
-            .collect();
-        r[0] + (r[1] + l(0.0))
+        let r = |ch: &[T; 2]| {
+            l(1.0) / distance(x, &[Dual::new(ch[0], c(0.0)), Dual::new(ch[1], c(0.0))])
+        };
+        r(&charges[0]) + (r(&charges[1]) + l(0.0))
     };
     let mut x = [c(0.0), c(8.0)];
     let mut xdot = [c(0.75), c(0.0)];
@@ -43,7 +44,7 @@ fn main() {
         let w = multivariate_argmin(
             |x: &[f64]| naive_euler(x[0]),
             |x: &[f64]| gradient_f(|x: &[Dual<f64>]| naive_euler(x[0]), x),
-            vec![0.0],
+            Vect::from_slice(&[0.0]),
         );
         write_real(w[0]);
         i += 1.0;

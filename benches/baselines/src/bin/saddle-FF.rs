@@ -2,7 +2,7 @@
 //! Reads N; prints x1* y1* x2* y2* (each 8.246324826140356e-06) N times.
 #![allow(non_snake_case)]
 
-use baselines::{gradient_f, multivariate_argmin, read_input, write_real, Dual, Num};
+use baselines::{gradient_f, multivariate_argmin, read_input, write_real, Dual, Num, Vect};
 
 /// `f(x1, y1, x2, y2) = (x1^2 + y1^2) - (x2^2 + y2^2)`.
 fn f<T: Num>(x1: T, y1: T, x2: T, y2: T) -> T {
@@ -11,8 +11,8 @@ fn f<T: Num>(x1: T, y1: T, x2: T, y2: T) -> T {
 
 /// `multivariate-argmax-F` of `(λ (x2 y2) f(x1, y1, x2, y2))` from start:
 /// `multivariate-argmin` of `0 - f`.
-fn inner_argmax<T: Num>(x1: T, y1: T) -> Vec<T> {
-    let start = vec![T::lift(1.0), T::lift(1.0)];
+fn inner_argmax<T: Num>(x1: T, y1: T) -> Vect<T> {
+    let start = Vect::from_slice(&[T::lift(1.0), T::lift(1.0)]);
     multivariate_argmin(
         |x: &[T]| T::lift(0.0) - f(x1, y1, x[0], x[1]),
         |x: &[T]| {
@@ -40,7 +40,7 @@ fn main() {
     let n = input[0];
     let mut i = 0.0;
     while i < n {
-        let start = vec![1.0, 1.0];
+        let start = Vect::from_slice(&[1.0, 1.0]);
         let s = multivariate_argmin(
             |x: &[f64]| outer_objective(x[0], x[1]),
             |x: &[f64]| gradient_f(|x: &[Dual<f64>]| outer_objective(x[0], x[1]), x),
