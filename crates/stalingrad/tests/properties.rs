@@ -648,7 +648,7 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
     };
     let opts = Options {
         depth: 3 + rng.below(2) as u32,
-        branches: case % 4 != 0,
+        branches: !case.is_multiple_of(4),
         ..Options::default()
     };
     let derivatives = rng.chance(0.5);
