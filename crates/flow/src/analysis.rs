@@ -41,8 +41,11 @@ use syntax::{Diagnostic, Span};
 /// their constants: fixed-size recursions (unit vectors, `map-n` over a
 /// known length) unroll fully below this; loops over run-time data widen.
 /// The budget is per widened key, so that two uses of `map-n` with
-/// different procedures do not share one.
-pub const UNROLL: u32 = 32;
+/// different procedures do not share one. 64 rather than 32: in
+/// `examples/11-saddle.vlad` a 5-step loop nested in a 10-step one, under
+/// reverse mode, needs more than 32 and would otherwise keep a tape of
+/// run-time length.
+pub const UNROLL: u32 = 64;
 /// Deepest abstract value accepted.
 pub const MAX_DEPTH: u32 = 200;
 /// Most specialisations accepted.

@@ -8,11 +8,6 @@
 //! mode inside). Reverse mode through a loop of run-time trip count
 //! (particle and saddle RF and RR) needs a tape of run-time length: a
 //! union, checked here to be allocated only there.
-//!
-//! `examples/11-saddle.vlad` is left out: in its reverse-over-forward and
-//! reverse-over-reverse games the analysis does not keep the loop counter
-//! known in every context, so one conditional's backpropagator is a union
-//! there (its output is still checked against the interpreter).
 
 use lower::fir::{Block, Module, Op};
 use std::path::{Path, PathBuf};
@@ -99,6 +94,7 @@ fn fixed_shapes_compile_to_plain_numeric_code() {
             "examples/08-gradients-hessians.vlad",
             "examples/09-perturbation-confusion.vlad",
             "examples/10-ad-of-ad.vlad",
+            "examples/11-saddle.vlad",
         ]
         .iter()
         .map(|p| r.join(p))

@@ -203,7 +203,7 @@ fn test(a: TestArgs) -> ExitCode {
         let prog = match load(file, &a.common, &mut map) {
             Ok(p) => p,
             Err(d) => {
-                println!("FAIL {}: {}", file.display(), d.render(&map));
+                emit(&format!("FAIL {}: {}\n", file.display(), d.render(&map)));
                 failed += 1;
                 continue;
             }
@@ -220,12 +220,12 @@ fn test(a: TestArgs) -> ExitCode {
             }
             Err(d) => {
                 drop(it);
-                println!("FAIL {}", d.render(&map));
+                emit(&format!("FAIL {}\n", d.render(&map)));
                 failed += 1;
             }
         }
     }
-    println!("{passed} passed, {failed} failed");
+    emit(&format!("{passed} passed, {failed} failed\n"));
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -243,7 +243,7 @@ fn build(a: BuildArgs) -> ExitCode {
         }
     };
     if a.emit == Some(Emit::Anf) {
-        print!("{}", ir::print::program(&prog));
+        emit(&ir::print::program(&prog));
         return ExitCode::SUCCESS;
     }
     let analysis = match flow::analyze(prog) {
@@ -256,13 +256,13 @@ fn build(a: BuildArgs) -> ExitCode {
     if a.emit == Some(Emit::Flow) {
         // The transformed lambdas the analysis created, then its view of
         // every specialisation.
-        print!("{}", ir::print::program(&analysis.ops.prog));
+        emit(&ir::print::program(&analysis.ops.prog));
         for (id, _) in analysis.ops.prog.lambdas.iter() {
             if !matches!(analysis.ops.prog.lambdas[id].origin, ir::Origin::Source) {
-                println!("{}", ir::print::lambda(&analysis.ops.prog, id));
+                emit(&format!("{}\n", ir::print::lambda(&analysis.ops.prog, id)));
             }
         }
-        print!("{}", flow::print::analysis_text(&analysis));
+        emit(&flow::print::analysis_text(&analysis));
         return ExitCode::SUCCESS;
     }
     let mut module = lower::lower(analysis, &map);
@@ -270,7 +270,7 @@ fn build(a: BuildArgs) -> ExitCode {
         lower::opt::optimize(&mut module);
     }
     if a.emit == Some(Emit::Ir) {
-        print!("{}", lower::fir_print::module(&module));
+        emit(&lower::fir_print::module(&module));
         return ExitCode::SUCCESS;
     }
     let opts = codegen::Options {
@@ -288,7 +288,7 @@ fn build(a: BuildArgs) -> ExitCode {
         .unwrap_or_else(|| PathBuf::from("a.out"));
     match a.emit {
         Some(Emit::Clif) => {
-            print!("{}", out.clif);
+            emit(&out.clif);
             ExitCode::SUCCESS
         }
         Some(Emit::Obj) => {
@@ -318,4 +318,19 @@ fn fail(msg: &str) -> ExitCode {
     let _ = std::io::stdout().flush();
     eprintln!("error: {msg}");
     ExitCode::FAILURE
+}
+
+/// Writes to standard output. A reader that goes away (`| head`) ends the
+/// program quietly, as it ends other Unix tools; any other failure is an
+/// error message.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
 }
