@@ -802,6 +802,15 @@ impl Analyzer {
             match info.plan {
                 Plan::Call(s) => specs[i] = Some(s),
                 Plan::Dead => {}
+                // The interpreter calls the chosen "thunk" whatever it is:
+                // when only it can be chosen, its application's error is
+                // the error.
+                Plan::Error(m) if !(take_then && take_else) => {
+                    return Ok(BindInfo {
+                        av: bottom,
+                        plan: Plan::Error(m),
+                    });
+                }
                 _ => {
                     // A thunk that is a primitive or not a procedure: only
                     // reachable through misuse of `if-procedure`.

@@ -269,10 +269,28 @@ impl Lowerer<'_> {
         let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId(0));
         let again = match &b.rhs {
             Rhs::App { f, arg } => match self.ops.dom.get(v(f)).clone() {
-                Av::Prim(ir::Prim::IfProcedure) => Err(format!(
-                    "`if-procedure` expects a condition and two thunks, found {}",
-                    self.ops.describe(v(arg))
-                )),
+                Av::Prim(ir::Prim::IfProcedure) if analysed.starts_with("`if-procedure`") => {
+                    Err(format!(
+                        "`if-procedure` expects a condition and two thunks, found {}",
+                        self.ops.describe(v(arg))
+                    ))
+                }
+                // The chosen thunk is not a procedure (the condition is
+                // known: see `flow::analysis` on `if-procedure`).
+                Av::Prim(ir::Prim::IfProcedure) => {
+                    let chosen = self.pair_view(v(arg)).and_then(|(c, te)| {
+                        let (t, e) = self.pair_view(te)?;
+                        let no = matches!(self.ops.dom.get(c), Av::Bool(Some(false)));
+                        Some(if no { e } else { t })
+                    });
+                    match chosen {
+                        Some(x) => Err(format!(
+                            "cannot apply a non-procedure: found {}",
+                            self.ops.describe(x)
+                        )),
+                        None => Ok(()),
+                    }
+                }
                 Av::Prim(p) => self.ops.prim(p, v(arg)).map(|_| ()),
                 Av::Closure(..) | Av::Bottom => Ok(()),
                 _ => Err(format!(
