@@ -33,8 +33,10 @@ pub fn optimize(m: &mut Module) {
     drop_unneeded_sites(m);
     rounds(m);
     prune(m);
+    crate::simplify::simplify(m);
     bottom_up(m);
     prune(m);
+    crate::simplify::simplify(m);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
