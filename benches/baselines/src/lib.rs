@@ -105,33 +105,41 @@ pub fn magnitude<T: Num>(v: &[T]) -> T {
     dot(v, v).sqrt()
 }
 
-/// The library's `distance`: `magnitude (v- u v)`.
+/// The library's `distance`: `magnitude (v- u v)`. The differences are
+/// formed as they are needed rather than stored: the same operations on
+/// the same operands, without a heap-allocated vector.
 pub fn distance<T: Num>(u: &[T], v: &[T]) -> T {
-    let d: Vec<T> = u.iter().zip(v).map(|(a, b)| *a - *b).collect();
-    magnitude(&d)
+    let mut s = T::lift(0.0);
+    for (a, b) in u.iter().zip(v) {
+        let d = *a - *b;
+        s = s + d * d;
+    }
+    s.sqrt()
 }
 
 /// `gradient-F f x`: for each i, the tangent of `f` along the i-th unit
 /// vector (a 1 at i, 0 elsewhere), one forward pass each.
-pub fn gradient_f<T: Num>(f: impl Fn(&[Dual<T>]) -> Dual<T>, x: &[T]) -> Vec<T> {
-    (0..x.len())
-        .map(|i| {
-            let xs: Vec<Dual<T>> = x
-                .iter()
-                .enumerate()
-                .map(|(j, &xj)| Dual::new(xj, T::lift(if j == i { 1.0 } else { 0.0 })))
-                .collect();
-            f(&xs).d
-        })
-        .collect()
+pub fn gradient_f<T: Num, const N: usize>(
+    f: impl Fn(&[Dual<T>; N]) -> Dual<T>,
+    x: &[T; N],
+) -> [T; N] {
+    let mut g = [T::lift(0.0); N];
+    for (i, gi) in g.iter_mut().enumerate() {
+        let mut xs = [Dual::new(T::lift(0.0), T::lift(0.0)); N];
+        for (j, xj) in xs.iter_mut().enumerate() {
+            *xj = Dual::new(x[j], T::lift(if j == i { 1.0 } else { 0.0 }));
+        }
+        *gi = f(&xs).d;
+    }
+    g
 }
 
 /// `multivariate-argmin G f x` of `common.vlad`, with gradient `g`.
-pub fn multivariate_argmin<T: Num>(
-    f: impl Fn(&[T]) -> T,
-    g: impl Fn(&[T]) -> Vec<T>,
-    x: Vec<T>,
-) -> Vec<T> {
+pub fn multivariate_argmin<T: Num, const N: usize>(
+    f: impl Fn(&[T; N]) -> T,
+    g: impl Fn(&[T; N]) -> [T; N],
+    x: [T; N],
+) -> [T; N] {
     let mut x = x;
     let mut fx = f(&x);
     let mut gx = g(&x);
@@ -146,11 +154,10 @@ pub fn multivariate_argmin<T: Num>(
             i = 0.0;
             continue;
         }
-        let x_prime: Vec<T> = x
-            .iter()
-            .zip(&gx)
-            .map(|(a, b)| *a - T::lift(eta) * *b)
-            .collect();
+        let mut x_prime = x;
+        for (xk, gk) in x_prime.iter_mut().zip(&gx) {
+            *xk = *xk - T::lift(eta) * *gk;
+        }
         if distance(&x, &x_prime).value() <= 1e-5 {
             return x;
         }

@@ -241,10 +241,7 @@ impl Fwd {
                     inst.op = Op::F64Const(z);
                     return self.inst(inst, out);
                 }
-                let is = |w: Val, c: f64| {
-                    self.f(w)
-                        .is_some_and(|x| x.to_bits() == c.to_bits())
-                };
+                let is = |w: Val, c: f64| self.f(w).is_some_and(|x| x.to_bits() == c.to_bits());
                 let identity = match op {
                     FBin::Mul if is(b, 1.0) => Some(a),
                     FBin::Mul if is(a, 1.0) => Some(b),
@@ -384,16 +381,12 @@ impl Fwd {
                             self.not_neg_zero[r.0 as usize] = self.nnz(t);
                         }
                         _ => {
-                            self.not_neg_zero[r.0 as usize] = tv.is_none_or(|t| self.nnz(t))
-                                && ev.is_none_or(|e| self.nnz(e));
+                            self.not_neg_zero[r.0 as usize] =
+                                tv.is_none_or(|t| self.nnz(t)) && ev.is_none_or(|e| self.nnz(e));
                         }
                     }
                 }
-                inst.op = Op::If {
-                    cond,
-                    then_,
-                    else_,
-                };
+                inst.op = Op::If { cond, then_, else_ };
                 out.push(inst);
             }
         }
@@ -474,9 +467,7 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
                 mark(live, *b);
             }
             Op::FUn(_, a) | Op::Not(a) | Op::PrintReal(a) | Op::PrintBool(a) => mark(live, *a),
-            Op::Call(_, args) | Op::CallAt(_, args, _) => {
-                args.iter().for_each(|v| mark(live, *v))
-            }
+            Op::Call(_, args) | Op::CallAt(_, args, _) => args.iter().for_each(|v| mark(live, *v)),
             Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
         }
         kept.push(inst);
