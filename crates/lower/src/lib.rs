@@ -10,6 +10,7 @@ pub mod fir_eval;
 pub mod fir_print;
 pub mod lower;
 pub mod opt;
+pub mod params;
 pub mod simplify;
 
 pub use lower::{layout, lower};

@@ -37,6 +37,7 @@ pub fn optimize(m: &mut Module) {
     bottom_up(m);
     prune(m);
     crate::simplify::simplify(m);
+    crate::params::shrink(m);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
@@ -460,7 +461,7 @@ impl Inliner<'_> {
     }
 }
 
-fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
+pub(crate) fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
     let r = |v: &mut Val| {
         if let Some(n) = map.get(v) {
             *v = *n;
