@@ -55,12 +55,81 @@ fn call_sites(m: &Module) -> Vec<Vec<(usize, Vec<Val>)>> {
     sites
 }
 
+/// A value number: equal numbers are equal values, provided parameters
+/// of one class are equal.
 #[derive(Clone, PartialEq, Eq, Hash)]
-enum ArgKey {
-    /// A parameter of the caller, by its class.
+enum Node {
+    /// A parameter, by its class.
     Param(usize),
-    /// Any other value of the caller.
-    Val(usize, u32),
+    F(u64),
+    B(bool),
+    Bin(u8, usize, usize),
+    Un(u8, usize),
+    Cmp(u8, usize, usize),
+    Not(usize),
+    /// Any other value (a call's result, an `If`'s, a real read) of one
+    /// function: equal only to itself.
+    Opaque(usize, u32),
+}
+
+/// Numbers the values of function `fi` (indexed by `Val`).
+fn number(
+    f: &Func,
+    fi: usize,
+    class: &[usize],
+    intern: &mut HashMap<Node, usize>,
+) -> Vec<usize> {
+    fn id(intern: &mut HashMap<Node, usize>, n: Node) -> usize {
+        let len = intern.len();
+        *intern.entry(n).or_insert(len)
+    }
+    fn walk(
+        b: &Block,
+        fi: usize,
+        vn: &mut [usize],
+        intern: &mut HashMap<Node, usize>,
+    ) {
+        for inst in &b.insts {
+            let node = match &inst.op {
+                Op::F64Const(x) => Some(Node::F(x.to_bits())),
+                Op::BoolConst(x) => Some(Node::B(*x)),
+                Op::FBin(op, a, c) => {
+                    let (mut x, mut y) = (vn[a.0 as usize], vn[c.0 as usize]);
+                    let k = *op as u8;
+                    if matches!(op, crate::fir::FBin::Add | crate::fir::FBin::Mul) && y < x {
+                        std::mem::swap(&mut x, &mut y);
+                    }
+                    Some(Node::Bin(k, x, y))
+                }
+                Op::FUn(op, a) => Some(Node::Un(*op as u8, vn[a.0 as usize])),
+                Op::FCmp(c, a, d) => Some(Node::Cmp(*c as u8, vn[a.0 as usize], vn[d.0 as usize])),
+                Op::Not(a) => Some(Node::Not(vn[a.0 as usize])),
+                Op::If { then_, else_, .. } => {
+                    walk(then_, fi, vn, intern);
+                    walk(else_, fi, vn, intern);
+                    None
+                }
+                _ => None,
+            };
+            match node {
+                Some(n) => {
+                    let r = inst.results[0];
+                    vn[r.0 as usize] = id(intern, n);
+                }
+                None => {
+                    for r in &inst.results {
+                        vn[r.0 as usize] = id(intern, Node::Opaque(fi, r.0));
+                    }
+                }
+            }
+        }
+    }
+    let mut vn = vec![usize::MAX; f.types.len()];
+    for (i, c) in class.iter().enumerate() {
+        vn[i] = id(intern, Node::Param(*c));
+    }
+    walk(&f.body, fi, &mut vn, intern);
+    vn
 }
 
 fn merge_equal(m: &mut Module) -> bool {
@@ -88,21 +157,21 @@ fn merge_equal(m: &mut Module) -> bool {
         count = count.max(ids.len());
     }
     loop {
-        let mut ids: HashMap<(usize, Vec<ArgKey>), usize> = HashMap::new();
+        let mut intern = HashMap::new();
+        let vns: Vec<Vec<usize>> = m
+            .funcs
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| number(f, fi, &class[fi], &mut intern))
+            .collect();
+        let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
         let mut next: Vec<Vec<usize>> = Vec::with_capacity(n);
         for (fi, f) in m.funcs.iter().enumerate() {
             let c = (0..f.params.len())
                 .map(|i| {
-                    let key: Vec<ArgKey> = sites[fi]
+                    let key: Vec<usize> = sites[fi]
                         .iter()
-                        .map(|(h, args)| {
-                            let v = args[i];
-                            if (v.0 as usize) < m.funcs[*h].params.len() {
-                                ArgKey::Param(class[*h][v.0 as usize])
-                            } else {
-                                ArgKey::Val(*h, v.0)
-                            }
-                        })
+                        .map(|(h, args)| vns[*h][args[i].0 as usize])
                         .collect();
                     let len = ids.len();
                     *ids.entry((class[fi][i], key)).or_insert(len)
@@ -281,4 +350,96 @@ fn renumber(f: &mut Func, live: &[bool]) {
     crate::opt::rename_block(&mut f.body, &map);
     f.params = params;
     f.types = types;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fir::{Cmp, FBin, Inst};
+
+    fn i(results: &[u32], op: Op) -> Inst {
+        Inst {
+            results: results.iter().map(|r| Val(*r)).collect(),
+            op,
+        }
+    }
+
+    /// main calls loop(x, x, 0) with x read; loop(a, b, c) = if a < 10
+    /// then loop(a + 1, b + 1, c) else a + b: a and b are always equal, c
+    /// is never read.
+    #[test]
+    fn equal_and_dead_parameters() {
+        let main = Func {
+            name: "main".into(),
+            params: vec![],
+            returns: vec![],
+            types: vec![Ty::F64, Ty::F64, Ty::F64],
+            body: Block {
+                insts: vec![
+                    i(&[0], Op::ReadReal(crate::fir::StrId(0))),
+                    i(&[1], Op::F64Const(0.0)),
+                    i(&[2], Op::Call(FuncId(1), vec![Val(0), Val(0), Val(1)])),
+                    i(&[], Op::PrintReal(Val(2))),
+                ],
+                term: Term::Return(vec![]),
+            },
+        };
+        let lp = Func {
+            name: "loop".into(),
+            params: vec![Ty::F64; 3],
+            returns: vec![Ty::F64],
+            types: vec![
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::Bool,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+            ],
+            body: Block {
+                insts: vec![
+                    i(&[3], Op::F64Const(10.0)),
+                    i(&[4], Op::FCmp(Cmp::Lt, Val(0), Val(3))),
+                    i(
+                        &[5],
+                        Op::If {
+                            cond: Val(4),
+                            then_: Block {
+                                insts: vec![
+                                    i(&[6], Op::F64Const(1.0)),
+                                    i(&[7], Op::FBin(FBin::Add, Val(0), Val(6))),
+                                    i(&[8], Op::FBin(FBin::Add, Val(1), Val(6))),
+                                ],
+                                term: Term::TailCall(FuncId(1), vec![Val(7), Val(8), Val(2)]),
+                            },
+                            else_: Block {
+                                insts: vec![i(&[9], Op::FBin(FBin::Add, Val(0), Val(1)))],
+                                term: Term::Yield(vec![Val(9)]),
+                            },
+                        },
+                    ),
+                ],
+                term: Term::Return(vec![Val(5)]),
+            },
+        };
+        let mut m = Module {
+            funcs: vec![main, lp],
+            main: Some(FuncId(0)),
+            strings: vec!["eof".into()],
+        };
+        let run = |m: &Module| {
+            let mut out = Vec::new();
+            crate::fir_eval::run(m, &mut "2.5".as_bytes(), &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let before = run(&m);
+        shrink(&mut m);
+        assert_eq!(m.funcs[1].params, vec![Ty::F64]);
+        assert_eq!(run(&m), before);
+        assert_eq!(before, "21");
+    }
 }

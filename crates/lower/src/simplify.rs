@@ -475,3 +475,156 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
     kept.reverse();
     b.insts = kept;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fir::{StrId, Ty};
+
+    fn i(results: &[u32], op: Op) -> Inst {
+        Inst {
+            results: results.iter().map(|r| Val(*r)).collect(),
+            op,
+        }
+    }
+
+    fn func(params: usize, types: usize, body: Block) -> Func {
+        Func {
+            name: "f".into(),
+            params: vec![Ty::F64; params],
+            returns: vec![Ty::F64],
+            types: vec![Ty::F64; types],
+            body,
+        }
+    }
+
+    fn ops(f: &Func) -> Vec<Op> {
+        f.body.insts.iter().map(|i| i.op.clone()).collect()
+    }
+
+    #[test]
+    fn exact_identities_only() {
+        // v1 = 1; v2 = v0 * v1; v3 = 0; v4 = v2 + v3 (v0 may be -0: kept);
+        // v5 = v4 - v3 (x - 0 = x); return v5
+        let mut f = func(
+            1,
+            6,
+            Block {
+                insts: vec![
+                    i(&[1], Op::F64Const(1.0)),
+                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
+                    i(&[3], Op::F64Const(0.0)),
+                    i(&[4], Op::FBin(FBin::Add, Val(2), Val(3))),
+                    i(&[5], Op::FBin(FBin::Sub, Val(4), Val(3))),
+                ],
+                term: Term::Return(vec![Val(5)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(
+            ops(&f),
+            vec![
+                Op::F64Const(0.0),
+                Op::FBin(FBin::Add, Val(0), Val(3))
+            ]
+        );
+        assert_eq!(f.body.term, Term::Return(vec![Val(4)]));
+    }
+
+    #[test]
+    fn zero_plus_square_folds_but_zero_times_never() {
+        // v1 = v0 * v0; v2 = 0; v3 = v2 + v1 (a square is never -0);
+        // v4 = v2 * v0 (0 * x stays); return v3, v4
+        let mut f = func(
+            1,
+            5,
+            Block {
+                insts: vec![
+                    i(&[1], Op::FBin(FBin::Mul, Val(0), Val(0))),
+                    i(&[2], Op::F64Const(0.0)),
+                    i(&[3], Op::FBin(FBin::Add, Val(2), Val(1))),
+                    i(&[4], Op::FBin(FBin::Mul, Val(2), Val(0))),
+                ],
+                term: Term::Return(vec![Val(3), Val(4)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(f.body.term, Term::Return(vec![Val(1), Val(4)]));
+        assert!(ops(&f).contains(&Op::FBin(FBin::Mul, Val(2), Val(0))));
+    }
+
+    #[test]
+    fn commutative_cse_and_constant_folding() {
+        // v1 = v0 * 2 ... v3 = 2 * v0 merges with v1; v4 = 2 + 3 folds.
+        let mut f = func(
+            1,
+            7,
+            Block {
+                insts: vec![
+                    i(&[1], Op::F64Const(2.0)),
+                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
+                    i(&[3], Op::FBin(FBin::Mul, Val(1), Val(0))),
+                    i(&[4], Op::F64Const(3.0)),
+                    i(&[5], Op::FBin(FBin::Add, Val(1), Val(4))),
+                    i(&[6], Op::FBin(FBin::Add, Val(2), Val(3))),
+                ],
+                term: Term::Return(vec![Val(5), Val(6)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(
+            ops(&f),
+            vec![
+                Op::F64Const(2.0),
+                Op::FBin(FBin::Mul, Val(0), Val(1)),
+                Op::F64Const(5.0),
+                Op::FBin(FBin::Add, Val(2), Val(2)),
+            ]
+        );
+    }
+
+    #[test]
+    fn dead_if_results_and_effects() {
+        // v1, v2 = if (v0 < v0) { print; yield v0, v0 } else { yield v0, v0 }
+        // only v1 is used; the print keeps the If.
+        let cond = i(&[3], Op::FCmp(Cmp::Lt, Val(0), Val(0)));
+        let mut f = func(
+            1,
+            4,
+            Block {
+                insts: vec![
+                    cond,
+                    i(
+                        &[1, 2],
+                        Op::If {
+                            cond: Val(3),
+                            then_: Block {
+                                insts: vec![i(&[], Op::PrintStr(StrId(0)))],
+                                term: Term::Yield(vec![Val(0), Val(0)]),
+                            },
+                            else_: Block {
+                                insts: vec![],
+                                term: Term::Yield(vec![Val(0), Val(0)]),
+                            },
+                        },
+                    ),
+                ],
+                term: Term::Return(vec![Val(1)]),
+            },
+        );
+        simplify_func(&mut f);
+        // Both arms yield v0: the result is v0, the If stays for its print
+        // with no results.
+        assert_eq!(f.body.term, Term::Return(vec![Val(0)]));
+        match &f.body.insts[1] {
+            Inst {
+                results,
+                op: Op::If { then_, .. },
+            } => {
+                assert!(results.is_empty());
+                assert_eq!(then_.insts.len(), 1);
+            }
+            other => panic!("expected the If, got {other:?}"),
+        }
+    }
+}
