@@ -520,14 +520,7 @@ impl Codegen<'_> {
                         b.append_block_param(lp, cl_ty(*t));
                     }
                 }
-                members.insert(
-                    g,
-                    Member {
-                        pre,
-                        lp,
-                        fixed,
-                    },
-                );
+                members.insert(g, Member { pre, lp, fixed });
             }
             // Deep non-tail recursion would run off the stack: every
             // function checks the stack pointer against the limit the

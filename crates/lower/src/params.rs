@@ -73,22 +73,12 @@ enum Node {
 }
 
 /// Numbers the values of function `fi` (indexed by `Val`).
-fn number(
-    f: &Func,
-    fi: usize,
-    class: &[usize],
-    intern: &mut HashMap<Node, usize>,
-) -> Vec<usize> {
+fn number(f: &Func, fi: usize, class: &[usize], intern: &mut HashMap<Node, usize>) -> Vec<usize> {
     fn id(intern: &mut HashMap<Node, usize>, n: Node) -> usize {
         let len = intern.len();
         *intern.entry(n).or_insert(len)
     }
-    fn walk(
-        b: &Block,
-        fi: usize,
-        vn: &mut [usize],
-        intern: &mut HashMap<Node, usize>,
-    ) {
+    fn walk(b: &Block, fi: usize, vn: &mut [usize], intern: &mut HashMap<Node, usize>) {
         for inst in &b.insts {
             let node = match &inst.op {
                 Op::F64Const(x) => Some(Node::F(x.to_bits())),
@@ -209,12 +199,7 @@ fn rename_uses(b: &mut Block, map: &HashMap<Val, Val>) {
 
 /// Marks the parameters a block reads (`real`) and records, for every
 /// parameter passed to a call, the callee parameter it flows to.
-fn param_uses(
-    b: &Block,
-    np: usize,
-    real: &mut [bool],
-    edges: &mut Vec<(usize, FuncId, usize)>,
-) {
+fn param_uses(b: &Block, np: usize, real: &mut [bool], edges: &mut Vec<(usize, FuncId, usize)>) {
     let use_ = |v: Val, real: &mut [bool]| {
         if (v.0 as usize) < np {
             real[v.0 as usize] = true;
@@ -258,7 +243,11 @@ fn param_uses(
 }
 
 fn remove_dead(m: &mut Module) -> bool {
-    let mut live: Vec<Vec<bool>> = m.funcs.iter().map(|f| vec![false; f.params.len()]).collect();
+    let mut live: Vec<Vec<bool>> = m
+        .funcs
+        .iter()
+        .map(|f| vec![false; f.params.len()])
+        .collect();
     // (callee, param) -> the (caller, param)s passed to it.
     let mut feeds: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
     let mut work = Vec::new();

@@ -523,10 +523,7 @@ mod tests {
         simplify_func(&mut f);
         assert_eq!(
             ops(&f),
-            vec![
-                Op::F64Const(0.0),
-                Op::FBin(FBin::Add, Val(0), Val(3))
-            ]
+            vec![Op::F64Const(0.0), Op::FBin(FBin::Add, Val(0), Val(3))]
         );
         assert_eq!(f.body.term, Term::Return(vec![Val(4)]));
     }
