@@ -37,6 +37,7 @@ pub fn simplify_func(f: &mut Func) {
         konst: vec![None; n],
         not_neg_zero: vec![false; n],
         scopes: vec![HashMap::new()],
+        next: n,
     };
     let body = std::mem::replace(
         &mut f.body,
@@ -46,7 +47,8 @@ pub fn simplify_func(f: &mut Func) {
         },
     );
     f.body = cx.block(body);
-    let mut live = vec![false; n];
+    f.types.resize(cx.next, crate::fir::Ty::F64);
+    let mut live = vec![false; cx.next];
     dce_block(&mut f.body, &mut live);
 }
 
@@ -111,6 +113,8 @@ struct Fwd {
     not_neg_zero: Vec<bool>,
     /// Available expressions, innermost scope last.
     scopes: Vec<HashMap<Key, Val>>,
+    /// Number of values, new ones included.
+    next: usize,
 }
 
 /// What processing the instructions of a block ended with.
@@ -141,6 +145,16 @@ impl Fwd {
 
     fn nnz(&self, v: Val) -> bool {
         self.not_neg_zero[v.0 as usize]
+    }
+
+    /// A new `F64` value.
+    fn fresh(&mut self) -> Val {
+        let v = Val(self.next as u32);
+        self.next += 1;
+        self.subst.push(None);
+        self.konst.push(None);
+        self.not_neg_zero.push(false);
+        v
     }
 
     fn replace(&mut self, v: Val, by: Val) {
@@ -256,6 +270,26 @@ impl Fwd {
                 if let Some(w) = identity {
                     self.replace(v, w);
                     return Flow::Continue;
+                }
+                // x / 2^k = x * 2^-k exactly (both are x 2^-k rounded once)
+                // when 2^-k is a normal number; a multiplication is much
+                // faster than a division.
+                if let (FBin::Div, Some(c)) = (op, self.f(b)) {
+                    let r = 1.0 / c;
+                    let pow2 = |x: f64| x.is_normal() && x.to_bits() & ((1u64 << 52) - 1) == 0;
+                    if pow2(c) && pow2(r) {
+                        let k = self.fresh();
+                        let flow = self.inst(
+                            Inst {
+                                results: vec![k],
+                                op: Op::F64Const(r),
+                            },
+                            out,
+                        );
+                        debug_assert!(matches!(flow, Flow::Continue));
+                        inst.op = Op::FBin(FBin::Mul, a, self.r(k));
+                        return self.inst(inst, out);
+                    }
                 }
                 // -0 only from -0 + -0; from -0 - +0; sqrt(-0) = -0.
                 self.not_neg_zero[v.0 as usize] = match op {
@@ -578,6 +612,35 @@ mod tests {
                 Op::FBin(FBin::Add, Val(2), Val(2)),
             ]
         );
+    }
+
+    #[test]
+    fn division_by_a_power_of_two_multiplies() {
+        // v1 = 4; v2 = v0 / v1 becomes v0 * 0.25; v3 = 3; v4 = v0 / v3 stays.
+        let mut f = func(
+            1,
+            5,
+            Block {
+                insts: vec![
+                    i(&[1], Op::F64Const(4.0)),
+                    i(&[2], Op::FBin(FBin::Div, Val(0), Val(1))),
+                    i(&[3], Op::F64Const(3.0)),
+                    i(&[4], Op::FBin(FBin::Div, Val(0), Val(3))),
+                ],
+                term: Term::Return(vec![Val(2), Val(4)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(
+            ops(&f),
+            vec![
+                Op::F64Const(0.25),
+                Op::FBin(FBin::Mul, Val(0), Val(5)),
+                Op::F64Const(3.0),
+                Op::FBin(FBin::Div, Val(0), Val(3)),
+            ]
+        );
+        assert_eq!(f.types.len(), 6);
     }
 
     #[test]
