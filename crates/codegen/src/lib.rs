@@ -125,7 +125,12 @@ pub fn compile(m: &fir::Module, opts: &Options) -> Result<Output, String> {
 fn host_isa() -> Result<OwnedTargetIsa, String> {
     let mut flags = settings::builder();
     for (k, v) in [
-        ("opt_level", "speed"),
+        // FIR comes optimised (common subexpressions merged, dead code
+        // removed) and its arithmetic ordered for the loops' critical
+        // paths and registers (`lower::schedule`); Cranelift's own
+        // optimiser would re-place every pure instruction at its first use,
+        // which measured slower (more spills) on every benchmark.
+        ("opt_level", "none"),
         ("is_pic", "true"),
         // `return_call` needs frame pointers on x86-64.
         ("preserve_frame_pointers", "true"),

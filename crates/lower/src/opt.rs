@@ -38,6 +38,7 @@ pub fn optimize(m: &mut Module) {
     prune(m);
     crate::simplify::simplify(m);
     crate::params::shrink(m);
+    crate::schedule::schedule(m);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
