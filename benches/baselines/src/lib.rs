@@ -9,38 +9,7 @@
 //! same order, so the printed numbers agree with the VLAD programs.
 
 use std::io::Read;
-use std::ops::{Add, Deref, Div, Mul, Sub};
-
-/// A vector of at most four numbers, on the stack: the benchmarks' vectors
-/// have one or two components, and heap allocation in the inner loops would
-/// measure `malloc`, not arithmetic.
-#[derive(Clone, Copy, Debug)]
-pub struct Vect<T> {
-    items: [T; 4],
-    len: usize,
-}
-
-impl<T: Num> Vect<T> {
-    pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> Self {
-        assert!(len <= 4, "Vect holds at most 4 numbers");
-        let mut items = [T::lift(0.0); 4];
-        for (i, x) in items.iter_mut().enumerate().take(len) {
-            *x = f(i);
-        }
-        Vect { items, len }
-    }
-
-    pub fn from_slice(xs: &[T]) -> Self {
-        Vect::from_fn(xs.len(), |i| xs[i])
-    }
-}
-
-impl<T> Deref for Vect<T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        &self.items[..self.len]
-    }
-}
+use std::ops::{Add, Div, Mul, Sub};
 
 /// A number the generic code runs on: `f64`, or a dual number over one.
 pub trait Num:
@@ -136,29 +105,41 @@ pub fn magnitude<T: Num>(v: &[T]) -> T {
     dot(v, v).sqrt()
 }
 
-/// The library's `distance`: `magnitude (v- u v)`.
+/// The library's `distance`: `magnitude (v- u v)`. The differences are
+/// formed as they are needed rather than stored: the same operations on
+/// the same operands, without a heap-allocated vector.
 pub fn distance<T: Num>(u: &[T], v: &[T]) -> T {
-    let d = Vect::from_fn(u.len().min(v.len()), |i| u[i] - v[i]);
-    magnitude(&d)
+    let mut s = T::lift(0.0);
+    for (a, b) in u.iter().zip(v) {
+        let d = *a - *b;
+        s = s + d * d;
+    }
+    s.sqrt()
 }
 
 /// `gradient-F f x`: for each i, the tangent of `f` along the i-th unit
 /// vector (a 1 at i, 0 elsewhere), one forward pass each.
-pub fn gradient_f<T: Num>(f: impl Fn(&[Dual<T>]) -> Dual<T>, x: &[T]) -> Vect<T> {
-    Vect::from_fn(x.len(), |i| {
-        let xs = Vect::from_fn(x.len(), |j| {
-            Dual::new(x[j], T::lift(if j == i { 1.0 } else { 0.0 }))
-        });
-        f(&xs).d
-    })
+pub fn gradient_f<T: Num, const N: usize>(
+    f: impl Fn(&[Dual<T>; N]) -> Dual<T>,
+    x: &[T; N],
+) -> [T; N] {
+    let mut g = [T::lift(0.0); N];
+    for (i, gi) in g.iter_mut().enumerate() {
+        let mut xs = [Dual::new(T::lift(0.0), T::lift(0.0)); N];
+        for (j, xj) in xs.iter_mut().enumerate() {
+            *xj = Dual::new(x[j], T::lift(if j == i { 1.0 } else { 0.0 }));
+        }
+        *gi = f(&xs).d;
+    }
+    g
 }
 
 /// `multivariate-argmin G f x` of `common.vlad`, with gradient `g`.
-pub fn multivariate_argmin<T: Num>(
-    f: impl Fn(&[T]) -> T,
-    g: impl Fn(&[T]) -> Vect<T>,
-    x: Vect<T>,
-) -> Vect<T> {
+pub fn multivariate_argmin<T: Num, const N: usize>(
+    f: impl Fn(&[T; N]) -> T,
+    g: impl Fn(&[T; N]) -> [T; N],
+    x: [T; N],
+) -> [T; N] {
     let mut x = x;
     let mut fx = f(&x);
     let mut gx = g(&x);
@@ -173,7 +154,10 @@ pub fn multivariate_argmin<T: Num>(
             i = 0.0;
             continue;
         }
-        let x_prime = Vect::from_fn(x.len(), |k| x[k] - T::lift(eta) * gx[k]);
+        let mut x_prime = x;
+        for (xk, gk) in x_prime.iter_mut().zip(&gx) {
+            *xk = *xk - T::lift(eta) * *gk;
+        }
         if distance(&x, &x_prime).value() <= 1e-5 {
             return x;
         }

@@ -108,9 +108,10 @@ pub fn compile(m: &fir::Module, opts: &Options) -> Result<Output, String> {
         stack_limit: None,
         clif: String::new(),
     };
-    cg.declare_all()?;
-    for i in 0..m.funcs.len() {
-        cg.define(FuncId(i as u32))?;
+    let groups = plan_groups(m);
+    cg.declare_all(&groups)?;
+    for group in &groups {
+        cg.define(group)?;
     }
     cg.define_entry()?;
     cg.define_count_flag()?;
@@ -126,7 +127,12 @@ pub fn compile(m: &fir::Module, opts: &Options) -> Result<Output, String> {
 fn host_isa() -> Result<OwnedTargetIsa, String> {
     let mut flags = settings::builder();
     for (k, v) in [
-        ("opt_level", "speed"),
+        // FIR comes optimised (common subexpressions merged, dead code
+        // removed) and its arithmetic ordered for the loops' critical
+        // paths and registers (`lower::schedule`); Cranelift's own
+        // optimiser would re-place every pure instruction at its first use,
+        // which measured slower (more spills) on every benchmark.
+        ("opt_level", "none"),
         ("is_pic", "true"),
         // `return_call` needs frame pointers on x86-64.
         ("preserve_frame_pointers", "true"),
@@ -135,8 +141,26 @@ fn host_isa() -> Result<OwnedTargetIsa, String> {
             .set(k, v)
             .map_err(|e| format!("cranelift setting {k}={v}: {e}"))?;
     }
-    let isa = cranelift_codegen::isa::lookup(target_lexicon::Triple::host())
+    let mut isa = cranelift_codegen::isa::lookup(target_lexicon::Triple::host())
         .map_err(|e| format!("unsupported host: {e}"))?;
+    // The executable runs where it is built (like `-march=native`): use
+    // the three-operand AVX encodings of the scalar float instructions
+    // when the host has them, which saves most register copies. Never
+    // `has_fma`: Cranelift does not fuse on its own, but results must
+    // stay the interpreter's bit for bit, so leave no room for it.
+    #[cfg(target_arch = "x86_64")]
+    for (flag, present) in [
+        ("has_sse3", std::arch::is_x86_feature_detected!("sse3")),
+        ("has_ssse3", std::arch::is_x86_feature_detected!("ssse3")),
+        ("has_sse41", std::arch::is_x86_feature_detected!("sse4.1")),
+        ("has_sse42", std::arch::is_x86_feature_detected!("sse4.2")),
+        ("has_avx", std::arch::is_x86_feature_detected!("avx")),
+    ] {
+        if present {
+            isa.enable(flag)
+                .map_err(|e| format!("cranelift setting {flag}: {e}"))?;
+        }
+    }
     isa.finish(settings::Flags::new(flags))
         .map_err(|e| format!("cannot configure the code generator: {e}"))
 }
@@ -175,11 +199,114 @@ fn symbol(i: usize, name: &str) -> String {
     format!("vlad_f{i}_{clean}")
 }
 
+/// Most FIR instructions compiled into one Cranelift function by merging
+/// the functions a function tail-calls into it.
+const MAX_GROUP_SIZE: usize = 12_000;
+
+fn block_size(b: &fir::Block) -> usize {
+    b.insts
+        .iter()
+        .map(|i| {
+            1 + match &i.op {
+                Op::If { then_, else_, .. } => block_size(then_) + block_size(else_),
+                _ => 0,
+            }
+        })
+        .sum::<usize>()
+        + 1
+}
+
+fn tail_callees(b: &fir::Block, out: &mut Vec<FuncId>) {
+    for i in &b.insts {
+        if let Op::If { then_, else_, .. } = &i.op {
+            tail_callees(then_, out);
+            tail_callees(else_, out);
+        }
+    }
+    if let Term::TailCall(g, _) = &b.term {
+        out.push(*g);
+    }
+}
+
+fn called(b: &fir::Block, out: &mut Vec<FuncId>) {
+    for i in &b.insts {
+        match &i.op {
+            Op::Call(g, _) | Op::CallAt(g, _, _) => out.push(*g),
+            Op::If { then_, else_, .. } => {
+                called(then_, out);
+                called(else_, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Which Cranelift functions to make: one per function entered from
+/// outside by a call (or `main`), holding, as blocks, the functions it
+/// reaches by tail calls (the mutual tail calls of a loop specialised into
+/// several functions), so that those tail calls are jumps. The first
+/// member of a group is the function it defines; a tail call out of a
+/// group (over the size limit) makes its callee a group of its own.
+fn plan_groups(m: &fir::Module) -> Vec<Vec<FuncId>> {
+    let n = m.funcs.len();
+    let sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
+    let mut root = vec![false; n];
+    let mut work: Vec<FuncId> = Vec::new();
+    let mark = |g: FuncId, root: &mut Vec<bool>, work: &mut Vec<FuncId>| {
+        if !root[g.0 as usize] {
+            root[g.0 as usize] = true;
+            work.push(g);
+        }
+    };
+    if let Some(main) = m.main {
+        mark(main, &mut root, &mut work);
+    }
+    let mut out = Vec::new();
+    for f in &m.funcs {
+        out.clear();
+        called(&f.body, &mut out);
+        for &g in &out {
+            mark(g, &mut root, &mut work);
+        }
+    }
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < work.len() {
+        let r = work[i];
+        i += 1;
+        let mut members = vec![r];
+        let mut total = sizes[r.0 as usize];
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(r);
+        let mut k = 0;
+        let mut out = Vec::new();
+        while k < members.len() {
+            out.clear();
+            tail_callees(&m.func(members[k]).body, &mut out);
+            k += 1;
+            for &g in &out {
+                if !seen.insert(g) {
+                    continue;
+                }
+                if total + sizes[g.0 as usize] <= MAX_GROUP_SIZE {
+                    total += sizes[g.0 as usize];
+                    members.push(g);
+                } else if !root[g.0 as usize] {
+                    root[g.0 as usize] = true;
+                    work.push(g);
+                }
+            }
+        }
+        groups.push(members);
+    }
+    groups
+}
+
 struct Codegen<'a> {
     module: ObjectModule,
     m: &'a fir::Module,
     opts: &'a Options,
-    funcs: Vec<ClFuncId>,
+    funcs: Vec<Option<ClFuncId>>,
     imports: HashMap<&'static str, ClFuncId>,
     strings: HashMap<StrId, DataId>,
     counts: Option<DataId>,
@@ -201,16 +328,30 @@ impl Codegen<'_> {
         sig
     }
 
-    fn declare_all(&mut self) -> Result<(), String> {
-        for (i, f) in self.m.funcs.iter().enumerate() {
+    /// Declares the functions that head a group (the others are only
+    /// blocks of their groups).
+    fn declare_all(&mut self, groups: &[Vec<FuncId>]) -> Result<(), String> {
+        self.funcs = vec![None; self.m.funcs.len()];
+        for g in groups {
+            let i = g[0].0 as usize;
+            let f = &self.m.funcs[i];
             let sig = self.signature(f);
             let id = self
                 .module
                 .declare_function(&symbol(i, &f.name), Linkage::Local, &sig)
                 .map_err(|e| format!("declaring `{}`: {e}", f.name))?;
-            self.funcs.push(id);
+            self.funcs[i] = Some(id);
         }
         Ok(())
+    }
+
+    fn func_id(&self, f: FuncId) -> Result<ClFuncId, String> {
+        self.funcs[f.0 as usize].ok_or_else(|| {
+            format!(
+                "internal error: `{}` has no function of its own",
+                self.m.func(f).name
+            )
+        })
     }
 
     /// An imported C function (SystemV), declared on first use.
@@ -327,9 +468,8 @@ impl Codegen<'_> {
                 if !f.params.is_empty() || !f.returns.is_empty() {
                     return Err("internal error: FIR main must take and return nothing".into());
                 }
-                let callee = self
-                    .module
-                    .declare_func_in_func(self.funcs[main.0 as usize], b.func);
+                let main_id = self.func_id(main)?;
+                let callee = self.module.declare_func_in_func(main_id, b.func);
                 b.ins().call(callee, &[]);
             }
             b.ins().return_(&[]);
@@ -354,7 +494,14 @@ impl Codegen<'_> {
             .map_err(|e| format!("internal error: compiling `{name}`: {e:?}"))
     }
 
-    fn define(&mut self, fid: FuncId) -> Result<(), String> {
+    /// Defines the Cranelift function of a group: its first member's
+    /// entry, then every member as two blocks, `pre` (all parameters; other
+    /// members' tail calls jump here) and `loop` (the parameters its self
+    /// tail calls change; they jump here). A parameter every self tail call
+    /// passes back unchanged is not a parameter of `loop`: it keeps its
+    /// value from `pre`, with no copy on the back edge.
+    fn define(&mut self, group: &[FuncId]) -> Result<(), String> {
+        let fid = group[0];
         let f = self.m.func(fid);
         let mut ctx = self.module.make_context();
         ctx.func.signature = self.signature(f);
@@ -368,10 +515,21 @@ impl Codegen<'_> {
             let entry_params = b.block_params(entry).to_vec();
             let ret_area = uses_ret_area(&f.returns).then(|| entry_params[0]);
             let offset = ret_area.is_some() as usize;
-            // The loop header: self tail calls jump here.
-            let header = b.create_block();
-            for t in &f.params {
-                b.append_block_param(header, cl_ty(*t));
+            let mut members = HashMap::new();
+            for &g in group {
+                let gf = self.m.func(g);
+                let pre = b.create_block();
+                for t in &gf.params {
+                    b.append_block_param(pre, cl_ty(*t));
+                }
+                let fixed = invariant_params(g, gf);
+                let lp = b.create_block();
+                for (t, fx) in gf.params.iter().zip(&fixed) {
+                    if !fx {
+                        b.append_block_param(lp, cl_ty(*t));
+                    }
+                }
+                members.insert(g, Member { pre, lp, fixed });
             }
             // Deep non-tail recursion would run off the stack: every
             // function checks the stack pointer against the limit the
@@ -387,7 +545,7 @@ impl Codegen<'_> {
             let overflow = b.create_block();
             b.ins().brif(
                 ok,
-                header,
+                members[&fid].pre,
                 &block_args(&entry_params[offset..]),
                 overflow,
                 &[],
@@ -397,31 +555,88 @@ impl Codegen<'_> {
             let over_ref = self.module.declare_func_in_func(over_id, b.func);
             b.ins().call(over_ref, &[]);
             b.ins().trap(TrapCode::unwrap_user(1));
-            b.switch_to_block(header);
-            let mut vals = vec![None; f.types.len()];
-            for (i, v) in b.block_params(header).iter().enumerate() {
-                vals[i] = Some(*v);
-            }
             let mut fb = FnBuilder {
                 cg: self,
                 b,
                 f,
                 fid,
-                vals,
-                header,
+                vals: Vec::new(),
+                members,
                 ret_area,
                 yield_to: Vec::new(),
                 func_refs: HashMap::new(),
                 globals: HashMap::new(),
             };
-            fb.block(&f.body)?;
+            for &g in group {
+                let gf = fb.cg.m.func(g);
+                let mem = &fb.members[&g];
+                let (pre, lp) = (mem.pre, mem.lp);
+                let fixed = mem.fixed.clone();
+                fb.b.switch_to_block(pre);
+                let pre_params = fb.b.block_params(pre).to_vec();
+                let moving: Vec<ClValue> = pre_params
+                    .iter()
+                    .zip(&fixed)
+                    .filter(|(_, fx)| !**fx)
+                    .map(|(v, _)| *v)
+                    .collect();
+                fb.b.ins().jump(lp, &block_args(&moving));
+                fb.b.switch_to_block(lp);
+                let lp_params = fb.b.block_params(lp).to_vec();
+                let mut vals = vec![None; gf.types.len()];
+                let mut next = lp_params.iter();
+                for (i, fx) in fixed.iter().enumerate() {
+                    vals[i] = Some(if *fx {
+                        pre_params[i]
+                    } else {
+                        *next.next().expect("loop parameter")
+                    });
+                }
+                fb.f = gf;
+                fb.fid = g;
+                fb.vals = vals;
+                fb.block(&gf.body)?;
+            }
             fb.b.seal_all_blocks();
             let config = fb.cg.module.target_config();
             fb.b.finalize(config);
         }
-        let id = self.funcs[fid.0 as usize];
+        let id = self.func_id(fid)?;
         self.finish_function(id, &mut ctx, &f.name)
     }
+}
+
+/// The blocks of a group member (see [`Codegen::define`]).
+struct Member {
+    pre: ClBlock,
+    lp: ClBlock,
+    /// Parameters every self tail call passes back unchanged.
+    fixed: Vec<bool>,
+}
+
+/// Which parameters of `f` every self tail call of `f` passes back in
+/// their own position.
+fn invariant_params(fid: FuncId, f: &fir::Func) -> Vec<bool> {
+    fn walk(b: &fir::Block, fid: FuncId, fixed: &mut [bool]) {
+        for i in &b.insts {
+            if let Op::If { then_, else_, .. } = &i.op {
+                walk(then_, fid, fixed);
+                walk(else_, fid, fixed);
+            }
+        }
+        if let Term::TailCall(g, args) = &b.term {
+            if *g == fid {
+                for (i, a) in args.iter().enumerate() {
+                    if a.0 as usize != i {
+                        fixed[i] = false;
+                    }
+                }
+            }
+        }
+    }
+    let mut fixed = vec![true; f.params.len()];
+    walk(&f.body, fid, &mut fixed);
+    fixed
 }
 
 struct FnBuilder<'a, 'b> {
@@ -430,7 +645,8 @@ struct FnBuilder<'a, 'b> {
     f: &'a fir::Func,
     fid: FuncId,
     vals: Vec<Option<ClValue>>,
-    header: ClBlock,
+    /// The functions of this group, as blocks.
+    members: HashMap<FuncId, Member>,
     ret_area: Option<ClValue>,
     /// Merge blocks of the enclosing `If`s, innermost last.
     yield_to: Vec<ClBlock>,
@@ -744,7 +960,8 @@ impl FnBuilder<'_, '_> {
         } else {
             None
         };
-        let r = self.func_ref(self.cg.funcs[callee.0 as usize]);
+        let id = self.cg.func_id(callee)?;
+        let r = self.func_ref(id);
         let call = self.b.ins().call(r, &argv);
         match area {
             None => Ok(self.b.inst_results(call).to_vec()),
@@ -781,13 +998,24 @@ impl FnBuilder<'_, '_> {
             }
             Term::TailCall(callee, args) => {
                 let mut argv = self.vals(args)?;
-                if *callee == self.fid {
-                    self.b.ins().jump(self.header, &block_args(&argv));
+                if let Some(mem) = self.members.get(callee) {
+                    if *callee == self.fid {
+                        let moving: Vec<ClValue> = argv
+                            .iter()
+                            .zip(&mem.fixed)
+                            .filter(|(_, fx)| !**fx)
+                            .map(|(v, _)| *v)
+                            .collect();
+                        self.b.ins().jump(mem.lp, &block_args(&moving));
+                    } else {
+                        self.b.ins().jump(mem.pre, &block_args(&argv));
+                    }
                 } else {
                     if let Some(addr) = self.ret_area {
                         argv.insert(0, addr);
                     }
-                    let r = self.func_ref(self.cg.funcs[callee.0 as usize]);
+                    let id = self.cg.func_id(*callee)?;
+                    let r = self.func_ref(id);
                     self.b.ins().return_call(r, &argv);
                 }
             }

@@ -10,6 +10,9 @@ pub mod fir_eval;
 pub mod fir_print;
 pub mod lower;
 pub mod opt;
+pub mod params;
+pub mod schedule;
+pub mod simplify;
 
 pub use lower::{layout, lower};
 

@@ -34,6 +34,19 @@ const ROUNDS: usize = 6;
 /// whose callee can never report an error at its caller's position.
 pub fn optimize(m: &mut Module) {
     drop_unneeded_sites(m);
+    rounds(m);
+    prune(m);
+    crate::simplify::simplify(m);
+    bottom_up(m);
+    prune(m);
+    crate::simplify::simplify(m);
+    crate::params::shrink(m);
+    crate::schedule::schedule(m);
+}
+
+/// Inlining in rounds: small callees and callees with one call site,
+/// tail-called thunks above all.
+fn rounds(m: &mut Module) {
     for _ in 0..ROUNDS {
         let sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
         let mut sites = vec![0usize; m.funcs.len()];
@@ -49,9 +62,12 @@ pub fn optimize(m: &mut Module) {
             let mut cx = Inliner {
                 me: FuncId(i as u32),
                 funcs: &snapshot,
-                sizes: &sizes,
-                sites: &sites,
+                policy: Policy::Rounds {
+                    sizes: &sizes,
+                    sites: &sites,
+                },
                 size: sizes[i],
+                max_size: MAX_SIZE,
                 types: std::mem::take(&mut f.types),
                 subst: HashMap::new(),
                 changed: false,
@@ -74,6 +90,212 @@ pub fn optimize(m: &mut Module) {
         if !changed {
             break;
         }
+    }
+}
+
+/// Largest function the bottom-up pass makes by inlining.
+const MAX_SIZE_BOTTOM_UP: usize = 6000;
+
+/// Inlines, bottom up over the call graph, every call of a function that
+/// is not recursive (in no cycle of the call graph) into its callers, as
+/// long as the caller stays below [`MAX_SIZE_BOTTOM_UP`]. Callees come
+/// first, so what is spliced in has had its own calls inlined already.
+fn bottom_up(m: &mut Module) {
+    let n = m.funcs.len();
+    let graph: Vec<Vec<usize>> = m
+        .funcs
+        .iter()
+        .map(|f| {
+            let mut out = Vec::new();
+            callees(&f.body, &mut out);
+            out.sort_unstable();
+            out.dedup();
+            out
+        })
+        .collect();
+    let comps = sccs(&graph);
+    let mut scc = vec![0usize; n];
+    for (c, members) in comps.iter().enumerate() {
+        for &f in members {
+            scc[f] = c;
+        }
+    }
+    let recursive: Vec<bool> = (0..n)
+        .map(|f| comps[scc[f]].len() > 1 || graph[f].contains(&f))
+        .collect();
+    let mut sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
+    for members in &comps {
+        for &i in members {
+            if !graph[i].iter().any(|&g| !recursive[g] && scc[g] != scc[i]) {
+                continue;
+            }
+            let mut body = std::mem::replace(
+                &mut m.funcs[i].body,
+                Block {
+                    insts: vec![],
+                    term: Term::Return(vec![]),
+                },
+            );
+            let types = std::mem::take(&mut m.funcs[i].types);
+            let mut cx = Inliner {
+                me: FuncId(i as u32),
+                funcs: &m.funcs,
+                policy: Policy::BottomUp {
+                    sizes: &sizes,
+                    scc: &scc,
+                    recursive: &recursive,
+                },
+                size: sizes[i],
+                max_size: MAX_SIZE_BOTTOM_UP.max(sizes[i]),
+                types,
+                subst: HashMap::new(),
+                changed: false,
+            };
+            cx.block(&mut body);
+            if !cx.subst.is_empty() {
+                substitute_block(&mut body, &cx.subst);
+            }
+            let types = cx.types;
+            sizes[i] = block_size(&body);
+            m.funcs[i].body = body;
+            m.funcs[i].types = types;
+        }
+    }
+}
+
+/// The functions a block calls or tail-calls (with repeats).
+fn callees(b: &Block, out: &mut Vec<usize>) {
+    for i in &b.insts {
+        match &i.op {
+            Op::Call(g, _) | Op::CallAt(g, _, _) => out.push(g.0 as usize),
+            Op::If { then_, else_, .. } => {
+                callees(then_, out);
+                callees(else_, out);
+            }
+            _ => {}
+        }
+    }
+    if let Term::TailCall(g, _) = &b.term {
+        out.push(g.0 as usize);
+    }
+}
+
+/// Strongly connected components (Tarjan's algorithm, without recursion),
+/// in reverse topological order: a component comes after every component
+/// it calls into.
+fn sccs(graph: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let n = graph.len();
+    const NONE: usize = usize::MAX;
+    let mut index = vec![NONE; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut comps = Vec::new();
+    let mut next = 0usize;
+    for root in 0..n {
+        if index[root] != NONE {
+            continue;
+        }
+        // (node, next edge to look at)
+        let mut work = vec![(root, 0usize)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut e)) = work.last_mut() {
+            if let Some(&w) = graph[v].get(*e) {
+                *e += 1;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(u, _)) = work.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                loop {
+                    let w = stack.pop().expect("tarjan stack");
+                    on_stack[w] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                comps.push(comp);
+            }
+        }
+    }
+    comps
+}
+
+/// Removes the functions `main` cannot reach, renumbering the others.
+fn prune(m: &mut Module) {
+    let Some(main) = m.main else {
+        return;
+    };
+    let n = m.funcs.len();
+    let mut live = vec![false; n];
+    let mut work = vec![main.0 as usize];
+    live[main.0 as usize] = true;
+    let mut out = Vec::new();
+    while let Some(f) = work.pop() {
+        out.clear();
+        callees(&m.funcs[f].body, &mut out);
+        for &g in &out {
+            if !live[g] {
+                live[g] = true;
+                work.push(g);
+            }
+        }
+    }
+    if live.iter().all(|l| *l) {
+        return;
+    }
+    let mut new_id = vec![u32::MAX; n];
+    let mut k = 0u32;
+    for i in 0..n {
+        if live[i] {
+            new_id[i] = k;
+            k += 1;
+        }
+    }
+    let funcs = std::mem::take(&mut m.funcs);
+    m.funcs = funcs
+        .into_iter()
+        .zip(&live)
+        .filter(|(_, l)| **l)
+        .map(|(mut f, _)| {
+            renumber_calls(&mut f.body, &new_id);
+            f
+        })
+        .collect();
+    m.main = Some(FuncId(new_id[main.0 as usize]));
+}
+
+fn renumber_calls(b: &mut Block, new_id: &[u32]) {
+    for i in &mut b.insts {
+        match &mut i.op {
+            Op::Call(g, _) | Op::CallAt(g, _, _) => *g = FuncId(new_id[g.0 as usize]),
+            Op::If { then_, else_, .. } => {
+                renumber_calls(then_, new_id);
+                renumber_calls(else_, new_id);
+            }
+            _ => {}
+        }
+    }
+    if let Term::TailCall(g, _) = &mut b.term {
+        *g = FuncId(new_id[g.0 as usize]);
     }
 }
 
@@ -121,12 +343,29 @@ fn single_exit(b: &Block) -> bool {
     arms_ok(b)
 }
 
+/// Which callees an [`Inliner`] splices in.
+enum Policy<'a> {
+    /// The rounds: small callees and callees with one call site.
+    Rounds {
+        sizes: &'a [usize],
+        sites: &'a [usize],
+    },
+    /// Bottom up over the call graph: every callee outside the caller's
+    /// strongly connected component that is not recursive itself (its
+    /// own calls have already been inlined).
+    BottomUp {
+        sizes: &'a [usize],
+        scc: &'a [usize],
+        recursive: &'a [bool],
+    },
+}
+
 struct Inliner<'a> {
     me: FuncId,
     funcs: &'a [Func],
-    sizes: &'a [usize],
-    sites: &'a [usize],
+    policy: Policy<'a>,
     size: usize,
+    max_size: usize,
     types: Vec<crate::fir::Ty>,
     /// Results of inlined calls to the values their callee returned.
     subst: HashMap<Val, Val>,
@@ -134,9 +373,24 @@ struct Inliner<'a> {
 }
 
 impl Inliner<'_> {
+    fn callee_size(&self, g: FuncId) -> usize {
+        match self.policy {
+            Policy::Rounds { sizes, .. } | Policy::BottomUp { sizes, .. } => sizes[g.0 as usize],
+        }
+    }
+
     fn worth(&self, g: FuncId) -> bool {
-        let gs = self.sizes[g.0 as usize];
-        g != self.me && (gs <= SMALL || self.sites[g.0 as usize] == 1) && self.size + gs <= MAX_SIZE
+        let gi = g.0 as usize;
+        let gs = self.callee_size(g);
+        if g == self.me || self.size + gs > self.max_size {
+            return false;
+        }
+        match self.policy {
+            Policy::Rounds { sites, .. } => gs <= SMALL || sites[gi] == 1,
+            Policy::BottomUp { scc, recursive, .. } => {
+                !recursive[gi] && scc[gi] != scc[self.me.0 as usize]
+            }
+        }
     }
 
     fn block(&mut self, b: &mut Block) {
@@ -155,7 +409,7 @@ impl Inliner<'_> {
                     let g = *g;
                     let callee = &self.funcs[g.0 as usize];
                     let body = self.renamed(callee, args);
-                    self.size += self.sizes[g.0 as usize];
+                    self.size += self.callee_size(g);
                     self.changed = true;
                     out.extend(body.insts);
                     match body.term {
@@ -186,7 +440,7 @@ impl Inliner<'_> {
                 let g = *g;
                 let callee = &self.funcs[g.0 as usize];
                 let body = self.renamed(callee, args);
-                self.size += self.sizes[g.0 as usize];
+                self.size += self.callee_size(g);
                 self.changed = true;
                 b.insts.extend(body.insts);
                 b.term = body.term;
@@ -211,7 +465,7 @@ impl Inliner<'_> {
     }
 }
 
-fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
+pub(crate) fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
     let r = |v: &mut Val| {
         if let Some(n) = map.get(v) {
             *v = *n;

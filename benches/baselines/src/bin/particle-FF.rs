@@ -2,9 +2,7 @@
 //! Reads N; prints w* = 0.20719187464861... N times.
 #![allow(non_snake_case)]
 
-use baselines::{
-    distance, gradient_f, multivariate_argmin, read_input, write_real, Dual, Num, Vect,
-};
+use baselines::{distance, gradient_f, multivariate_argmin, read_input, write_real, Dual, Num};
 
 /// `naive-euler gradient-F w`: the cost of w.
 fn naive_euler<T: Num>(w: T) -> T {
@@ -12,12 +10,13 @@ fn naive_euler<T: Num>(w: T) -> T {
     let charges = [[c(10.0), c(10.0) - w], [c(10.0), c(0.0)]];
     let delta_t = c(0.1);
     // p(x) = reduce + 0 (map (λc. 1 / distance x c) charges), a right fold.
-    let p = |x: &[Dual<T>]| {
+    let p = |x: &[Dual<T>; 2]| {
         let l = Dual::<T>::lift;
         let r = |ch: &[T; 2]| {
             l(1.0) / distance(x, &[Dual::new(ch[0], c(0.0)), Dual::new(ch[1], c(0.0))])
         };
-        r(&charges[0]) + (r(&charges[1]) + l(0.0))
+        let (r0, r1) = (r(&charges[0]), r(&charges[1]));
+        r0 + (r1 + l(0.0))
     };
     let mut x = [c(0.0), c(8.0)];
     let mut xdot = [c(0.75), c(0.0)];
@@ -42,9 +41,9 @@ fn main() {
     let mut i = 0.0;
     while i < n {
         let w = multivariate_argmin(
-            |x: &[f64]| naive_euler(x[0]),
-            |x: &[f64]| gradient_f(|x: &[Dual<f64>]| naive_euler(x[0]), x),
-            Vect::from_slice(&[0.0]),
+            |x: &[f64; 1]| naive_euler(x[0]),
+            |x: &[f64; 1]| gradient_f(|x: &[Dual<f64>; 1]| naive_euler(x[0]), x),
+            [0.0],
         );
         write_real(w[0]);
         i += 1.0;

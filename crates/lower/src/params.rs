@@ -1,0 +1,440 @@
+//! FIR-to-FIR: fewer parameters.
+//!
+//! Specialisation passes the same value in several parameters (a closure
+//! and its own environment, both arms of a pair that were one value) and
+//! carries values through loops that nothing reads any more. Both cost
+//! copies and registers at every call and every iteration.
+//!
+//! - Equal parameters: two parameters of a function are equal when every
+//!   call passes equal arguments for them, where an argument that is
+//!   itself a parameter of the caller is equal to another when their
+//!   parameters are equal (a greatest fixpoint, by partition refinement
+//!   over the whole module, so loops and mutual tail calls are handled).
+//!   Uses of such a parameter are replaced by the first equal one.
+//! - Dead parameters: a parameter is live when its function reads it for
+//!   anything but passing it to a parameter that is not live; dead ones are
+//!   removed from the function and from every call.
+
+use crate::fir::{Block, ErrPart, Func, FuncId, Module, Op, Term, Ty, Val};
+use std::collections::HashMap;
+
+pub fn shrink(m: &mut Module) {
+    for _ in 0..4 {
+        let merged = merge_equal(m);
+        let removed = remove_dead(m);
+        if !merged && !removed {
+            break;
+        }
+        crate::simplify::simplify(m);
+    }
+}
+
+/// Every call of each function: (caller, arguments).
+fn call_sites(m: &Module) -> Vec<Vec<(usize, Vec<Val>)>> {
+    fn walk(b: &Block, caller: usize, sites: &mut [Vec<(usize, Vec<Val>)>]) {
+        for i in &b.insts {
+            match &i.op {
+                Op::Call(g, args) | Op::CallAt(g, args, _) => {
+                    sites[g.0 as usize].push((caller, args.clone()))
+                }
+                Op::If { then_, else_, .. } => {
+                    walk(then_, caller, sites);
+                    walk(else_, caller, sites);
+                }
+                _ => {}
+            }
+        }
+        if let Term::TailCall(g, args) = &b.term {
+            sites[g.0 as usize].push((caller, args.clone()));
+        }
+    }
+    let mut sites = vec![Vec::new(); m.funcs.len()];
+    for (i, f) in m.funcs.iter().enumerate() {
+        walk(&f.body, i, &mut sites);
+    }
+    sites
+}
+
+/// A value number: equal numbers are equal values, provided parameters
+/// of one class are equal.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Node {
+    /// A parameter, by its class.
+    Param(usize),
+    F(u64),
+    B(bool),
+    Bin(u8, usize, usize),
+    Un(u8, usize),
+    Cmp(u8, usize, usize),
+    Not(usize),
+    /// Any other value (a call's result, an `If`'s, a real read) of one
+    /// function: equal only to itself.
+    Opaque(usize, u32),
+}
+
+/// Numbers the values of function `fi` (indexed by `Val`).
+fn number(f: &Func, fi: usize, class: &[usize], intern: &mut HashMap<Node, usize>) -> Vec<usize> {
+    fn id(intern: &mut HashMap<Node, usize>, n: Node) -> usize {
+        let len = intern.len();
+        *intern.entry(n).or_insert(len)
+    }
+    fn walk(b: &Block, fi: usize, vn: &mut [usize], intern: &mut HashMap<Node, usize>) {
+        for inst in &b.insts {
+            let node = match &inst.op {
+                Op::F64Const(x) => Some(Node::F(x.to_bits())),
+                Op::BoolConst(x) => Some(Node::B(*x)),
+                Op::FBin(op, a, c) => {
+                    let (mut x, mut y) = (vn[a.0 as usize], vn[c.0 as usize]);
+                    let k = *op as u8;
+                    if matches!(op, crate::fir::FBin::Add | crate::fir::FBin::Mul) && y < x {
+                        std::mem::swap(&mut x, &mut y);
+                    }
+                    Some(Node::Bin(k, x, y))
+                }
+                Op::FUn(op, a) => Some(Node::Un(*op as u8, vn[a.0 as usize])),
+                Op::FCmp(c, a, d) => Some(Node::Cmp(*c as u8, vn[a.0 as usize], vn[d.0 as usize])),
+                Op::Not(a) => Some(Node::Not(vn[a.0 as usize])),
+                Op::If { then_, else_, .. } => {
+                    walk(then_, fi, vn, intern);
+                    walk(else_, fi, vn, intern);
+                    None
+                }
+                _ => None,
+            };
+            match node {
+                Some(n) => {
+                    let r = inst.results[0];
+                    vn[r.0 as usize] = id(intern, n);
+                }
+                None => {
+                    for r in &inst.results {
+                        vn[r.0 as usize] = id(intern, Node::Opaque(fi, r.0));
+                    }
+                }
+            }
+        }
+    }
+    let mut vn = vec![usize::MAX; f.types.len()];
+    for (i, c) in class.iter().enumerate() {
+        vn[i] = id(intern, Node::Param(*c));
+    }
+    walk(&f.body, fi, &mut vn, intern);
+    vn
+}
+
+fn merge_equal(m: &mut Module) -> bool {
+    let sites = call_sites(m);
+    let n = m.funcs.len();
+    // Initial classes: one per (function, type); a function nobody calls
+    // (main) keeps its parameters apart.
+    let mut class: Vec<Vec<usize>> = Vec::with_capacity(n);
+    let mut count = 0usize;
+    {
+        let mut ids: HashMap<(usize, Ty, usize), usize> = HashMap::new();
+        for (fi, f) in m.funcs.iter().enumerate() {
+            let c = f
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let k = (fi, *t, if sites[fi].is_empty() { i } else { 0 });
+                    let len = ids.len();
+                    *ids.entry(k).or_insert(len)
+                })
+                .collect();
+            class.push(c);
+        }
+        count = count.max(ids.len());
+    }
+    loop {
+        let mut intern = HashMap::new();
+        let vns: Vec<Vec<usize>> = m
+            .funcs
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| number(f, fi, &class[fi], &mut intern))
+            .collect();
+        let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
+        let mut next: Vec<Vec<usize>> = Vec::with_capacity(n);
+        for (fi, f) in m.funcs.iter().enumerate() {
+            let c = (0..f.params.len())
+                .map(|i| {
+                    let key: Vec<usize> = sites[fi]
+                        .iter()
+                        .map(|(h, args)| vns[*h][args[i].0 as usize])
+                        .collect();
+                    let len = ids.len();
+                    *ids.entry((class[fi][i], key)).or_insert(len)
+                })
+                .collect();
+            next.push(c);
+        }
+        class = next;
+        if ids.len() == count {
+            break;
+        }
+        count = ids.len();
+    }
+    let mut changed = false;
+    for (fi, f) in m.funcs.iter_mut().enumerate() {
+        let mut first: HashMap<usize, u32> = HashMap::new();
+        let mut map: HashMap<Val, Val> = HashMap::new();
+        for (i, c) in class[fi].iter().enumerate() {
+            let r = *first.entry(*c).or_insert(i as u32);
+            if r != i as u32 {
+                map.insert(Val(i as u32), Val(r));
+            }
+        }
+        if !map.is_empty() {
+            changed = true;
+            rename_uses(&mut f.body, &map);
+        }
+    }
+    changed
+}
+
+fn rename_uses(b: &mut Block, map: &HashMap<Val, Val>) {
+    crate::opt::rename_block(b, map);
+}
+
+/// Marks the parameters a block reads (`real`) and records, for every
+/// parameter passed to a call, the callee parameter it flows to.
+fn param_uses(b: &Block, np: usize, real: &mut [bool], edges: &mut Vec<(usize, FuncId, usize)>) {
+    let use_ = |v: Val, real: &mut [bool]| {
+        if (v.0 as usize) < np {
+            real[v.0 as usize] = true;
+        }
+    };
+    let args_of = |g: FuncId, args: &[Val], edges: &mut Vec<(usize, FuncId, usize)>| {
+        for (j, a) in args.iter().enumerate() {
+            if (a.0 as usize) < np {
+                edges.push((a.0 as usize, g, j));
+            }
+        }
+    };
+    for i in &b.insts {
+        match &i.op {
+            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+            Op::FBin(_, a, c) | Op::FCmp(_, a, c) => {
+                use_(*a, real);
+                use_(*c, real);
+            }
+            Op::FUn(_, a)
+            | Op::Not(a)
+            | Op::PrintReal(a)
+            | Op::PrintBool(a)
+            | Op::TagIs(a, _)
+            | Op::Load(a, _) => use_(*a, real),
+            Op::Alloc(_, fields) => fields.iter().for_each(|a| use_(*a, real)),
+            Op::Call(g, args) | Op::CallAt(g, args, _) => args_of(*g, args, edges),
+            Op::If { cond, then_, else_ } => {
+                use_(*cond, real);
+                param_uses(then_, np, real, edges);
+                param_uses(else_, np, real, edges);
+            }
+        }
+    }
+    match &b.term {
+        Term::Return(vs) | Term::Yield(vs) => vs.iter().for_each(|v| use_(*v, real)),
+        Term::TailCall(g, args) => args_of(*g, args, edges),
+        Term::Error(_) => {}
+        Term::ErrorWith(parts) => {
+            for p in parts {
+                if let ErrPart::Real(v) | ErrPart::Bool(v) = p {
+                    use_(*v, real);
+                }
+            }
+        }
+    }
+}
+
+fn remove_dead(m: &mut Module) -> bool {
+    let mut live: Vec<Vec<bool>> = m
+        .funcs
+        .iter()
+        .map(|f| vec![false; f.params.len()])
+        .collect();
+    // (callee, param) -> the (caller, param)s passed to it.
+    let mut feeds: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
+    let mut work = Vec::new();
+    for (fi, f) in m.funcs.iter().enumerate() {
+        let mut edges = Vec::new();
+        param_uses(&f.body, f.params.len(), &mut live[fi], &mut edges);
+        for (p, g, j) in edges {
+            feeds.entry((g.0 as usize, j)).or_default().push((fi, p));
+        }
+        for (p, l) in live[fi].iter().enumerate() {
+            if *l {
+                work.push((fi, p));
+            }
+        }
+    }
+    while let Some((g, j)) = work.pop() {
+        if let Some(srcs) = feeds.get(&(g, j)) {
+            for &(f, p) in srcs {
+                if !live[f][p] {
+                    live[f][p] = true;
+                    work.push((f, p));
+                }
+            }
+        }
+    }
+    if live.iter().all(|l| l.iter().all(|x| *x)) {
+        return false;
+    }
+    for f in &mut m.funcs {
+        drop_args(&mut f.body, &live);
+    }
+    for (fi, f) in m.funcs.iter_mut().enumerate() {
+        if live[fi].iter().all(|x| *x) {
+            continue;
+        }
+        renumber(f, &live[fi]);
+    }
+    true
+}
+
+fn drop_args(b: &mut Block, live: &[Vec<bool>]) {
+    let keep = |g: FuncId, args: &mut Vec<Val>| {
+        let l = &live[g.0 as usize];
+        let mut k = l.iter();
+        args.retain(|_| *k.next().expect("arity"));
+    };
+    for i in &mut b.insts {
+        match &mut i.op {
+            Op::Call(g, args) | Op::CallAt(g, args, _) => keep(*g, args),
+            Op::If { then_, else_, .. } => {
+                drop_args(then_, live);
+                drop_args(else_, live);
+            }
+            _ => {}
+        }
+    }
+    if let Term::TailCall(g, args) = &mut b.term {
+        keep(*g, args);
+    }
+}
+
+/// Removes the dead parameters of `f`, renumbering its values.
+fn renumber(f: &mut Func, live: &[bool]) {
+    let np = f.params.len();
+    let removed = live.iter().filter(|l| !**l).count() as u32;
+    let mut map: HashMap<Val, Val> = HashMap::new();
+    let mut k = 0u32;
+    for (i, l) in live.iter().enumerate() {
+        if *l {
+            map.insert(Val(i as u32), Val(k));
+            k += 1;
+        }
+    }
+    for v in np..f.types.len() {
+        map.insert(Val(v as u32), Val(v as u32 - removed));
+    }
+    let mut params = Vec::new();
+    let mut types = Vec::new();
+    for (i, t) in f.types.iter().enumerate() {
+        if i < np {
+            if live[i] {
+                params.push(*t);
+                types.push(*t);
+            }
+        } else {
+            types.push(*t);
+        }
+    }
+    crate::opt::rename_block(&mut f.body, &map);
+    f.params = params;
+    f.types = types;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fir::{Cmp, FBin, Inst};
+
+    fn i(results: &[u32], op: Op) -> Inst {
+        Inst {
+            results: results.iter().map(|r| Val(*r)).collect(),
+            op,
+        }
+    }
+
+    /// main calls loop(x, x, 0) with x read; loop(a, b, c) = if a < 10
+    /// then loop(a + 1, b + 1, c) else a + b: a and b are always equal, c
+    /// is never read.
+    #[test]
+    fn equal_and_dead_parameters() {
+        let main = Func {
+            name: "main".into(),
+            params: vec![],
+            returns: vec![],
+            types: vec![Ty::F64, Ty::F64, Ty::F64],
+            body: Block {
+                insts: vec![
+                    i(&[0], Op::ReadReal(crate::fir::StrId(0))),
+                    i(&[1], Op::F64Const(0.0)),
+                    i(&[2], Op::Call(FuncId(1), vec![Val(0), Val(0), Val(1)])),
+                    i(&[], Op::PrintReal(Val(2))),
+                ],
+                term: Term::Return(vec![]),
+            },
+        };
+        let lp = Func {
+            name: "loop".into(),
+            params: vec![Ty::F64; 3],
+            returns: vec![Ty::F64],
+            types: vec![
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::Bool,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+                Ty::F64,
+            ],
+            body: Block {
+                insts: vec![
+                    i(&[3], Op::F64Const(10.0)),
+                    i(&[4], Op::FCmp(Cmp::Lt, Val(0), Val(3))),
+                    i(
+                        &[5],
+                        Op::If {
+                            cond: Val(4),
+                            then_: Block {
+                                insts: vec![
+                                    i(&[6], Op::F64Const(1.0)),
+                                    i(&[7], Op::FBin(FBin::Add, Val(0), Val(6))),
+                                    i(&[8], Op::FBin(FBin::Add, Val(1), Val(6))),
+                                ],
+                                term: Term::TailCall(FuncId(1), vec![Val(7), Val(8), Val(2)]),
+                            },
+                            else_: Block {
+                                insts: vec![i(&[9], Op::FBin(FBin::Add, Val(0), Val(1)))],
+                                term: Term::Yield(vec![Val(9)]),
+                            },
+                        },
+                    ),
+                ],
+                term: Term::Return(vec![Val(5)]),
+            },
+        };
+        let mut m = Module {
+            funcs: vec![main, lp],
+            main: Some(FuncId(0)),
+            strings: vec!["eof".into()],
+        };
+        let run = |m: &Module| {
+            let mut out = Vec::new();
+            crate::fir_eval::run(m, &mut "2.5".as_bytes(), &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let before = run(&m);
+        shrink(&mut m);
+        assert_eq!(m.funcs[1].params, vec![Ty::F64]);
+        assert_eq!(run(&m), before);
+        assert_eq!(before, "21");
+    }
+}

@@ -1,0 +1,712 @@
+//! FIR-to-FIR clean-up after inlining: constant folding, exact algebraic
+//! identities, common-subexpression elimination and dead-code elimination.
+//!
+//! Everything here keeps IEEE binary64 semantics bit for bit (up to the
+//! payload of NaNs, which VLAD prints all alike as `+nan.0`):
+//! - folding evaluates `+ - * /`, `sqrt` and comparisons of constants as
+//!   the machine would (correctly rounded); the transcendental functions
+//!   are never folded (their last bit belongs to libm);
+//! - only identities that hold for every operand, infinities, NaNs and
+//!   signed zeros included, are used: `x * 1 = 1 * x = x / 1 = x`,
+//!   `x - 0 = x`, `x + -0 = -0 + x = x`, and `x + 0 = 0 + x = x` when `x`
+//!   is known never to be `-0` (a square, a sum with an operand that is
+//!   not `-0`, a nonzero constant, ...). Never `0 * x = 0` (wrong for
+//!   infinities, NaNs and negative `x`) and never reassociation;
+//! - common subexpressions are merged, with `+` and `*` commutative
+//!   (exact in IEEE arithmetic);
+//! - a conditional on a constant becomes the arm it takes; an `If` result
+//!   both arms yield alike becomes that value;
+//! - pure instructions whose results are unused are removed, as are unused
+//!   `If` results and then `If`s left with nothing to do.
+//!
+//! Calls, printing, reading and errors are never removed or reordered.
+
+use crate::fir::{Block, Cmp, ErrPart, FBin, FUn, Func, Inst, Module, Op, Term, Val};
+use std::collections::HashMap;
+
+pub fn simplify(m: &mut Module) {
+    for f in &mut m.funcs {
+        simplify_func(f);
+    }
+}
+
+pub fn simplify_func(f: &mut Func) {
+    let n = f.types.len();
+    let mut cx = Fwd {
+        subst: vec![None; n],
+        konst: vec![None; n],
+        not_neg_zero: vec![false; n],
+        scopes: vec![HashMap::new()],
+        next: n,
+    };
+    let body = std::mem::replace(
+        &mut f.body,
+        Block {
+            insts: vec![],
+            term: Term::Return(vec![]),
+        },
+    );
+    f.body = cx.block(body);
+    f.types.resize(cx.next, crate::fir::Ty::F64);
+    let mut live = vec![false; cx.next];
+    dce_block(&mut f.body, &mut live);
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum K {
+    F(f64),
+    B(bool),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    F(u64),
+    B(bool),
+    Bin(FBinKey, Val, Val),
+    Un(FUnKey, Val),
+    Cmp(CmpKey, Val, Val),
+    Not(Val),
+}
+
+type FBinKey = u8;
+type FUnKey = u8;
+type CmpKey = u8;
+
+fn bin_key(op: FBin) -> FBinKey {
+    match op {
+        FBin::Add => 0,
+        FBin::PlusAdd => 5,
+        FBin::Sub => 1,
+        FBin::Mul => 2,
+        FBin::Div => 3,
+        FBin::Atan2 => 4,
+    }
+}
+
+fn un_key(op: FUn) -> FUnKey {
+    match op {
+        FUn::Sqrt => 0,
+        FUn::Exp => 1,
+        FUn::Log => 2,
+        FUn::Sin => 3,
+        FUn::Cos => 4,
+    }
+}
+
+fn cmp_key(c: Cmp) -> CmpKey {
+    match c {
+        Cmp::Eq => 0,
+        Cmp::Lt => 1,
+        Cmp::Gt => 2,
+        Cmp::Le => 3,
+        Cmp::Ge => 4,
+    }
+}
+
+/// The forward pass: folding, identities and CSE, in one walk in program
+/// order. Values are defined once and before their uses, so a value's
+/// replacement is final by the time it is used.
+struct Fwd {
+    /// Values replaced by others (already resolved).
+    subst: Vec<Option<Val>>,
+    konst: Vec<Option<K>>,
+    /// Known never to be `-0.0` (a NaN counts as not `-0`).
+    not_neg_zero: Vec<bool>,
+    /// Available expressions, innermost scope last.
+    scopes: Vec<HashMap<Key, Val>>,
+    /// Number of values, new ones included.
+    next: usize,
+}
+
+/// What processing the instructions of a block ended with.
+enum Flow {
+    Continue,
+    /// A constant condition took an arm that ends the block.
+    Ends(Term),
+}
+
+impl Fwd {
+    fn r(&self, v: Val) -> Val {
+        self.subst[v.0 as usize].unwrap_or(v)
+    }
+
+    fn f(&self, v: Val) -> Option<f64> {
+        match self.konst[v.0 as usize] {
+            Some(K::F(x)) => Some(x),
+            _ => None,
+        }
+    }
+
+    fn b(&self, v: Val) -> Option<bool> {
+        match self.konst[v.0 as usize] {
+            Some(K::B(x)) => Some(x),
+            _ => None,
+        }
+    }
+
+    fn nnz(&self, v: Val) -> bool {
+        self.not_neg_zero[v.0 as usize]
+    }
+
+    /// A new `F64` value.
+    fn fresh(&mut self) -> Val {
+        let v = Val(self.next as u32);
+        self.next += 1;
+        self.subst.push(None);
+        self.konst.push(None);
+        self.not_neg_zero.push(false);
+        v
+    }
+
+    fn replace(&mut self, v: Val, by: Val) {
+        self.subst[v.0 as usize] = Some(by);
+    }
+
+    fn lookup(&self, k: &Key) -> Option<Val> {
+        self.scopes.iter().rev().find_map(|s| s.get(k).copied())
+    }
+
+    /// Records an available expression, or replaces `v` by an earlier
+    /// equal one (returning false: drop the instruction).
+    fn available(&mut self, k: Key, v: Val) -> bool {
+        if let Some(w) = self.lookup(&k) {
+            self.replace(v, w);
+            return false;
+        }
+        self.scopes.last_mut().expect("scope").insert(k, v);
+        true
+    }
+
+    fn block(&mut self, b: Block) -> Block {
+        let mut out = Vec::with_capacity(b.insts.len());
+        match self.insts(b.insts, &mut out) {
+            Flow::Continue => Block {
+                insts: out,
+                term: self.term(b.term),
+            },
+            Flow::Ends(t) => Block {
+                insts: out,
+                term: t,
+            },
+        }
+    }
+
+    fn insts(&mut self, insts: Vec<Inst>, out: &mut Vec<Inst>) -> Flow {
+        for inst in insts {
+            if let Flow::Ends(t) = self.inst(inst, out) {
+                return Flow::Ends(t);
+            }
+        }
+        Flow::Continue
+    }
+
+    fn term(&self, t: Term) -> Term {
+        let rs = |vs: Vec<Val>| vs.into_iter().map(|v| self.r(v)).collect();
+        match t {
+            Term::Return(vs) => Term::Return(rs(vs)),
+            Term::Yield(vs) => Term::Yield(rs(vs)),
+            Term::TailCall(g, vs) => Term::TailCall(g, rs(vs)),
+            Term::Error(s) => Term::Error(s),
+            Term::ErrorWith(parts) => Term::ErrorWith(
+                parts
+                    .into_iter()
+                    .map(|p| match p {
+                        ErrPart::Real(v) => ErrPart::Real(self.r(v)),
+                        ErrPart::Bool(v) => ErrPart::Bool(self.r(v)),
+                        p => p,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn set_f(&mut self, v: Val, x: f64) {
+        self.konst[v.0 as usize] = Some(K::F(x));
+        self.not_neg_zero[v.0 as usize] = !(x == 0.0 && x.is_sign_negative());
+    }
+
+    fn inst(&mut self, mut inst: Inst, out: &mut Vec<Inst>) -> Flow {
+        let one = inst.results.first().copied();
+        match inst.op {
+            Op::F64Const(x) => {
+                let v = one.expect("const result");
+                self.set_f(v, x);
+                if self.available(Key::F(x.to_bits()), v) {
+                    out.push(inst);
+                }
+            }
+            Op::BoolConst(x) => {
+                let v = one.expect("const result");
+                self.konst[v.0 as usize] = Some(K::B(x));
+                if self.available(Key::B(x), v) {
+                    out.push(inst);
+                }
+            }
+            Op::FBin(op, a, b) => {
+                let v = one.expect("fbin result");
+                let (a, b) = (self.r(a), self.r(b));
+                if let (Some(x), Some(y), false) = (self.f(a), self.f(b), op == FBin::Atan2) {
+                    let z = match op {
+                        FBin::Add | FBin::PlusAdd => x + y,
+                        FBin::Sub => x - y,
+                        FBin::Mul => x * y,
+                        FBin::Div => x / y,
+                        FBin::Atan2 => unreachable!(),
+                    };
+                    inst.op = Op::F64Const(z);
+                    return self.inst(inst, out);
+                }
+                let is = |w: Val, c: f64| self.f(w).is_some_and(|x| x.to_bits() == c.to_bits());
+                let identity = match op {
+                    FBin::Mul if is(b, 1.0) => Some(a),
+                    FBin::Mul if is(a, 1.0) => Some(b),
+                    FBin::Div if is(b, 1.0) => Some(a),
+                    FBin::Sub if is(b, 0.0) => Some(a),
+                    FBin::Add if is(b, -0.0) => Some(a),
+                    FBin::Add if is(a, -0.0) => Some(b),
+                    FBin::Add if is(b, 0.0) && self.nnz(a) => Some(a),
+                    FBin::Add if is(a, 0.0) && self.nnz(b) => Some(b),
+                    _ => None,
+                };
+                if let Some(w) = identity {
+                    self.replace(v, w);
+                    return Flow::Continue;
+                }
+                // x / 2^k = x * 2^-k exactly (both are x 2^-k rounded once)
+                // when 2^-k is a normal number; a multiplication is much
+                // faster than a division.
+                if let (FBin::Div, Some(c)) = (op, self.f(b)) {
+                    let r = 1.0 / c;
+                    let pow2 = |x: f64| x.is_normal() && x.to_bits() & ((1u64 << 52) - 1) == 0;
+                    if pow2(c) && pow2(r) {
+                        let k = self.fresh();
+                        let flow = self.inst(
+                            Inst {
+                                results: vec![k],
+                                op: Op::F64Const(r),
+                            },
+                            out,
+                        );
+                        debug_assert!(matches!(flow, Flow::Continue));
+                        inst.op = Op::FBin(FBin::Mul, a, self.r(k));
+                        return self.inst(inst, out);
+                    }
+                }
+                // -0 only from -0 + -0; from -0 - +0; sqrt(-0) = -0.
+                self.not_neg_zero[v.0 as usize] = match op {
+                    FBin::Add => self.nnz(a) || self.nnz(b),
+                    FBin::Sub => self.nnz(a),
+                    FBin::Mul => a == b,
+                    _ => false,
+                };
+                let (ka, kb) = match op {
+                    FBin::Add | FBin::Mul if b < a => (b, a),
+                    _ => (a, b),
+                };
+                inst.op = Op::FBin(op, a, b);
+                if self.available(Key::Bin(bin_key(op), ka, kb), v) {
+                    out.push(inst);
+                }
+            }
+            Op::FUn(op, a) => {
+                let v = one.expect("fun result");
+                let a = self.r(a);
+                if let (Some(x), FUn::Sqrt) = (self.f(a), op) {
+                    inst.op = Op::F64Const(x.sqrt());
+                    return self.inst(inst, out);
+                }
+                self.not_neg_zero[v.0 as usize] = match op {
+                    FUn::Sqrt => self.nnz(a),
+                    FUn::Exp => true,
+                    _ => false,
+                };
+                inst.op = Op::FUn(op, a);
+                if self.available(Key::Un(un_key(op), a), v) {
+                    out.push(inst);
+                }
+            }
+            Op::FCmp(c, a, b) => {
+                let v = one.expect("fcmp result");
+                let (a, b) = (self.r(a), self.r(b));
+                if let (Some(x), Some(y)) = (self.f(a), self.f(b)) {
+                    let z = match c {
+                        Cmp::Eq => x == y,
+                        Cmp::Lt => x < y,
+                        Cmp::Gt => x > y,
+                        Cmp::Le => x <= y,
+                        Cmp::Ge => x >= y,
+                    };
+                    inst.op = Op::BoolConst(z);
+                    return self.inst(inst, out);
+                }
+                inst.op = Op::FCmp(c, a, b);
+                if self.available(Key::Cmp(cmp_key(c), a, b), v) {
+                    out.push(inst);
+                }
+            }
+            Op::Not(a) => {
+                let v = one.expect("not result");
+                let a = self.r(a);
+                if let Some(x) = self.b(a) {
+                    inst.op = Op::BoolConst(!x);
+                    return self.inst(inst, out);
+                }
+                inst.op = Op::Not(a);
+                if self.available(Key::Not(a), v) {
+                    out.push(inst);
+                }
+            }
+            // Union cells: kept as they are (cells are immutable, but a
+            // cell's identity is not worth a key).
+            Op::Alloc(tag, fields) => {
+                inst.op = Op::Alloc(tag, fields.into_iter().map(|v| self.r(v)).collect());
+                out.push(inst);
+            }
+            Op::TagIs(p, tag) => {
+                inst.op = Op::TagIs(self.r(p), tag);
+                out.push(inst);
+            }
+            Op::Load(p, n) => {
+                inst.op = Op::Load(self.r(p), n);
+                out.push(inst);
+            }
+            Op::Call(g, args) => {
+                inst.op = Op::Call(g, args.into_iter().map(|v| self.r(v)).collect());
+                out.push(inst);
+            }
+            Op::CallAt(g, args, s) => {
+                inst.op = Op::CallAt(g, args.into_iter().map(|v| self.r(v)).collect(), s);
+                out.push(inst);
+            }
+            Op::PrintReal(a) => {
+                inst.op = Op::PrintReal(self.r(a));
+                out.push(inst);
+            }
+            Op::PrintBool(a) => {
+                inst.op = Op::PrintBool(self.r(a));
+                out.push(inst);
+            }
+            Op::PrintStr(_) | Op::ReadReal(_) => out.push(inst),
+            Op::If { cond, then_, else_ } => {
+                let cond = self.r(cond);
+                if let Some(c) = self.b(cond) {
+                    // Only the arm taken runs: its instructions join this
+                    // block (its values stay visible to what follows).
+                    let arm = if c { then_ } else { else_ };
+                    if let Flow::Ends(t) = self.insts(arm.insts, out) {
+                        return Flow::Ends(t);
+                    }
+                    return match self.term(arm.term) {
+                        Term::Yield(vs) => {
+                            for (r, v) in inst.results.iter().zip(vs) {
+                                self.replace(*r, v);
+                                self.not_neg_zero[r.0 as usize] = self.nnz(v);
+                                self.konst[r.0 as usize] = self.konst[v.0 as usize];
+                            }
+                            Flow::Continue
+                        }
+                        t => Flow::Ends(t),
+                    };
+                }
+                // Inside an arm, the condition is known.
+                let known = self.konst[cond.0 as usize];
+                self.scopes.push(HashMap::new());
+                self.konst[cond.0 as usize] = Some(K::B(true));
+                let then_ = self.block(then_);
+                self.scopes.pop();
+                self.scopes.push(HashMap::new());
+                self.konst[cond.0 as usize] = Some(K::B(false));
+                let else_ = self.block(else_);
+                self.scopes.pop();
+                self.konst[cond.0 as usize] = known;
+                let (ty, ey) = (yields(&then_), yields(&else_));
+                for (i, r) in inst.results.iter().enumerate() {
+                    let (tv, ev) = (ty.map(|y| y[i]), ey.map(|y| y[i]));
+                    match (tv, ev) {
+                        (Some(t), Some(e)) if t == e => {
+                            // Defined before the `If`: visible after it.
+                            self.replace(*r, t);
+                            self.konst[r.0 as usize] = self.konst[t.0 as usize];
+                            self.not_neg_zero[r.0 as usize] = self.nnz(t);
+                        }
+                        _ => {
+                            self.not_neg_zero[r.0 as usize] =
+                                tv.is_none_or(|t| self.nnz(t)) && ev.is_none_or(|e| self.nnz(e));
+                        }
+                    }
+                }
+                inst.op = Op::If { cond, then_, else_ };
+                out.push(inst);
+            }
+        }
+        Flow::Continue
+    }
+}
+
+fn yields(b: &Block) -> Option<&[Val]> {
+    match &b.term {
+        Term::Yield(vs) => Some(vs),
+        _ => None,
+    }
+}
+
+fn pure(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::F64Const(_) | Op::BoolConst(_) | Op::FBin(..) | Op::FUn(..) | Op::FCmp(..) | Op::Not(_)
+    )
+}
+
+fn mark(live: &mut [bool], v: Val) {
+    live[v.0 as usize] = true;
+}
+
+fn mark_term(t: &Term, live: &mut [bool]) {
+    match t {
+        Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => {
+            vs.iter().for_each(|v| mark(live, *v))
+        }
+        Term::Error(_) => {}
+        Term::ErrorWith(parts) => {
+            for p in parts {
+                if let ErrPart::Real(v) | ErrPart::Bool(v) = p {
+                    mark(live, *v);
+                }
+            }
+        }
+    }
+}
+
+/// Backward pass. Values are defined once and before their uses, so one
+/// walk in reverse program order sees every use of a value before its
+/// definition.
+fn dce_block(b: &mut Block, live: &mut [bool]) {
+    mark_term(&b.term, live);
+    let insts = std::mem::take(&mut b.insts);
+    let mut kept = Vec::with_capacity(insts.len());
+    for mut inst in insts.into_iter().rev() {
+        let used = inst.results.iter().any(|r| live[r.0 as usize]);
+        if pure(&inst.op) && !used {
+            continue;
+        }
+        match &mut inst.op {
+            Op::If { cond, then_, else_ } => {
+                // Drop the results nobody uses, and what only they needed.
+                let keep: Vec<bool> = inst.results.iter().map(|r| live[r.0 as usize]).collect();
+                if keep.iter().any(|k| !k) {
+                    let mut k = keep.iter();
+                    inst.results.retain(|_| *k.next().expect("keep"));
+                    for arm in [&mut *then_, &mut *else_] {
+                        if let Term::Yield(vs) = &mut arm.term {
+                            let mut k = keep.iter();
+                            vs.retain(|_| *k.next().expect("keep"));
+                        }
+                    }
+                }
+                dce_block(then_, live);
+                dce_block(else_, live);
+                let idle = |b: &Block| b.insts.is_empty() && matches!(b.term, Term::Yield(_));
+                if inst.results.is_empty() && idle(then_) && idle(else_) {
+                    continue;
+                }
+                mark(live, *cond);
+            }
+            Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
+                mark(live, *a);
+                mark(live, *b);
+            }
+            Op::FUn(_, a)
+            | Op::Not(a)
+            | Op::PrintReal(a)
+            | Op::PrintBool(a)
+            | Op::TagIs(a, _)
+            | Op::Load(a, _) => mark(live, *a),
+            Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
+                args.iter().for_each(|v| mark(live, *v))
+            }
+            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+        }
+        kept.push(inst);
+    }
+    kept.reverse();
+    b.insts = kept;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fir::{StrId, Ty};
+
+    fn i(results: &[u32], op: Op) -> Inst {
+        Inst {
+            results: results.iter().map(|r| Val(*r)).collect(),
+            op,
+        }
+    }
+
+    fn func(params: usize, types: usize, body: Block) -> Func {
+        Func {
+            name: "f".into(),
+            params: vec![Ty::F64; params],
+            returns: vec![Ty::F64],
+            types: vec![Ty::F64; types],
+            body,
+        }
+    }
+
+    fn ops(f: &Func) -> Vec<Op> {
+        f.body.insts.iter().map(|i| i.op.clone()).collect()
+    }
+
+    #[test]
+    fn exact_identities_only() {
+        // v1 = 1; v2 = v0 * v1; v3 = 0; v4 = v2 + v3 (v0 may be -0: kept);
+        // v5 = v4 - v3 (x - 0 = x); return v5
+        let mut f = func(
+            1,
+            6,
+            Block {
+                insts: vec![
+                    i(&[1], Op::F64Const(1.0)),
+                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
+                    i(&[3], Op::F64Const(0.0)),
+                    i(&[4], Op::FBin(FBin::Add, Val(2), Val(3))),
+                    i(&[5], Op::FBin(FBin::Sub, Val(4), Val(3))),
+                ],
+                term: Term::Return(vec![Val(5)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(
+            ops(&f),
+            vec![Op::F64Const(0.0), Op::FBin(FBin::Add, Val(0), Val(3))]
+        );
+        assert_eq!(f.body.term, Term::Return(vec![Val(4)]));
+    }
+
+    #[test]
+    fn zero_plus_square_folds_but_zero_times_never() {
+        // v1 = v0 * v0; v2 = 0; v3 = v2 + v1 (a square is never -0);
+        // v4 = v2 * v0 (0 * x stays); return v3, v4
+        let mut f = func(
+            1,
+            5,
+            Block {
+                insts: vec![
+                    i(&[1], Op::FBin(FBin::Mul, Val(0), Val(0))),
+                    i(&[2], Op::F64Const(0.0)),
+                    i(&[3], Op::FBin(FBin::Add, Val(2), Val(1))),
+                    i(&[4], Op::FBin(FBin::Mul, Val(2), Val(0))),
+                ],
+                term: Term::Return(vec![Val(3), Val(4)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(f.body.term, Term::Return(vec![Val(1), Val(4)]));
+        assert!(ops(&f).contains(&Op::FBin(FBin::Mul, Val(2), Val(0))));
+    }
+
+    #[test]
+    fn commutative_cse_and_constant_folding() {
+        // v1 = v0 * 2 ... v3 = 2 * v0 merges with v1; v4 = 2 + 3 folds.
+        let mut f = func(
+            1,
+            7,
+            Block {
+                insts: vec![
+                    i(&[1], Op::F64Const(2.0)),
+                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
+                    i(&[3], Op::FBin(FBin::Mul, Val(1), Val(0))),
+                    i(&[4], Op::F64Const(3.0)),
+                    i(&[5], Op::FBin(FBin::Add, Val(1), Val(4))),
+                    i(&[6], Op::FBin(FBin::Add, Val(2), Val(3))),
+                ],
+                term: Term::Return(vec![Val(5), Val(6)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(
+            ops(&f),
+            vec![
+                Op::F64Const(2.0),
+                Op::FBin(FBin::Mul, Val(0), Val(1)),
+                Op::F64Const(5.0),
+                Op::FBin(FBin::Add, Val(2), Val(2)),
+            ]
+        );
+    }
+
+    #[test]
+    fn division_by_a_power_of_two_multiplies() {
+        // v1 = 4; v2 = v0 / v1 becomes v0 * 0.25; v3 = 3; v4 = v0 / v3 stays.
+        let mut f = func(
+            1,
+            5,
+            Block {
+                insts: vec![
+                    i(&[1], Op::F64Const(4.0)),
+                    i(&[2], Op::FBin(FBin::Div, Val(0), Val(1))),
+                    i(&[3], Op::F64Const(3.0)),
+                    i(&[4], Op::FBin(FBin::Div, Val(0), Val(3))),
+                ],
+                term: Term::Return(vec![Val(2), Val(4)]),
+            },
+        );
+        simplify_func(&mut f);
+        assert_eq!(
+            ops(&f),
+            vec![
+                Op::F64Const(0.25),
+                Op::FBin(FBin::Mul, Val(0), Val(5)),
+                Op::F64Const(3.0),
+                Op::FBin(FBin::Div, Val(0), Val(3)),
+            ]
+        );
+        assert_eq!(f.types.len(), 6);
+    }
+
+    #[test]
+    fn dead_if_results_and_effects() {
+        // v1, v2 = if (v0 < v0) { print; yield v0, v0 } else { yield v0, v0 }
+        // only v1 is used; the print keeps the If.
+        let cond = i(&[3], Op::FCmp(Cmp::Lt, Val(0), Val(0)));
+        let mut f = func(
+            1,
+            4,
+            Block {
+                insts: vec![
+                    cond,
+                    i(
+                        &[1, 2],
+                        Op::If {
+                            cond: Val(3),
+                            then_: Block {
+                                insts: vec![i(&[], Op::PrintStr(StrId(0)))],
+                                term: Term::Yield(vec![Val(0), Val(0)]),
+                            },
+                            else_: Block {
+                                insts: vec![],
+                                term: Term::Yield(vec![Val(0), Val(0)]),
+                            },
+                        },
+                    ),
+                ],
+                term: Term::Return(vec![Val(1)]),
+            },
+        );
+        simplify_func(&mut f);
+        // Both arms yield v0: the result is v0, the If stays for its print
+        // with no results.
+        assert_eq!(f.body.term, Term::Return(vec![Val(0)]));
+        match &f.body.insts[1] {
+            Inst {
+                results,
+                op: Op::If { then_, .. },
+            } => {
+                assert!(results.is_empty());
+                assert_eq!(then_.insts.len(), 1);
+            }
+            other => panic!("expected the If, got {other:?}"),
+        }
+    }
+}
