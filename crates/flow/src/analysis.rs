@@ -523,14 +523,7 @@ impl Analyzer {
         };
         if self.splits >= MAX_SPLITS {
             let mut shapes = crate::print::union_text(&self.dom, &self.prog, u);
-            if shapes.len() > 300 {
-                let mut cut = 297;
-                while !shapes.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                shapes.truncate(cut);
-                shapes.push_str("...");
-            }
+            shorten(&mut shapes, 300);
             return limit(format!(
                 "not compiled yet: {op} of a value whose shape is known only at run time \
                  and holds itself (such as a list of run-time length): {shapes}"
@@ -1709,15 +1702,21 @@ impl Ops {
         if s.contains(crate::print::SYM_MARK) {
             return format!("{0}{s}{0}", crate::print::VALUE_MARK);
         }
-        if s.len() > 120 {
-            let mut cut = 117;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            s.truncate(cut);
-            s.push_str("...");
-        }
+        shorten(&mut s, 120);
         s
+    }
+}
+
+/// Cuts `s` to at most `max` bytes, ending in `...` when cut, as the
+/// interpreter shortens values in messages.
+fn shorten(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max - 3;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str("...");
     }
 }
 

@@ -25,28 +25,33 @@ fn programs_dir() -> PathBuf {
 /// Runs `stalingrad run [-I benches/programs] FILE` with `input` on
 /// standard input; returns standard output, panicking on failure.
 fn run_file(file: &Path, input: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stalingrad"))
-        .arg("run")
-        .arg("-I")
-        .arg(programs_dir())
-        .arg(file)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stalingrad"));
+    cmd.arg("run").arg("-I").arg(programs_dir()).arg(file);
+    run_command(cmd, input)
+}
+
+/// Runs a command with `input` on standard input; returns its standard
+/// output, panicking on failure.
+fn run_command(mut cmd: Command, input: &str) -> String {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("cannot start stalingrad");
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     child
         .stdin
         .take()
         .expect("stdin")
         .write_all(input.as_bytes())
         .expect("cannot write stdin");
-    let out = child.wait_with_output().expect("stalingrad did not finish");
+    let out = child
+        .wait_with_output()
+        .expect("the program did not finish");
     let stdout = String::from_utf8(out.stdout).expect("stdout is not UTF-8");
     assert!(
         out.status.success(),
-        "{} failed ({}) with input {input:?}\nstdout:\n{stdout}\nstderr:\n{}",
-        file.display(),
+        "{cmd:?} failed ({}) with input {input:?}\nstdout:\n{stdout}\nstderr:\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -288,29 +293,7 @@ fn build_program(name: &str, dir: &Path) -> PathBuf {
 
 /// Runs an executable with `input`; returns the reals it prints.
 fn run_exe(exe: &Path, input: &str) -> Vec<f64> {
-    let mut child = Command::new(exe)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start the compiled program");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("cannot write stdin");
-    let out = child
-        .wait_with_output()
-        .expect("the program did not finish");
-    assert!(
-        out.status.success(),
-        "{} failed ({}): {}",
-        exe.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    numbers(&String::from_utf8(out.stdout).expect("stdout is not UTF-8"))
+    numbers(&run_command(Command::new(exe), input))
 }
 
 /// Every benchmark program, compiled, gives the published result at the
