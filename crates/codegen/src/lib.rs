@@ -203,19 +203,6 @@ fn symbol(i: usize, name: &str) -> String {
 /// the functions a function tail-calls into it.
 const MAX_GROUP_SIZE: usize = 12_000;
 
-fn block_size(b: &fir::Block) -> usize {
-    b.insts
-        .iter()
-        .map(|i| {
-            1 + match &i.op {
-                Op::If { then_, else_, .. } => block_size(then_) + block_size(else_),
-                _ => 0,
-            }
-        })
-        .sum::<usize>()
-        + 1
-}
-
 fn tail_callees(b: &fir::Block, out: &mut Vec<FuncId>) {
     for i in &b.insts {
         if let Op::If { then_, else_, .. } = &i.op {
@@ -249,7 +236,7 @@ fn called(b: &fir::Block, out: &mut Vec<FuncId>) {
 /// group (over the size limit) makes its callee a group of its own.
 fn plan_groups(m: &fir::Module) -> Vec<Vec<FuncId>> {
     let n = m.funcs.len();
-    let sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
+    let sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
     let mut root = vec![false; n];
     let mut work: Vec<FuncId> = Vec::new();
     let mark = |g: FuncId, root: &mut Vec<bool>, work: &mut Vec<FuncId>| {

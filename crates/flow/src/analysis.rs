@@ -354,8 +354,8 @@ impl Analyzer {
         };
         if self.dom.depth(arg) > MAX_DEPTH || env.iter().any(|x| self.dom.depth(*x) > MAX_DEPTH) {
             return limit(format!(
-                "the analysis cannot bound the values passed to `{}`: they grow without limit \
-                 (a list of run-time length, or data built by a loop); such programs are not compiled yet",
+                "the analysis cannot bound the values passed to `{}`: they grow deeper than \
+                 {MAX_DEPTH} levels",
                 self.lambda_name(lambda)
             ));
         }

@@ -181,6 +181,24 @@ pub struct Module {
     pub strings: Vec<String>,
 }
 
+impl Block {
+    /// Instructions in the block, the blocks nested in it and its
+    /// terminator: the measure of code size the inliner and code
+    /// generation bound.
+    pub fn size(&self) -> usize {
+        self.insts
+            .iter()
+            .map(|i| {
+                1 + match &i.op {
+                    Op::If { then_, else_, .. } => then_.size() + else_.size(),
+                    _ => 0,
+                }
+            })
+            .sum::<usize>()
+            + 1
+    }
+}
+
 impl Module {
     pub fn func(&self, f: FuncId) -> &Func {
         &self.funcs[f.0 as usize]

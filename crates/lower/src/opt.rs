@@ -48,7 +48,7 @@ pub fn optimize(m: &mut Module) {
 /// tail-called thunks above all.
 fn rounds(m: &mut Module) {
     for _ in 0..ROUNDS {
-        let sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
+        let sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
         let mut sites = vec![0usize; m.funcs.len()];
         for f in &m.funcs {
             count_sites(&f.body, &mut sites);
@@ -123,7 +123,7 @@ fn bottom_up(m: &mut Module) {
     let recursive: Vec<bool> = (0..n)
         .map(|f| comps[scc[f]].len() > 1 || graph[f].contains(&f))
         .collect();
-    let mut sizes: Vec<usize> = m.funcs.iter().map(|f| block_size(&f.body)).collect();
+    let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
     for members in &comps {
         for &i in members {
             if !graph[i].iter().any(|&g| !recursive[g] && scc[g] != scc[i]) {
@@ -156,7 +156,7 @@ fn bottom_up(m: &mut Module) {
                 substitute_block(&mut body, &cx.subst);
             }
             let types = cx.types;
-            sizes[i] = block_size(&body);
+            sizes[i] = body.size();
             m.funcs[i].body = body;
             m.funcs[i].types = types;
         }
@@ -297,19 +297,6 @@ fn renumber_calls(b: &mut Block, new_id: &[u32]) {
     if let Term::TailCall(g, _) = &mut b.term {
         *g = FuncId(new_id[g.0 as usize]);
     }
-}
-
-fn block_size(b: &Block) -> usize {
-    b.insts
-        .iter()
-        .map(|i| {
-            1 + match &i.op {
-                Op::If { then_, else_, .. } => block_size(then_) + block_size(else_),
-                _ => 0,
-            }
-        })
-        .sum::<usize>()
-        + 1
 }
 
 fn count_sites(b: &Block, sites: &mut [usize]) {
