@@ -16,7 +16,7 @@ fn main() {
     );
     println!(
         "cargo:rerun-if-changed={}",
-        root.join("crates/syntax/src/number_core.rs").display()
+        root.join("crates/base/src/number_core.rs").display()
     );
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("libruntime.a");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());

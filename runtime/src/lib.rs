@@ -27,7 +27,7 @@
 
 #![cfg_attr(not(test), no_std)]
 
-#[path = "../../crates/syntax/src/number_core.rs"]
+#[path = "../../crates/base/src/number_core.rs"]
 #[allow(dead_code)]
 mod number_core;
 

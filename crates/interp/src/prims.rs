@@ -3,7 +3,7 @@
 
 use crate::eval::{err, Interp, Result};
 use crate::value::Value;
-use ir::{Prim, Tag};
+use ir::{Expects, Prim, Scalar, Tag};
 
 /// What applying a primitive gives: a value, or (for `if-procedure`) a call
 /// to make in tail position.
@@ -18,32 +18,20 @@ fn two_reals(p: Prim, v: &Value) -> Result<(f64, f64)> {
             return Ok((*a, *b));
         }
     }
-    err(format!(
-        "`{}` expects two reals, found {}",
-        p.name(),
-        v.describe()
-    ))
+    err(p.expects(Expects::TwoReals, &v.describe()))
 }
 
 fn one_real(p: Prim, v: &Value) -> Result<f64> {
     match v {
         Value::Real(x) => Ok(*x),
-        _ => err(format!(
-            "`{}` expects a real, found {}",
-            p.name(),
-            v.describe()
-        )),
+        _ => err(p.expects(Expects::Real, &v.describe())),
     }
 }
 
 fn two_values(p: Prim, v: &Value) -> Result<(Value, Value)> {
     match v {
         Value::Pair(pr) => Ok((pr.0.clone(), pr.1.clone())),
-        _ => err(format!(
-            "`{}` expects two arguments, found {}",
-            p.name(),
-            v.describe()
-        )),
+        _ => err(p.expects(Expects::TwoArguments, &v.describe())),
     }
 }
 
@@ -55,33 +43,24 @@ impl Interp<'_> {
         Ok(match p {
             Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Atan => {
                 let (x, y) = two_reals(p, &arg)?;
-                V(Value::Real(match p {
-                    Prim::Add => x + y,
-                    Prim::Sub => x - y,
-                    Prim::Mul => x * y,
-                    Prim::Div => x / y,
-                    _ => x.atan2(y),
-                }))
+                let Some(Scalar::Bin(op)) = p.scalar() else {
+                    unreachable!("binary primitives have a binary operation")
+                };
+                V(Value::Real(op.apply(x, y)))
             }
             Prim::Sqrt | Prim::Exp | Prim::Log | Prim::Sin | Prim::Cos => {
                 let x = one_real(p, &arg)?;
-                V(Value::Real(match p {
-                    Prim::Sqrt => x.sqrt(),
-                    Prim::Exp => x.exp(),
-                    Prim::Log => x.ln(),
-                    Prim::Sin => x.sin(),
-                    _ => x.cos(),
-                }))
+                let Some(Scalar::Un(op)) = p.scalar() else {
+                    unreachable!("unary primitives have a unary operation")
+                };
+                V(Value::Real(op.apply(x)))
             }
             Prim::Eq | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge => {
                 let (x, y) = two_reals(p, &arg)?;
-                V(b(match p {
-                    Prim::Eq => x == y,
-                    Prim::Lt => x < y,
-                    Prim::Gt => x > y,
-                    Prim::Le => x <= y,
-                    _ => x >= y,
-                }))
+                let Some(Scalar::Cmp(op)) = p.scalar() else {
+                    unreachable!("comparisons have a comparison")
+                };
+                V(b(op.apply(x, y)))
             }
             Prim::IsZero => V(b(one_real(p, &arg)? == 0.0)),
             Prim::IsPositive => V(b(one_real(p, &arg)? > 0.0)),

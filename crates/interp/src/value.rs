@@ -150,13 +150,9 @@ impl Value {
     /// The printed form, shortened for error messages.
     pub fn describe(&self) -> String {
         let mut s = self.to_text();
-        if s.len() > 120 {
-            let mut cut = 117;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
+        if let Some(cut) = base::message::value_cut(s.as_bytes()) {
             s.truncate(cut);
-            s.push_str("...");
+            s.push_str(base::message::ELLIPSIS);
         }
         s
     }

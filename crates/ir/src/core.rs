@@ -23,11 +23,11 @@ use crate::entity::Arena;
 use crate::prim::Prim;
 use syntax::Span;
 
-crate::entity!(Var, "x");
-crate::entity!(LambdaId, "L");
-crate::entity!(GroupId, "G");
-crate::entity!(ConstId, "k");
-crate::entity!(PatId, "p");
+base::entity!(Var, "x");
+base::entity!(LambdaId, "L");
+base::entity!(GroupId, "G");
+base::entity!(ConstId, "k");
+base::entity!(PatId, "p");
 
 /// The kinds of AD tag (VLAD.md section 6.1).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]

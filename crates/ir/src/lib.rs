@@ -1,17 +1,17 @@
 //! The core IR of `stalingrad` and its construction from the core AST.
 //!
 //! Input: [`syntax::ast::Program`]. Output: [`core::Program`], alpha-converted
-//! A-normal form held in arenas ([`entity`]). The AD transformations (crate
+//! A-normal form held in arenas (`base::entity`). The AD transformations (crate
 //! `ad`) map lambdas of this IR to new lambdas of the same IR; the
 //! interpreter and the flow analysis both consume it. [`print`] gives its
 //! stable text form.
 
 pub mod anf;
 pub mod core;
-pub mod entity;
 pub mod prim;
 pub mod print;
 
 pub use crate::core::*;
-pub use entity::{Arena, EntityRef};
-pub use prim::{Prim, PrimKind};
+pub use base::entity;
+pub use base::entity::{Arena, EntityRef};
+pub use prim::{Expects, Prim, PrimKind, Scalar};

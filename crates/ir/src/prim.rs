@@ -100,3 +100,56 @@ impl fmt::Display for Prim {
         f.write_str(self.name())
     }
 }
+
+/// A primitive's computation on known reals, when it has one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Scalar {
+    Bin(base::scalar::BinOp),
+    Un(base::scalar::UnOp),
+    Cmp(base::scalar::CmpOp),
+}
+
+/// What a primitive expects of its argument: the one wording of the error
+/// every stage reports when the argument does not fit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Expects {
+    TwoReals,
+    Real,
+    TwoArguments,
+}
+
+impl Prim {
+    /// The arithmetic of an arithmetic primitive or comparison.
+    pub fn scalar(self) -> Option<Scalar> {
+        use base::scalar::{BinOp, CmpOp, UnOp};
+        Some(match self {
+            Prim::Add => Scalar::Bin(BinOp::Add),
+            Prim::Sub => Scalar::Bin(BinOp::Sub),
+            Prim::Mul => Scalar::Bin(BinOp::Mul),
+            Prim::Div => Scalar::Bin(BinOp::Div),
+            Prim::Atan => Scalar::Bin(BinOp::Atan2),
+            Prim::Sqrt => Scalar::Un(UnOp::Sqrt),
+            Prim::Exp => Scalar::Un(UnOp::Exp),
+            Prim::Log => Scalar::Un(UnOp::Log),
+            Prim::Sin => Scalar::Un(UnOp::Sin),
+            Prim::Cos => Scalar::Un(UnOp::Cos),
+            Prim::Eq => Scalar::Cmp(CmpOp::Eq),
+            Prim::Lt => Scalar::Cmp(CmpOp::Lt),
+            Prim::Gt => Scalar::Cmp(CmpOp::Gt),
+            Prim::Le => Scalar::Cmp(CmpOp::Le),
+            Prim::Ge => Scalar::Cmp(CmpOp::Ge),
+            _ => return None,
+        })
+    }
+
+    /// The error for an argument that is not what the primitive expects;
+    /// `found` is the argument as messages show values.
+    pub fn expects(self, what: Expects, found: &str) -> String {
+        let what = match what {
+            Expects::TwoReals => "two reals",
+            Expects::Real => "a real",
+            Expects::TwoArguments => "two arguments",
+        };
+        format!("`{}` expects {what}, found {found}", self.name())
+    }
+}

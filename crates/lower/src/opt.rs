@@ -113,7 +113,7 @@ fn bottom_up(m: &mut Module) {
             out
         })
         .collect();
-    let comps = sccs(&graph);
+    let comps = base::scc::sccs(&graph);
     let mut scc = vec![0usize; n];
     for (c, members) in comps.iter().enumerate() {
         for &f in members {
@@ -178,65 +178,6 @@ fn callees(b: &Block, out: &mut Vec<usize>) {
     if let Term::TailCall(g, _) = &b.term {
         out.push(g.0 as usize);
     }
-}
-
-/// Strongly connected components (Tarjan's algorithm, without recursion),
-/// in reverse topological order: a component comes after every component
-/// it calls into.
-fn sccs(graph: &[Vec<usize>]) -> Vec<Vec<usize>> {
-    let n = graph.len();
-    const NONE: usize = usize::MAX;
-    let mut index = vec![NONE; n];
-    let mut low = vec![0usize; n];
-    let mut on_stack = vec![false; n];
-    let mut stack = Vec::new();
-    let mut comps = Vec::new();
-    let mut next = 0usize;
-    for root in 0..n {
-        if index[root] != NONE {
-            continue;
-        }
-        // (node, next edge to look at)
-        let mut work = vec![(root, 0usize)];
-        index[root] = next;
-        low[root] = next;
-        next += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut e)) = work.last_mut() {
-            if let Some(&w) = graph[v].get(*e) {
-                *e += 1;
-                if index[w] == NONE {
-                    index[w] = next;
-                    low[w] = next;
-                    next += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    work.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            work.pop();
-            if let Some(&(u, _)) = work.last() {
-                low[u] = low[u].min(low[v]);
-            }
-            if low[v] == index[v] {
-                let mut comp = Vec::new();
-                loop {
-                    let w = stack.pop().expect("tarjan stack");
-                    on_stack[w] = false;
-                    comp.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                comps.push(comp);
-            }
-        }
-    }
-    comps
 }
 
 /// Removes the functions `main` cannot reach, renumbering the others.

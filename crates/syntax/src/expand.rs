@@ -1354,13 +1354,29 @@ fn order(map: &SourceMap, items: Vec<Item>) -> Result<Program, Diagnostic> {
 
     // Strongly connected components of the kept lambda definitions.
     let lambdas: Vec<usize> = (0..n).filter(|&i| keep[i] && is_lambda[i]).collect();
-    let sccs = tarjan(&lambdas, |i| {
-        refs[i]
-            .iter()
-            .map(|&(j, _)| j)
-            .filter(|&j| is_lambda[j])
-            .collect()
-    });
+    let mut dense = vec![usize::MAX; n];
+    for (k, &i) in lambdas.iter().enumerate() {
+        dense[i] = k;
+    }
+    let graph: Vec<Vec<usize>> = lambdas
+        .iter()
+        .map(|&i| {
+            refs[i]
+                .iter()
+                .map(|&(j, _)| dense[j])
+                .filter(|&k| k != usize::MAX)
+                .collect()
+        })
+        .collect();
+    // Members of each component in source order.
+    let sccs: Vec<Vec<usize>> = base::scc::sccs(&graph)
+        .into_iter()
+        .map(|comp| {
+            let mut items: Vec<usize> = comp.into_iter().map(|k| lambdas[k]).collect();
+            items.sort_unstable();
+            items
+        })
+        .collect();
     let mut group_of: Vec<usize> = vec![usize::MAX; n];
     for (g, members) in sccs.iter().enumerate() {
         for &i in members {
@@ -1517,88 +1533,6 @@ impl Placer<'_> {
             None => {}
         }
     }
-}
-
-/// Tarjan's algorithm over `nodes` (item indices) with `succ` giving
-/// successors (only successors in `nodes` are followed). Members of each
-/// component are sorted by index, i.e. source order.
-fn tarjan(nodes: &[usize], succ: impl Fn(usize) -> Vec<usize>) -> Vec<Vec<usize>> {
-    struct St {
-        index: HashMap<usize, usize>,
-        low: HashMap<usize, usize>,
-        on_stack: HashSet<usize>,
-        stack: Vec<usize>,
-        next: usize,
-        out: Vec<Vec<usize>>,
-    }
-    let node_set: HashSet<usize> = nodes.iter().copied().collect();
-    let mut st = St {
-        index: HashMap::new(),
-        low: HashMap::new(),
-        on_stack: HashSet::new(),
-        stack: Vec::new(),
-        next: 0,
-        out: Vec::new(),
-    };
-    // Iterative DFS: (node, successors, next successor position).
-    for &root in nodes {
-        if st.index.contains_key(&root) {
-            continue;
-        }
-        let mut work: Vec<(usize, Vec<usize>, usize)> = Vec::new();
-        let visit = |st: &mut St, v: usize| {
-            st.index.insert(v, st.next);
-            st.low.insert(v, st.next);
-            st.next += 1;
-            st.stack.push(v);
-            st.on_stack.insert(v);
-        };
-        visit(&mut st, root);
-        let s: Vec<usize> = succ(root)
-            .into_iter()
-            .filter(|w| node_set.contains(w))
-            .collect();
-        work.push((root, s, 0));
-        while let Some((v, succs, pos)) = work.last_mut() {
-            let v = *v;
-            if *pos < succs.len() {
-                let w = succs[*pos];
-                *pos += 1;
-                if !st.index.contains_key(&w) {
-                    visit(&mut st, w);
-                    let s: Vec<usize> = succ(w)
-                        .into_iter()
-                        .filter(|x| node_set.contains(x))
-                        .collect();
-                    work.push((w, s, 0));
-                } else if st.on_stack.contains(&w) {
-                    let lw = st.index[&w];
-                    let lv = st.low[&v];
-                    st.low.insert(v, lv.min(lw));
-                }
-            } else {
-                work.pop();
-                if let Some((parent, _, _)) = work.last() {
-                    let lp = st.low[parent];
-                    let lv = st.low[&v];
-                    st.low.insert(*parent, lp.min(lv));
-                }
-                if st.low[&v] == st.index[&v] {
-                    let mut comp = Vec::new();
-                    while let Some(w) = st.stack.pop() {
-                        st.on_stack.remove(&w);
-                        comp.push(w);
-                        if w == v {
-                            break;
-                        }
-                    }
-                    comp.sort_unstable();
-                    st.out.push(comp);
-                }
-            }
-        }
-    }
-    st.out
 }
 
 #[cfg(test)]

@@ -7,11 +7,10 @@
 //! and printing uses Rust's shortest round-trip digits laid out the way
 //! JavaScript's `Number.prototype.toString` lays them out (VLAD.md section 8).
 //!
-//! The work is done in `number_core.rs`, which uses only `core` so that the
+//! The work is done in `base::number_core`, which uses only `core` so that the
 //! native runtime shares it (compiled programs print exactly as `run` does).
 
-#[path = "number_core.rs"]
-mod number_core;
+use base::number_core;
 
 /// Reads a numeral token, or `None` when `tok` is not a VLAD numeral.
 ///

@@ -1,11 +1,11 @@
-//! The allocation-free core of [`crate::number`]: reading and printing
+//! The allocation-free core of `syntax::number`: reading and printing
 //! numerals with nothing but `core`, so that the native runtime
 //! (`runtime/src/lib.rs`, `no_std`) includes this very file with
 //! `#[path]` and compiled programs read and print reals byte for byte as
 //! the interpreter does. Keep it `core`-only: no `std`, no `alloc`.
 
 /// Reads a numeral token, or `None` when `tok` is not a VLAD numeral.
-/// See [`crate::number::parse_numeral`].
+/// See `syntax::number::parse_numeral`.
 pub fn parse_numeral(tok: &str) -> Option<f64> {
     match tok {
         "+inf.0" => return Some(f64::INFINITY),
@@ -195,7 +195,7 @@ impl core::fmt::Write for RealText {
     }
 }
 
-/// Prints a real; see [`crate::number::format_real`] for the layout.
+/// Prints a real; see `syntax::number::format_real` for the layout.
 pub fn format_real(x: f64) -> RealText {
     let mut out = RealText::new();
     if x.is_nan() {

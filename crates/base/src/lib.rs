@@ -1,0 +1,25 @@
+//! What several stages share and must not write twice, with no
+//! dependencies of its own, so that every crate (the FIR and code
+//! generation included, which know nothing of the front end) can use it.
+//!
+//! - [`entity`]: typed ids into arenas.
+//! - [`message`]: how values are shortened in error messages.
+//! - [`scalar`]: the arithmetic of reals, for every stage that computes it.
+//! - [`scc`]: strongly connected components (the top level's `letrec*`
+//!   ordering, the FIR inliner's call graph).
+//! - [`number_core`]: reading and printing reals. It uses only `core`:
+//!   the native runtime (`runtime/`, `no_std`, built by `rustc` without
+//!   Cargo) includes the very file with `#[path]`, so that compiled
+//!   programs print byte for byte as the interpreter does. Every module
+//!   marked *core-only* below is shared the same way; keep them free of
+//!   `std` and `alloc`.
+
+pub mod entity;
+/// Core-only.
+pub mod message;
+/// Core-only.
+pub mod number_core;
+pub mod scalar;
+pub mod scc;
+
+pub use entity::{Arena, EntityRef};

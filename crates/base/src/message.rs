@@ -1,0 +1,39 @@
+//! How a value is shortened in an error message, written once for the
+//! interpreter, the flow analysis (messages known at compile time), the FIR
+//! evaluator and the native runtime (messages that show run-time values).
+//! Core-only: the runtime includes this file with `#[path]`.
+
+/// A value's text longer than this many bytes is cut.
+pub const VALUE_MAX: usize = 120;
+
+/// What a cut value ends with.
+pub const ELLIPSIS: &str = "...";
+
+/// Where to cut `text`, the bytes of one value's printed form (UTF-8), to
+/// shorten it for a message: `None` when it fits; otherwise the length to
+/// keep before [`ELLIPSIS`], never inside a UTF-8 sequence.
+pub fn value_cut(text: &[u8]) -> Option<usize> {
+    if text.len() <= VALUE_MAX {
+        return None;
+    }
+    let mut cut = VALUE_MAX - ELLIPSIS.len();
+    while cut > 0 && (text[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    Some(cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_values_are_kept_and_long_ones_cut_on_a_character() {
+        assert_eq!(value_cut(&[b'a'; 120]), None);
+        assert_eq!(value_cut(&[b'a'; 121]), Some(117));
+        let mut t = vec![b'a'; 116];
+        t.extend_from_slice("é".as_bytes()); // bytes 116 and 117
+        t.extend_from_slice(&[b'b'; 10]);
+        assert_eq!(value_cut(&t), Some(116));
+    }
+}
