@@ -1,8 +1,8 @@
 //! Hand-built FIR modules compiled to executables: their output, errors,
 //! exit status and operation counts must equal the FIR evaluator's.
 
-use lower::fir::*;
-use lower::fir_eval;
+use fir::eval;
+use fir::*;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -151,7 +151,7 @@ fn build(m: &Module, name: &str, count_ops: bool) -> PathBuf {
             want_clif: false,
         },
     )
-    .unwrap_or_else(|e| panic!("{e}\n{}", lower::fir_print::module(m)));
+    .unwrap_or_else(|e| panic!("{e}\n{}", fir::print::module(m)));
     let exe = temp_exe(name);
     codegen::link(&out.object, &exe, false).unwrap();
     exe
@@ -190,8 +190,8 @@ fn run_exe(exe: &PathBuf, input: &str, shell_prefix: Option<&str>) -> Run {
 /// and the counters); returns the executable's output.
 fn check(m: &Module, name: &str, input: &str) -> String {
     let mut want = Vec::new();
-    let mut counts = fir_eval::Counts::default();
-    let r = fir_eval::run_counting(m, &mut input.as_bytes(), &mut want, &mut counts);
+    let mut counts = eval::Counts::default();
+    let r = eval::run_counting(m, &mut input.as_bytes(), &mut want, &mut counts);
     let want = String::from_utf8(want).unwrap();
     let (want_err, want_status) = match &r {
         Ok(()) => (String::new(), 0),

@@ -1,28 +1,25 @@
 //! Lowering: the specialised program of the flow analysis to the
-//! first-order IR of [`fir`].
+//! first-order IR of crate `fir`.
 //!
-//! (The flow analysis and the lowering itself are being written; the FIR,
-//! its text form and its evaluator come first so that code generation can
-//! be built and tested against them.)
+//! Input: a [`flow::Analysis`] after its fixpoint. Output: a
+//! [`fir::Module`] that satisfies `fir::verify` (checked after lowering in
+//! debug builds): one function per live specialisation, every value in the
+//! representation its abstract value calls for.
 
-pub mod fir;
-pub mod fir_eval;
-pub mod fir_print;
 pub mod lower;
-pub mod opt;
-pub mod params;
-pub mod schedule;
-pub mod simplify;
 
 pub use lower::{layout, lower};
 
-/// The whole middle end: flow analysis, then lowering to FIR.
+/// The whole middle end: flow analysis, lowering to FIR, then the FIR
+/// passes (skipped when `VLAD_NO_OPT` is set, as `build` does).
 pub fn compile(
     prog: ir::Program,
     map: &syntax::SourceMap,
 ) -> Result<fir::Module, syntax::Diagnostic> {
     let analysis = flow::analyze(prog)?;
     let mut m = lower::lower(analysis, map);
-    opt::optimize(&mut m);
+    if std::env::var_os("VLAD_NO_OPT").is_none() {
+        fir::optimize(&mut m);
+    }
     Ok(m)
 }

@@ -16,7 +16,7 @@
 //! split ([`Plan::Switch`]) tests the tag and unboxes the member in each
 //! arm. Printing a union calls a printer function made per union.
 
-use crate::fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
+use fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
 use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
 use ir::{Prim, PrimKind, Rhs, Stmt, Var};
 use std::collections::HashMap;
@@ -111,6 +111,11 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let m = lw.lower_main(&main);
     lw.module.main = Some(FuncId(lw.module.funcs.len() as u32));
     lw.module.funcs.push(m);
+    if cfg!(debug_assertions) {
+        if let Err(e) = fir::verify::verify(&lw.module) {
+            panic!("internal error: lowering broke an invariant of the FIR: {e}");
+        }
+    }
     lw.module
 }
 

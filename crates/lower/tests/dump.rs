@@ -20,7 +20,7 @@ fn dump() {
         Err(e) => return println!("{}", e.render(&map)),
     };
     match lower::compile(prog, &map) {
-        Ok(m) => print!("{}", lower::fir_print::module(&m)),
+        Ok(m) => print!("{}", fir::print::module(&m)),
         Err(e) => println!("{}", e.render(&map)),
     }
 }

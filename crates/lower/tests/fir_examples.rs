@@ -101,7 +101,7 @@ fn check_all() {
         let input = input_for(f);
         let mut inp = BufReader::new(&input[..]);
         let mut out = Vec::new();
-        let r = lower::fir_eval::run(&module, &mut inp, &mut out);
+        let r = fir::eval::run(&module, &mut inp, &mut out);
         let fir_out = String::from_utf8_lossy(&out).into_owned();
         let (want, want_err) = interpret(f);
         if fir_out != want {

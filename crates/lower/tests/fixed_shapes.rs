@@ -9,7 +9,7 @@
 //! (particle and saddle RF and RR) needs a tape of run-time length: a
 //! union, checked here to be allocated only there.
 
-use lower::fir::{Block, Module, Op};
+use fir::{Block, Module, Op};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {

@@ -267,10 +267,10 @@ fn build(a: BuildArgs) -> ExitCode {
     }
     let mut module = lower::lower(analysis, &map);
     if std::env::var_os("VLAD_NO_OPT").is_none() {
-        lower::opt::optimize(&mut module);
+        fir::optimize(&mut module);
     }
     if a.emit == Some(Emit::Ir) {
-        emit(&lower::fir_print::module(&module));
+        emit(&fir::print::module(&module));
         return ExitCode::SUCCESS;
     }
     let opts = codegen::Options {

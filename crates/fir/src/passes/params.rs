@@ -15,7 +15,7 @@
 //!   anything but passing it to a parameter that is not live; dead ones are
 //!   removed from the function and from every call.
 
-use crate::fir::{Block, ErrPart, Func, FuncId, Module, Op, Term, Ty, Val};
+use crate::{Block, ErrPart, Func, FuncId, Module, Op, Term, Ty, Val};
 use std::collections::HashMap;
 
 pub fn shrink(m: &mut Module) {
@@ -25,7 +25,7 @@ pub fn shrink(m: &mut Module) {
         if !merged && !removed {
             break;
         }
-        crate::simplify::simplify(m);
+        crate::passes::simplify::simplify(m);
     }
 }
 
@@ -86,7 +86,7 @@ fn number(f: &Func, fi: usize, class: &[usize], intern: &mut HashMap<Node, usize
                 Op::FBin(op, a, c) => {
                     let (mut x, mut y) = (vn[a.0 as usize], vn[c.0 as usize]);
                     let k = *op as u8;
-                    if matches!(op, crate::fir::FBin::Add | crate::fir::FBin::Mul) && y < x {
+                    if matches!(op, crate::FBin::Add | crate::FBin::Mul) && y < x {
                         std::mem::swap(&mut x, &mut y);
                     }
                     Some(Node::Bin(k, x, y))
@@ -194,7 +194,7 @@ fn merge_equal(m: &mut Module) -> bool {
 }
 
 fn rename_uses(b: &mut Block, map: &HashMap<Val, Val>) {
-    crate::opt::rename_block(b, map);
+    crate::passes::inline::rename_block(b, map);
 }
 
 /// Marks the parameters a block reads (`real`) and records, for every
@@ -342,7 +342,7 @@ fn renumber(f: &mut Func, live: &[bool]) {
             types.push(*t);
         }
     }
-    crate::opt::rename_block(&mut f.body, &map);
+    crate::passes::inline::rename_block(&mut f.body, &map);
     f.params = params;
     f.types = types;
 }
@@ -350,7 +350,7 @@ fn renumber(f: &mut Func, live: &[bool]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fir::{Cmp, FBin, Inst};
+    use crate::{Cmp, FBin, Inst};
 
     fn i(results: &[u32], op: Op) -> Inst {
         Inst {
@@ -371,7 +371,7 @@ mod tests {
             types: vec![Ty::F64, Ty::F64, Ty::F64],
             body: Block {
                 insts: vec![
-                    i(&[0], Op::ReadReal(crate::fir::StrId(0))),
+                    i(&[0], Op::ReadReal(crate::StrId(0))),
                     i(&[1], Op::F64Const(0.0)),
                     i(&[2], Op::Call(FuncId(1), vec![Val(0), Val(0), Val(1)])),
                     i(&[], Op::PrintReal(Val(2))),
@@ -428,7 +428,7 @@ mod tests {
         };
         let run = |m: &Module| {
             let mut out = Vec::new();
-            crate::fir_eval::run(m, &mut "2.5".as_bytes(), &mut out).unwrap();
+            crate::eval::run(m, &mut "2.5".as_bytes(), &mut out).unwrap();
             String::from_utf8(out).unwrap()
         };
         let before = run(&m);

@@ -1,29 +1,5 @@
-//! The first-order IR (FIR): what lowering produces and code generation
-//! consumes.
-//!
-//! A [`Module`] is a set of first-order functions over unboxed scalars.
-//! Every VLAD value has already been given its representation: a known
-//! constant has none, an unknown real is one `F64`, an unknown boolean one
-//! `Bool`, and a pair or closure of fixed shape is the concatenation of its
-//! parts' scalars. So a VLAD procedure of a 2-vector takes two `F64`
-//! parameters, and a backpropagator closure is just the reals it captured.
-//! There are no closures, no indirect calls and no AD operations left.
-//!
-//! Invariants:
-//! - values are numbered per function; parameters are values
-//!   `0..params.len()`; every other value is defined exactly once, by an
-//!   [`Inst`] result, before it is used, and is visible in the rest of its
-//!   block and in blocks nested in it (not after an enclosing `If`);
-//! - every block ends in a [`Term`]; the blocks of an `If` end in
-//!   `Yield` (or diverge), yielding values of the `If`'s result types;
-//!   a function body never ends in `Yield`;
-//! - `Call` and `TailCall` pass exactly the callee's parameter types and a
-//!   `Call`'s results have the callee's return types; a `TailCall` is only
-//!   made to a function with the caller's return types;
-//! - a `Load` from a cell reads a scalar of the member the cell holds,
-//!   with that scalar's type: code tests the tag (`TagIs`) first;
-//! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
-//!   fused multiply-add, so results equal the interpreter's bit for bit.
+//! The FIR's data: a [`Module`] of functions, their blocks, instructions
+//! and terminators (the invariants are in the crate documentation).
 
 use std::fmt;
 

@@ -3,13 +3,18 @@
 //! It checks lowering before any machine code is involved, and is the
 //! oracle the code generator's tests compare executables against. Output is
 //! byte-identical to the interpreter's (reals through
-//! [`syntax::number::format_real`]); input is read as the interpreter reads
+//! `base::number_core::format_real`); input is read as the interpreter reads
 //! it (whitespace-separated words, [`syntax::number::parse_numeral`]).
 //! Tail calls run in constant Rust stack; non-tail calls recurse.
 
-use crate::fir::{Block, Cmp, FBin, FUn, FuncId, Module, Op, StrId, Term, Ty, Val};
+use crate::{Block, Cmp, FBin, FUn, FuncId, Module, Op, StrId, Term, Ty, Val};
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
+
+/// A real as VLAD prints it (the runtime's and the interpreter's format).
+pub(crate) fn format_real(x: f64) -> String {
+    base::number_core::format_real(x).as_str().to_string()
+}
 
 /// How many times each counted operation ran, as the interpreter's
 /// `--count-ops` counts them.
@@ -91,7 +96,7 @@ struct Eval<'a> {
     pending: VecDeque<String>,
     counts: &'a mut Counts,
     /// Positions of the `CallAt`s running, innermost last.
-    sites: Vec<crate::fir::StrId>,
+    sites: Vec<crate::StrId>,
     /// Union cells: tag and scalars.
     heap: Vec<(u32, Vec<V>)>,
 }
@@ -180,14 +185,14 @@ impl Eval<'_> {
                 let mut start = 0;
                 for p in parts {
                     match p {
-                        crate::fir::ErrPart::ValueStart => start = msg.len(),
-                        crate::fir::ErrPart::Site => {
+                        crate::ErrPart::ValueStart => start = msg.len(),
+                        crate::ErrPart::Site => {
                             if let Some(s) = self.sites.last() {
                                 msg.push_str(self.string(*s)?);
                                 msg.push_str(": ");
                             }
                         }
-                        crate::fir::ErrPart::ValueEnd => {
+                        crate::ErrPart::ValueEnd => {
                             if msg.len() - start > 120 {
                                 let mut cut = start + 117;
                                 while !msg.is_char_boundary(cut) {
@@ -197,16 +202,16 @@ impl Eval<'_> {
                                 msg.push_str("...");
                             }
                         }
-                        crate::fir::ErrPart::Str(s) => msg.push_str(self.string(*s)?),
-                        crate::fir::ErrPart::Real(v) => match get(std::slice::from_ref(v))?[0] {
-                            V::F(x) => msg.push_str(&syntax::number::format_real(x)),
+                        crate::ErrPart::Str(s) => msg.push_str(self.string(*s)?),
+                        crate::ErrPart::Real(v) => match get(std::slice::from_ref(v))?[0] {
+                            V::F(x) => msg.push_str(&crate::eval::format_real(x)),
                             _ => {
                                 return Err(
                                     "internal error: boolean where a real was expected".into()
                                 )
                             }
                         },
-                        crate::fir::ErrPart::Bool(v) => match get(std::slice::from_ref(v))?[0] {
+                        crate::ErrPart::Bool(v) => match get(std::slice::from_ref(v))?[0] {
                             V::B(b) => msg.push_str(if b { "#t" } else { "#f" }),
                             _ => {
                                 return Err(
@@ -314,7 +319,7 @@ impl Eval<'_> {
                 vec![]
             }
             Op::PrintReal(x) => {
-                let text = syntax::number::format_real(real(*x)?);
+                let text = crate::eval::format_real(real(*x)?);
                 self.emit(&text)?;
                 vec![]
             }
@@ -328,7 +333,7 @@ impl Eval<'_> {
                 let Some(word) = self.read_word()? else {
                     return Err(msg);
                 };
-                match syntax::number::parse_numeral(&word) {
+                match base::number_core::parse_numeral(&word) {
                     Some(x) => vec![V::F(x)],
                     None => {
                         let head = msg.strip_suffix("reached the end of input").unwrap_or(&msg);
@@ -381,7 +386,7 @@ fn check(v: V, t: Ty, name: &str) -> R<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fir::{Func, Inst};
+    use crate::{Func, Inst};
 
     fn i(results: &[u32], op: Op) -> Inst {
         Inst {
@@ -506,7 +511,7 @@ mod tests {
             .unwrap();
         assert_eq!(r, Ok(()));
         let want = n * (n + 1.0) / 2.0;
-        assert_eq!(out, syntax::number::format_real(want));
+        assert_eq!(out, crate::eval::format_real(want));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! registers comes first. Only the order changes: the operations and their
 //! operands are the same, so results are bit for bit the same.
 
-use crate::fir::{Block, FBin, FUn, Func, Inst, Module, Op, Val};
+use crate::{Block, FBin, FUn, Func, Inst, Module, Op, Val};
 use std::collections::{HashMap, HashSet};
 
 pub fn schedule(m: &mut Module) {
@@ -108,8 +108,8 @@ fn uses_of_inst(i: &Inst, out: &mut HashSet<Val>) {
     }
 }
 
-fn uses_of_term(t: &crate::fir::Term, out: &mut HashSet<Val>) {
-    use crate::fir::{ErrPart, Term};
+fn uses_of_term(t: &crate::Term, out: &mut HashSet<Val>) {
+    use crate::{ErrPart, Term};
     match t {
         Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => {
             out.extend(vs.iter().copied())
@@ -218,7 +218,7 @@ fn schedule_run(run: Vec<Inst>, used_after: &HashSet<Val>, out: &mut Vec<Inst>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fir::{Term, Ty};
+    use crate::{Term, Ty};
 
     fn i(results: &[u32], op: Op) -> Inst {
         Inst {

@@ -17,7 +17,7 @@
 //! Growth is bounded by a size limit per function and a number of rounds,
 //! so recursion cannot make it unroll without end.
 
-use crate::fir::{Block, Func, FuncId, Inst, Module, Op, Term, Val};
+use crate::{Block, Func, FuncId, Inst, Module, Op, Term, Val};
 use std::collections::HashMap;
 
 /// Callees at most this big (instructions, nested ones included) are
@@ -30,18 +30,20 @@ const SMALL: usize = 200;
 const MAX_SIZE: usize = 4000;
 const ROUNDS: usize = 6;
 
-/// Inlines across the module in place, after making plain every `CallAt`
-/// whose callee can never report an error at its caller's position.
-pub fn optimize(m: &mut Module) {
+/// Inlines across the module in place: first in rounds, then bottom up
+/// over the call graph, each followed by pruning what `main` no longer
+/// reaches.
+pub fn inline(m: &mut Module) {
     drop_unneeded_sites(m);
     rounds(m);
     prune(m);
-    crate::simplify::simplify(m);
+}
+
+/// The second inlining: every non-recursive callee within the size limit,
+/// bottom up over the call graph's strongly connected components.
+pub fn inline_bottom_up(m: &mut Module) {
     bottom_up(m);
     prune(m);
-    crate::simplify::simplify(m);
-    crate::params::shrink(m);
-    crate::schedule::schedule(m);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
@@ -294,7 +296,7 @@ struct Inliner<'a> {
     policy: Policy<'a>,
     size: usize,
     max_size: usize,
-    types: Vec<crate::fir::Ty>,
+    types: Vec<crate::Ty>,
     /// Results of inlined calls to the values their callee returned.
     subst: HashMap<Val, Val>,
     changed: bool,
@@ -446,7 +448,7 @@ fn rename_term(t: &mut Term, map: &HashMap<Val, Val>) {
         Term::Error(_) => {}
         Term::ErrorWith(parts) => {
             for p in parts {
-                if let crate::fir::ErrPart::Real(v) | crate::fir::ErrPart::Bool(v) = p {
+                if let crate::ErrPart::Real(v) | crate::ErrPart::Bool(v) = p {
                     r(v);
                 }
             }
@@ -499,7 +501,7 @@ fn drop_unneeded_sites(m: &mut Module) {
 
 fn block_may_site(b: &Block, may: &[bool]) -> bool {
     let term = match &b.term {
-        Term::ErrorWith(parts) => parts.iter().any(|p| matches!(p, crate::fir::ErrPart::Site)),
+        Term::ErrorWith(parts) => parts.iter().any(|p| matches!(p, crate::ErrPart::Site)),
         Term::TailCall(g, _) => may[g.0 as usize],
         _ => false,
     };

@@ -21,7 +21,7 @@
 //!
 //! Calls, printing, reading and errors are never removed or reordered.
 
-use crate::fir::{Block, Cmp, ErrPart, FBin, FUn, Func, Inst, Module, Op, Term, Val};
+use crate::{Block, Cmp, ErrPart, FBin, FUn, Func, Inst, Module, Op, Term, Val};
 use std::collections::HashMap;
 
 pub fn simplify(m: &mut Module) {
@@ -47,7 +47,7 @@ pub fn simplify_func(f: &mut Func) {
         },
     );
     f.body = cx.block(body);
-    f.types.resize(cx.next, crate::fir::Ty::F64);
+    f.types.resize(cx.next, crate::Ty::F64);
     let mut live = vec![false; cx.next];
     dce_block(&mut f.body, &mut live);
 }
@@ -535,7 +535,7 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fir::{StrId, Ty};
+    use crate::{StrId, Ty};
 
     fn i(results: &[u32], op: Op) -> Inst {
         Inst {

@@ -20,7 +20,7 @@
 //! main f0
 //! ```
 
-use crate::fir::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
+use crate::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
 use std::fmt::Write;
 
 /// The whole module: strings, functions in id order, then the entry.
@@ -149,13 +149,13 @@ fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
             out.push_str("error");
             for p in parts {
                 let _ = match p {
-                    crate::fir::ErrPart::Str(s) => write!(out, " s{}", s.0),
-                    crate::fir::ErrPart::Real(v) | crate::fir::ErrPart::Bool(v) => {
+                    crate::ErrPart::Str(s) => write!(out, " s{}", s.0),
+                    crate::ErrPart::Real(v) | crate::ErrPart::Bool(v) => {
                         write!(out, " {v}")
                     }
-                    crate::fir::ErrPart::ValueStart => write!(out, " <"),
-                    crate::fir::ErrPart::Site => write!(out, " site"),
-                    crate::fir::ErrPart::ValueEnd => write!(out, " >"),
+                    crate::ErrPart::ValueStart => write!(out, " <"),
+                    crate::ErrPart::Site => write!(out, " site"),
+                    crate::ErrPart::ValueEnd => write!(out, " >"),
                 };
             }
         }
@@ -259,8 +259,8 @@ mod tests {
                                 term: Term::Yield(vec![Val(1)]),
                             },
                             else_: Block {
-                                insts: vec![i(&[], Op::PrintStr(crate::fir::StrId(0)))],
-                                term: Term::Error(crate::fir::StrId(0)),
+                                insts: vec![i(&[], Op::PrintStr(crate::StrId(0)))],
+                                term: Term::Error(crate::StrId(0)),
                             },
                         },
                     ),

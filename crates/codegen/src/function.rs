@@ -1,0 +1,465 @@
+//! Instruction selection: the body of one Cranelift function from the FIR
+//! functions of its tail-call group, instruction by instruction.
+
+use super::*;
+
+/// The blocks of a group member (see [`Codegen::define`]).
+pub(crate) struct Member {
+    pub(crate) pre: ClBlock,
+    pub(crate) lp: ClBlock,
+    /// Parameters every self tail call passes back unchanged.
+    pub(crate) fixed: Vec<bool>,
+}
+
+/// Which parameters of `f` every self tail call of `f` passes back in
+/// their own position.
+pub(crate) fn invariant_params(fid: FuncId, f: &fir::Func) -> Vec<bool> {
+    pub(crate) fn walk(b: &fir::Block, fid: FuncId, fixed: &mut [bool]) {
+        for i in &b.insts {
+            if let Op::If { then_, else_, .. } = &i.op {
+                walk(then_, fid, fixed);
+                walk(else_, fid, fixed);
+            }
+        }
+        if let Term::TailCall(g, args) = &b.term {
+            if *g == fid {
+                for (i, a) in args.iter().enumerate() {
+                    if a.0 as usize != i {
+                        fixed[i] = false;
+                    }
+                }
+            }
+        }
+    }
+    let mut fixed = vec![true; f.params.len()];
+    walk(&f.body, fid, &mut fixed);
+    fixed
+}
+
+pub(crate) struct FnBuilder<'a, 'b> {
+    pub(crate) cg: &'b mut Codegen<'a>,
+    pub(crate) b: FunctionBuilder<'b>,
+    pub(crate) f: &'a fir::Func,
+    pub(crate) fid: FuncId,
+    pub(crate) vals: Vec<Option<ClValue>>,
+    /// The functions of this group, as blocks.
+    pub(crate) members: HashMap<FuncId, Member>,
+    pub(crate) ret_area: Option<ClValue>,
+    /// Merge blocks of the enclosing `If`s, innermost last.
+    pub(crate) yield_to: Vec<ClBlock>,
+    pub(crate) func_refs: HashMap<ClFuncId, FuncRef>,
+    pub(crate) globals: HashMap<DataId, GlobalValue>,
+}
+
+impl FnBuilder<'_, '_> {
+    pub(crate) fn val(&self, v: Val) -> Result<ClValue, String> {
+        self.vals
+            .get(v.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| {
+                format!(
+                    "internal error: {v} used before definition in `{}`",
+                    self.f.name
+                )
+            })
+    }
+
+    pub(crate) fn vals(&self, vs: &[Val]) -> Result<Vec<ClValue>, String> {
+        vs.iter().map(|v| self.val(*v)).collect()
+    }
+
+    pub(crate) fn set(&mut self, v: Val, x: ClValue) -> Result<(), String> {
+        let slot = self
+            .vals
+            .get_mut(v.0 as usize)
+            .ok_or_else(|| format!("internal error: {v} has no type"))?;
+        *slot = Some(x);
+        Ok(())
+    }
+
+    pub(crate) fn func_ref(&mut self, id: ClFuncId) -> FuncRef {
+        if let Some(r) = self.func_refs.get(&id) {
+            return *r;
+        }
+        let r = self.cg.module.declare_func_in_func(id, self.b.func);
+        self.func_refs.insert(id, r);
+        r
+    }
+
+    /// Addresses of the runtime's current call site (`rt_site_ptr`,
+    /// `rt_site_len`).
+    pub(crate) fn site_globals(&mut self) -> Result<(ClValue, ClValue), String> {
+        let addr = |name: &str, this: &mut Self| -> Result<ClValue, String> {
+            let id = this
+                .cg
+                .module
+                .declare_data(name, Linkage::Import, true, false)
+                .map_err(|e| e.to_string())?;
+            let g = this.global(id);
+            Ok(this.b.ins().symbol_value(types::I64, g))
+        };
+        let p = addr("rt_site_ptr", self)?;
+        let l = addr("rt_site_len", self)?;
+        Ok((p, l))
+    }
+
+    pub(crate) fn global(&mut self, id: DataId) -> GlobalValue {
+        if let Some(g) = self.globals.get(&id) {
+            return *g;
+        }
+        let g = self.cg.module.declare_data_in_func(id, self.b.func);
+        self.globals.insert(id, g);
+        g
+    }
+
+    pub(crate) fn call_import(
+        &mut self,
+        name: &'static str,
+        args: &[ClValue],
+    ) -> Result<Option<ClValue>, String> {
+        let id = self.cg.import(name)?;
+        let r = self.func_ref(id);
+        let call = self.b.ins().call(r, args);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    /// Address and length of a module string.
+    pub(crate) fn string(&mut self, s: StrId) -> Result<[ClValue; 2], String> {
+        let id = self.cg.string_data(s)?;
+        let len = self.cg.m.strings[s.0 as usize].len();
+        let g = self.global(id);
+        let ptr = self.b.ins().symbol_value(types::I64, g);
+        let len = self.b.ins().iconst(types::I64, len as i64);
+        Ok([ptr, len])
+    }
+
+    pub(crate) fn count(&mut self, index: usize) -> Result<(), String> {
+        if !self.cg.opts.count_ops {
+            return Ok(());
+        }
+        let id = self.cg.counts_data()?;
+        let g = self.global(id);
+        let base = self.b.ins().symbol_value(types::I64, g);
+        let off = (index * 8) as i32;
+        let n = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), base, off);
+        let n = self.b.ins().iadd_imm_s(n, 1);
+        self.b.ins().store(MemFlagsData::trusted(), n, base, off);
+        Ok(())
+    }
+
+    pub(crate) fn block(&mut self, blk: &fir::Block) -> Result<(), String> {
+        for inst in &blk.insts {
+            self.inst(inst)?;
+        }
+        self.term(&blk.term)
+    }
+
+    pub(crate) fn inst(&mut self, inst: &fir::Inst) -> Result<(), String> {
+        let one = |results: &[Val]| -> Result<Val, String> {
+            match results {
+                [r] => Ok(*r),
+                _ => Err("internal error: instruction needs exactly one result".to_string()),
+            }
+        };
+        match &inst.op {
+            Op::F64Const(x) => {
+                let v = self.b.ins().f64const(*x);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::BoolConst(x) => {
+                let v = self.b.ins().iconst(types::I8, *x as i64);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::FBin(op, x, y) => {
+                let (x, y) = (self.val(*x)?, self.val(*y)?);
+                if let Some(i) = count_index_bin(*op) {
+                    self.count(i)?;
+                }
+                let v = match op {
+                    FBin::Add | FBin::PlusAdd => self.b.ins().fadd(x, y),
+                    FBin::Sub => self.b.ins().fsub(x, y),
+                    FBin::Mul => self.b.ins().fmul(x, y),
+                    FBin::Div => self.b.ins().fdiv(x, y),
+                    FBin::Atan2 => self
+                        .call_import("atan2", &[x, y])?
+                        .ok_or("internal error: atan2 result")?,
+                };
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::FUn(op, x) => {
+                let x = self.val(*x)?;
+                self.count(count_index_un(*op))?;
+                let name = match op {
+                    FUn::Sqrt => None,
+                    FUn::Exp => Some("exp"),
+                    FUn::Log => Some("log"),
+                    FUn::Sin => Some("sin"),
+                    FUn::Cos => Some("cos"),
+                };
+                let v = match name {
+                    None => self.b.ins().sqrt(x),
+                    Some(name) => self
+                        .call_import(name, &[x])?
+                        .ok_or("internal error: libm result")?,
+                };
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::FCmp(c, x, y) => {
+                let (x, y) = (self.val(*x)?, self.val(*y)?);
+                self.count(COUNT_COMPARISONS)?;
+                let cc = match c {
+                    Cmp::Eq => FloatCC::Equal,
+                    Cmp::Lt => FloatCC::LessThan,
+                    Cmp::Gt => FloatCC::GreaterThan,
+                    Cmp::Le => FloatCC::LessThanOrEqual,
+                    Cmp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                let v = self.b.ins().fcmp(cc, x, y);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::Not(x) => {
+                let x = self.val(*x)?;
+                let v = self.b.ins().bxor_imm_u(x, 1);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::Call(callee, args) | Op::CallAt(callee, args, _) => {
+                // The runtime's current call site, set for the call's
+                // duration (see `ErrPart::Site`).
+                let saved = match &inst.op {
+                    Op::CallAt(_, _, site) => {
+                        let [ptr, len] = self.string(*site)?;
+                        let (pa, la) = self.site_globals()?;
+                        let old_p = self
+                            .b
+                            .ins()
+                            .load(types::I64, MemFlagsData::trusted(), pa, 0);
+                        let old_l = self
+                            .b
+                            .ins()
+                            .load(types::I64, MemFlagsData::trusted(), la, 0);
+                        self.b.ins().store(MemFlagsData::trusted(), ptr, pa, 0);
+                        self.b.ins().store(MemFlagsData::trusted(), len, la, 0);
+                        Some((pa, la, old_p, old_l))
+                    }
+                    _ => None,
+                };
+                let results = self.call(*callee, args)?;
+                if let Some((pa, la, old_p, old_l)) = saved {
+                    self.b.ins().store(MemFlagsData::trusted(), old_p, pa, 0);
+                    self.b.ins().store(MemFlagsData::trusted(), old_l, la, 0);
+                }
+                if results.len() != inst.results.len() {
+                    return Err(format!(
+                        "internal error: call of `{}` with {} results",
+                        self.cg.m.func(*callee).name,
+                        inst.results.len()
+                    ));
+                }
+                for (r, v) in inst.results.iter().zip(results) {
+                    self.set(*r, v)?;
+                }
+            }
+            Op::If { cond, then_, else_ } => {
+                let c = self.val(*cond)?;
+                let then_blk = self.b.create_block();
+                let else_blk = self.b.create_block();
+                let merge = self.b.create_block();
+                for r in &inst.results {
+                    let t = self.f.types[r.0 as usize];
+                    self.b.append_block_param(merge, cl_ty(t));
+                }
+                self.b.ins().brif(c, then_blk, &[], else_blk, &[]);
+                self.yield_to.push(merge);
+                self.b.switch_to_block(then_blk);
+                self.block(then_)?;
+                self.b.switch_to_block(else_blk);
+                self.block(else_)?;
+                self.yield_to.pop();
+                self.b.switch_to_block(merge);
+                let params = self.b.block_params(merge).to_vec();
+                for (r, v) in inst.results.iter().zip(params) {
+                    self.set(*r, v)?;
+                }
+            }
+            Op::PrintStr(s) => {
+                let args = self.string(*s)?;
+                self.call_import("rt_print_str", &args)?;
+            }
+            Op::PrintReal(x) => {
+                let x = self.val(*x)?;
+                self.call_import("rt_print_real", &[x])?;
+            }
+            Op::PrintBool(x) => {
+                let x = self.val(*x)?;
+                let x = self.b.ins().uextend(types::I32, x);
+                self.call_import("rt_print_bool", &[x])?;
+            }
+            Op::ReadReal(s) => {
+                let args = self.string(*s)?;
+                let v = self
+                    .call_import("rt_read_real", &args)?
+                    .ok_or("internal error: read-real result")?;
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::Alloc(tag, fields) => {
+                // A cell: the tag, then one 8-byte slot per scalar.
+                let fields = self.vals(fields)?;
+                let size = self
+                    .b
+                    .ins()
+                    .iconst(types::I64, 8 * (1 + fields.len() as i64));
+                let p = self
+                    .call_import("rt_alloc", &[size])?
+                    .ok_or("internal error: rt_alloc result")?;
+                let t = self.b.ins().iconst(types::I64, i64::from(*tag));
+                self.b.ins().store(MemFlagsData::trusted(), t, p, 0);
+                for (i, x) in fields.into_iter().enumerate() {
+                    let off = 8 * (1 + i as i32);
+                    self.b.ins().store(MemFlagsData::trusted(), x, p, off);
+                }
+                self.set(one(&inst.results)?, p)?;
+            }
+            Op::TagIs(p, tag) => {
+                let p = self.val(*p)?;
+                let t = self.b.ins().load(types::I64, MemFlagsData::trusted(), p, 0);
+                let v = self.b.ins().icmp_imm_s(IntCC::Equal, t, i64::from(*tag));
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::Load(p, n) => {
+                let p = self.val(*p)?;
+                let r = one(&inst.results)?;
+                let ty = cl_ty(self.f.types[r.0 as usize]);
+                let off = 8 * (1 + *n as i32);
+                let v = self.b.ins().load(ty, MemFlagsData::trusted(), p, off);
+                self.set(r, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A non-tail call; returns the callee's results.
+    pub(crate) fn call(&mut self, callee: FuncId, args: &[Val]) -> Result<Vec<ClValue>, String> {
+        let g = self.cg.m.func(callee);
+        let mut argv = self.vals(args)?;
+        let area = if uses_ret_area(&g.returns) {
+            let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                (g.returns.len() * 8) as u32,
+                3,
+            ));
+            let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+            argv.insert(0, addr);
+            Some(addr)
+        } else {
+            None
+        };
+        let id = self.cg.func_id(callee)?;
+        let r = self.func_ref(id);
+        let call = self.b.ins().call(r, &argv);
+        match area {
+            None => Ok(self.b.inst_results(call).to_vec()),
+            Some(addr) => Ok(g
+                .returns
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    self.b
+                        .ins()
+                        .load(cl_ty(*t), MemFlagsData::trusted(), addr, (i * 8) as i32)
+                })
+                .collect()),
+        }
+    }
+
+    pub(crate) fn term(&mut self, t: &Term) -> Result<(), String> {
+        match t {
+            Term::Return(vs) => {
+                let vs = self.vals(vs)?;
+                match self.ret_area {
+                    None => {
+                        self.b.ins().return_(&vs);
+                    }
+                    Some(addr) => {
+                        for (i, v) in vs.iter().enumerate() {
+                            self.b
+                                .ins()
+                                .store(MemFlagsData::trusted(), *v, addr, (i * 8) as i32);
+                        }
+                        self.b.ins().return_(&[]);
+                    }
+                }
+            }
+            Term::TailCall(callee, args) => {
+                let mut argv = self.vals(args)?;
+                if let Some(mem) = self.members.get(callee) {
+                    if *callee == self.fid {
+                        let moving: Vec<ClValue> = argv
+                            .iter()
+                            .zip(&mem.fixed)
+                            .filter(|(_, fx)| !**fx)
+                            .map(|(v, _)| *v)
+                            .collect();
+                        self.b.ins().jump(mem.lp, &block_args(&moving));
+                    } else {
+                        self.b.ins().jump(mem.pre, &block_args(&argv));
+                    }
+                } else {
+                    if let Some(addr) = self.ret_area {
+                        argv.insert(0, addr);
+                    }
+                    let id = self.cg.func_id(*callee)?;
+                    let r = self.func_ref(id);
+                    self.b.ins().return_call(r, &argv);
+                }
+            }
+            Term::Yield(vs) => {
+                let vs = self.vals(vs)?;
+                let merge = *self
+                    .yield_to
+                    .last()
+                    .ok_or("internal error: `yield` outside an `if`")?;
+                self.b.ins().jump(merge, &block_args(&vs));
+            }
+            Term::Error(s) => {
+                let args = self.string(*s)?;
+                self.call_import("rt_error", &args)?;
+                self.b.ins().trap(TrapCode::unwrap_user(1));
+            }
+            Term::ErrorWith(parts) => {
+                for p in parts {
+                    match p {
+                        fir::ErrPart::Str(s) => {
+                            let args = self.string(*s)?;
+                            self.call_import("rt_err_str", &args)?;
+                        }
+                        fir::ErrPart::Real(v) => {
+                            let x = self.val(*v)?;
+                            self.call_import("rt_err_real", &[x])?;
+                        }
+                        fir::ErrPart::Bool(v) => {
+                            let x = self.val(*v)?;
+                            let x = self.b.ins().uextend(types::I32, x);
+                            self.call_import("rt_err_bool", &[x])?;
+                        }
+                        fir::ErrPart::Site => {
+                            self.call_import("rt_err_site", &[])?;
+                        }
+                        fir::ErrPart::ValueStart => {
+                            self.call_import("rt_err_value_start", &[])?;
+                        }
+                        fir::ErrPart::ValueEnd => {
+                            self.call_import("rt_err_value_end", &[])?;
+                        }
+                    }
+                }
+                self.call_import("rt_err_end", &[])?;
+                self.b.ins().trap(TrapCode::unwrap_user(1));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Tail-call groups: which FIR functions become one Cranelift function.
+//! A function entered by a call (or `main`) holds, as blocks, the functions
+//! it reaches by tail calls, up to [`MAX_GROUP_SIZE`] instructions, so that
+//! the tail calls between them, mutual ones included, are jumps.
+
+use fir::{FuncId, Op, Term};
+
+/// Most FIR instructions compiled into one Cranelift function by merging
+/// the functions a function tail-calls into it.
+pub(crate) const MAX_GROUP_SIZE: usize = 12_000;
+
+pub(crate) fn tail_callees(b: &fir::Block, out: &mut Vec<FuncId>) {
+    for i in &b.insts {
+        if let Op::If { then_, else_, .. } = &i.op {
+            tail_callees(then_, out);
+            tail_callees(else_, out);
+        }
+    }
+    if let Term::TailCall(g, _) = &b.term {
+        out.push(*g);
+    }
+}
+
+pub(crate) fn called(b: &fir::Block, out: &mut Vec<FuncId>) {
+    for i in &b.insts {
+        match &i.op {
+            Op::Call(g, _) | Op::CallAt(g, _, _) => out.push(*g),
+            Op::If { then_, else_, .. } => {
+                called(then_, out);
+                called(else_, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Which Cranelift functions to make: one per function entered from
+/// outside by a call (or `main`), holding, as blocks, the functions it
+/// reaches by tail calls (the mutual tail calls of a loop specialised into
+/// several functions), so that those tail calls are jumps. The first
+/// member of a group is the function it defines; a tail call out of a
+/// group (over the size limit) makes its callee a group of its own.
+pub(crate) fn plan_groups(m: &fir::Module) -> Vec<Vec<FuncId>> {
+    let n = m.funcs.len();
+    let sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
+    let mut root = vec![false; n];
+    let mut work: Vec<FuncId> = Vec::new();
+    let mark = |g: FuncId, root: &mut Vec<bool>, work: &mut Vec<FuncId>| {
+        if !root[g.0 as usize] {
+            root[g.0 as usize] = true;
+            work.push(g);
+        }
+    };
+    if let Some(main) = m.main {
+        mark(main, &mut root, &mut work);
+    }
+    let mut out = Vec::new();
+    for f in &m.funcs {
+        out.clear();
+        called(&f.body, &mut out);
+        for &g in &out {
+            mark(g, &mut root, &mut work);
+        }
+    }
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < work.len() {
+        let r = work[i];
+        i += 1;
+        let mut members = vec![r];
+        let mut total = sizes[r.0 as usize];
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(r);
+        let mut k = 0;
+        let mut out = Vec::new();
+        while k < members.len() {
+            out.clear();
+            tail_callees(&m.func(members[k]).body, &mut out);
+            k += 1;
+            for &g in &out {
+                if !seen.insert(g) {
+                    continue;
+                }
+                if total + sizes[g.0 as usize] <= MAX_GROUP_SIZE {
+                    total += sizes[g.0 as usize];
+                    members.push(g);
+                } else if !root[g.0 as usize] {
+                    root[g.0 as usize] = true;
+                    work.push(g);
+                }
+            }
+        }
+        groups.push(members);
+    }
+    groups
+}

@@ -1,0 +1,39 @@
+//! The FIR-to-FIR passes, in the order [`optimize`] runs them. Each takes a
+//! module that satisfies the invariants of [`crate::verify`] and leaves one
+//! that does; in debug builds `optimize` checks that after every pass.
+
+pub mod inline;
+pub mod params;
+pub mod schedule;
+pub mod simplify;
+
+use crate::Module;
+
+/// One pass, by name (for `--emit`, tests and verifier reports).
+pub type Pass = (&'static str, fn(&mut Module));
+
+/// The optimisation pipeline: inlining (thunks first, turning loops back
+/// into self tail calls), simplification, inlining bottom up, again
+/// simplification, parameter merging, and scheduling last.
+pub const PIPELINE: &[Pass] = &[
+    ("inline", inline::inline),
+    ("simplify", simplify::simplify),
+    ("inline-bottom-up", inline::inline_bottom_up),
+    ("simplify", simplify::simplify),
+    ("params", params::shrink),
+    ("schedule", schedule::schedule),
+];
+
+/// Runs [`PIPELINE`]. In debug builds the module is verified after each
+/// pass, so a pass that breaks an invariant is named at once instead of
+/// surfacing as a code generation error.
+pub fn optimize(m: &mut Module) {
+    for (name, pass) in PIPELINE {
+        pass(m);
+        if cfg!(debug_assertions) {
+            if let Err(e) = crate::verify::verify(m) {
+                panic!("internal error: the FIR pass `{name}` broke an invariant: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The verifier accepts well-formed functions and names each kind of
+//! broken invariant.
+
+use super::verify;
+use crate::{Block, Cmp, FBin, Func, FuncId, Inst, Module, Op, StrId, Term, Ty, Val};
+
+fn i(results: &[u32], op: Op) -> Inst {
+    Inst {
+        results: results.iter().map(|r| Val(*r)).collect(),
+        op,
+    }
+}
+
+fn func(name: &str, params: Vec<Ty>, returns: Vec<Ty>, types: Vec<Ty>, body: Block) -> Func {
+    Func {
+        name: name.into(),
+        params,
+        returns,
+        types,
+        body,
+    }
+}
+
+/// `double(x) = x + x`, called by `main`, which prints the result.
+fn good() -> Module {
+    let double = func(
+        "double",
+        vec![Ty::F64],
+        vec![Ty::F64],
+        vec![Ty::F64, Ty::F64],
+        Block {
+            insts: vec![i(&[1], Op::FBin(FBin::Add, Val(0), Val(0)))],
+            term: Term::Return(vec![Val(1)]),
+        },
+    );
+    let main = func(
+        "main",
+        vec![],
+        vec![],
+        vec![Ty::F64, Ty::F64, Ty::Bool, Ty::F64],
+        Block {
+            insts: vec![
+                i(&[0], Op::ReadReal(StrId(0))),
+                i(&[1], Op::Call(FuncId(0), vec![Val(0)])),
+                i(&[2], Op::FCmp(Cmp::Lt, Val(0), Val(1))),
+                i(
+                    &[3],
+                    Op::If {
+                        cond: Val(2),
+                        then_: Block {
+                            insts: vec![],
+                            term: Term::Yield(vec![Val(1)]),
+                        },
+                        else_: Block {
+                            insts: vec![],
+                            term: Term::Error(StrId(0)),
+                        },
+                    },
+                ),
+                i(&[], Op::PrintReal(Val(3))),
+            ],
+            term: Term::Return(vec![]),
+        },
+    );
+    Module {
+        funcs: vec![double, main],
+        main: Some(FuncId(1)),
+        strings: vec!["error: end of input".into()],
+    }
+}
+
+fn rejects(m: &Module, what: &str) {
+    match verify(m) {
+        Ok(()) => panic!("the verifier accepted a module where {what}"),
+        Err(e) => assert!(
+            e.to_string().contains(what),
+            "expected an error about `{what}`, got: {e}"
+        ),
+    }
+}
+
+#[test]
+fn accepts_a_well_formed_module() {
+    assert_eq!(verify(&good()), Ok(()));
+}
+
+#[test]
+fn rejects_a_use_before_definition() {
+    let mut m = good();
+    m.funcs[1].body.insts.swap(0, 1);
+    rejects(&m, "v0 is used where it is not defined");
+}
+
+#[test]
+fn rejects_a_value_used_after_the_if_that_defined_it() {
+    let mut m = good();
+    // v4 is defined in the `then` arm and read after the `If`.
+    m.funcs[1].types.push(Ty::F64);
+    if let Op::If { then_, .. } = &mut m.funcs[1].body.insts[3].op {
+        then_.insts.push(i(&[4], Op::F64Const(1.0)));
+    }
+    m.funcs[1].body.insts[4] = i(&[], Op::PrintReal(Val(4)));
+    rejects(&m, "v4 is used where it is not defined");
+}
+
+#[test]
+fn rejects_a_value_defined_twice() {
+    let mut m = good();
+    m.funcs[0].body.insts.push(i(&[1], Op::F64Const(2.0)));
+    rejects(&m, "v1 is defined twice");
+}
+
+#[test]
+fn rejects_an_operand_of_the_wrong_type() {
+    let mut m = good();
+    m.funcs[1].body.insts[4] = i(&[], Op::PrintReal(Val(2)));
+    rejects(&m, "v2 is Bool where F64 is needed");
+}
+
+#[test]
+fn rejects_a_call_with_the_wrong_arguments() {
+    let mut m = good();
+    m.funcs[1].body.insts[1] = i(&[1], Op::Call(FuncId(0), vec![]));
+    rejects(&m, "call of `double`: 0 values where 1 are needed");
+}
+
+#[test]
+fn rejects_a_tail_call_to_a_function_with_other_returns() {
+    let mut m = good();
+    m.funcs[1].body.term = Term::TailCall(FuncId(0), vec![Val(0)]);
+    rejects(&m, "which returns [F64], from a function returning []");
+}
+
+#[test]
+fn rejects_a_body_that_yields() {
+    let mut m = good();
+    m.funcs[0].body.term = Term::Yield(vec![Val(1)]);
+    rejects(&m, "a function body ends in `Yield`");
+}
+
+#[test]
+fn rejects_arms_that_yield_different_types() {
+    let mut m = good();
+    if let Op::If { else_, .. } = &mut m.funcs[1].body.insts[3].op {
+        else_.term = Term::Yield(vec![Val(2)]);
+    }
+    rejects(&m, "v2 is Bool where F64 is needed");
+}
+
+#[test]
+fn rejects_a_result_of_the_wrong_type() {
+    let mut m = good();
+    m.funcs[0].types[1] = Ty::Bool;
+    rejects(&m, "are typed [Bool] but the operation gives [F64]");
+}
+
+#[test]
+fn rejects_ids_out_of_range() {
+    let mut m = good();
+    m.funcs[1].body.insts[0] = i(&[0], Op::ReadReal(StrId(7)));
+    rejects(&m, "string s7 of 1");
+    let mut m = good();
+    m.funcs[1].body.insts[1] = i(&[1], Op::Call(FuncId(9), vec![Val(0)]));
+    rejects(&m, "call of function 9 of 2");
+}
+
+#[test]
+fn rejects_a_main_with_parameters() {
+    let mut m = good();
+    m.main = Some(FuncId(0));
+    rejects(&m, "main must take and return nothing");
+}
