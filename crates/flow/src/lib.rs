@@ -7,9 +7,12 @@
 //! Every call in the output has a known target and every AD transformation
 //! has already been done; crate `lower` turns this into first-order code.
 
+pub mod adops;
 pub mod analysis;
 pub mod domain;
 pub mod print;
+pub mod text;
 
-pub use analysis::{analyze, Analysis, BindInfo, Ops, Plan, Spec, SpecId};
+pub use adops::{Ops, PendingMap};
+pub use analysis::{analyze, Analysis, BindInfo, Plan, Spec, SpecId};
 pub use domain::{Av, AvId, Domain, Kind, Site, SymKind, UnionId, UnionOp};

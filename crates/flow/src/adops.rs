@@ -1,0 +1,911 @@
+//! The abstract AD operations: `zero`, `plus`, `bundle`, `primal`,
+//! `tangent`, the tag operations, the tag-aware pair operations and the
+//! primitives, on abstract values. They mirror the interpreter's concrete
+//! operations (`interp/src/adops.rs` and `prims.rs`) case for case, and
+//! call the same transformations of crate `ad`. The analysis applies them
+//! to abstract values; lowering applies them to symbolic values
+//! ([`Av::Sym`]) to find where each scalar of a result comes from.
+
+use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
+use ad::{AdMemo, Untransformed};
+use ir::{ConstDatum, ConstId, Expects, LambdaId, Prim, PrimKind, Program, Scalar, Tag};
+use std::collections::HashMap;
+
+/// The program, its AD memo tables and the abstract domain, with the
+/// structural operations on abstract values. Lowering keeps using these
+/// operations, on abstract values whose unknown leaves are symbolic
+/// ([`Av::Sym`]), to find where each scalar of a result comes from: so the
+/// meaning of `bundle`, `car` of a forward pair and the rest is written once
+/// for compile time (here) and once for run time (crate `interp`).
+pub struct Ops {
+    pub prog: Program,
+    pub memo: AdMemo,
+    pub dom: Domain,
+    pub(crate) zero_memo: HashMap<AvId, AvId>,
+    pub(crate) consts: HashMap<ConstId, AvId>,
+    /// Set when an operation met a union where it needs a fixed shape
+    /// (names the operation): the analysis then stops with a limit error.
+    pub(crate) union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
+    /// `zero` (`None`) and `plus` (`Some`, the other union) of unions
+    /// being computed: a union that holds itself is reached again.
+    pub(crate) active: std::collections::HashSet<(UnionId, Option<UnionId>)>,
+    pub(crate) active_maps: std::collections::HashSet<(UnionOp, UnionId, Option<UnionId>)>,
+    /// How each union made by [`Ops::map_union`] was made, so that an
+    /// inverse operation gives back the union it came from.
+    pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
+    /// Lowering only: maps of unions met in symbolic values, which
+    /// lowering turns into calls ([`Ops::take_pending`]).
+    pub symbolic: bool,
+    pub(crate) pending: Vec<PendingMap>,
+    pub(crate) next_virtual: u32,
+}
+
+/// A map of a union that lowering must call at run time: the operation,
+/// the operands' scalar numbers, and the number standing for the result.
+#[derive(Clone, Debug)]
+pub struct PendingMap {
+    pub op: UnionOp,
+    pub args: Vec<u32>,
+    pub unions: (UnionId, Option<UnionId>),
+    pub result: u32,
+    pub result_union: UnionId,
+}
+
+/// An operation on abstract values that fails the way the program would at
+/// run time.
+pub(crate) type Op<T> = Result<T, String>;
+
+impl Ops {
+    // ---- constants -------------------------------------------------------
+
+    pub fn const_value(&mut self, k: ConstId) -> AvId {
+        if let Some(a) = self.consts.get(&k) {
+            return *a;
+        }
+        let c = self.prog.consts[k].clone();
+        let mut v = self.datum(&c.datum);
+        for tag in c.tags.iter().rev() {
+            v = match tag {
+                Tag::Forward => {
+                    let z = self.zero(v);
+                    let t = self.tag_wrap(Tag::Perturb, z);
+                    self.bundle(v, t).unwrap_or(AvId(0))
+                }
+                _ => self.tag_wrap(*tag, v),
+            };
+        }
+        self.consts.insert(k, v);
+        v
+    }
+
+    fn datum(&mut self, d: &ConstDatum) -> AvId {
+        match d {
+            ConstDatum::Real(r) => self.dom.real(*r),
+            ConstDatum::Bool(b) => self.dom.boolean(Some(*b)),
+            ConstDatum::Nil => self.dom.nil(),
+            ConstDatum::Prim(p) => self.dom.intern(Av::Prim(*p)),
+            ConstDatum::Pair(a, b) => {
+                let (a, b) = (self.datum(a), self.datum(b));
+                self.dom.pair(a, b)
+            }
+        }
+    }
+}
+
+// The abstract versions of the interpreter's AD operations and primitives
+// (crate `interp`, `adops.rs` and `prims.rs`): keep them in step.
+impl Ops {
+    /// Records that an operation needed a fixed shape and met a union
+    /// (`v`), so that the binding is split on it.
+    pub(crate) fn hit(&self, op: &'static str, v: AvId) {
+        if let Some(u) = self.dom.as_union_id(v) {
+            if self.union_hit.get().is_none() {
+                self.union_hit.set(Some((op, u)));
+            }
+        }
+    }
+
+    /// `v` with the part at `path` (see [`Plan::Switch`]) replaced by
+    /// `part`.
+    pub fn replace_at(&mut self, v: AvId, path: &[u32], part: AvId) -> AvId {
+        let Some((i, rest)) = path.split_first() else {
+            return part;
+        };
+        let i = *i as usize;
+        match self.dom.get(v).clone() {
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                let (mut a, mut b) = (a, b);
+                if i == 0 {
+                    a = self.replace_at(a, rest, part);
+                } else {
+                    b = self.replace_at(b, rest, part);
+                }
+                if matches!(self.dom.get(v), Av::Pair(..)) {
+                    self.dom.pair(a, b)
+                } else {
+                    self.dom.bundle(a, b)
+                }
+            }
+            Av::Wrap(t, x) => {
+                let x = self.replace_at(x, rest, part);
+                self.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) if i < env.len() => {
+                let mut env = env.to_vec();
+                env[i] = self.replace_at(env[i], rest, part);
+                self.dom.closure(l, env)
+            }
+            _ => v,
+        }
+    }
+
+    /// The part of `v` at `path` (see [`Plan::Switch`]).
+    pub fn part_at(&self, v: AvId, path: &[u32]) -> AvId {
+        let Some((i, rest)) = path.split_first() else {
+            return v;
+        };
+        let i = *i as usize;
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => self.part_at(if i == 0 { *a } else { *b }, rest),
+            Av::Wrap(_, x) => self.part_at(*x, rest),
+            Av::Closure(_, env) if i < env.len() => self.part_at(env[i], rest),
+            _ => v,
+        }
+    }
+
+    pub fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
+        match self.dom.get(v).clone() {
+            Av::Bottom => v,
+            // Tags on pairs and atoms are wrappers, so a union of those
+            // is tagged as a whole; procedures must be transformed one
+            // by one.
+            Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => {
+                if !self.dom.data_only(u) {
+                    self.map_union(UnionOp::Wrap(tag), v, None)
+                } else {
+                    self.dom.wrap(tag, v)
+                }
+            }
+            Av::Closure(l, env) => {
+                let l2 = ad::transform(&mut self.prog, &mut self.memo, tag, l);
+                let env = env.iter().map(|x| self.tag_wrap(tag, *x)).collect();
+                self.dom.closure(l2, env)
+            }
+            Av::Prim(p) => {
+                let l = ad::prim_transform(&mut self.prog, &mut self.memo, tag, p);
+                self.dom.closure(l, vec![])
+            }
+            _ => self.dom.wrap(tag, v),
+        }
+    }
+
+    pub fn tag_unwrap(&mut self, tag: Tag, v: AvId) -> Op<AvId> {
+        match self.dom.get(v).clone() {
+            Av::Bottom => Ok(v),
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                Ok(self.map_union(UnionOp::Unwrap(tag), v, None))
+            }
+            Av::Wrap(t, x) if t == tag => Ok(x),
+            Av::Closure(l, env) => match ad::untransform(&self.prog, tag, l) {
+                Some(Untransformed::Prim(p)) => Ok(self.dom.intern(Av::Prim(p))),
+                Some(Untransformed::Lambda(l0)) => {
+                    let mut e = Vec::with_capacity(env.len());
+                    for x in env.iter() {
+                        e.push(self.tag_unwrap(tag, *x)?);
+                    }
+                    Ok(self.dom.closure(l0, e))
+                }
+                None => Err(self.not_tagged(tag, v)),
+            },
+            _ => Err(self.not_tagged(tag, v)),
+        }
+    }
+
+    fn not_tagged(&self, tag: Tag, v: AvId) -> String {
+        let (op, what) = match tag {
+            Tag::Perturb => ("unperturb", "a perturbation"),
+            Tag::Sensitize => ("unsensitize", "a sensitivity"),
+            Tag::Reverse => ("*j-inverse", "a reverse value"),
+            Tag::Forward => ("primal", "a forward value"),
+        };
+        format!("`{op}` expects {what}, found {}", self.describe(v))
+    }
+
+    pub fn prim_chain(&self, mut l: LambdaId) -> Option<Vec<Tag>> {
+        let mut tags = Vec::new();
+        loop {
+            match self.prog.lambdas[l].origin {
+                ir::Origin::Transform { tag, of } => {
+                    tags.push(tag);
+                    l = of;
+                }
+                ir::Origin::PrimTransform { tag, .. } => {
+                    tags.push(tag);
+                    return Some(tags);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    pub fn nil_like(&self, v: AvId) -> bool {
+        match self.dom.get(v) {
+            Av::Nil | Av::Prim(_) => true,
+            Av::Closure(l, env) => env.is_empty() && self.prim_chain(*l).is_some(),
+            Av::Wrap(_, x) => self.nil_like(*x),
+            Av::Bundle(p, t) => self.nil_like(*p) && self.nil_like(*t),
+            _ => false,
+        }
+    }
+
+    fn nil_perturbation(&self, t: AvId) -> bool {
+        match self.dom.get(t) {
+            Av::Wrap(Tag::Perturb, x) => self.nil_like(*x),
+            Av::Closure(l, _) => self.nil_like(t) && self.prog.lambda_tag(*l) == Some(Tag::Perturb),
+            _ => false,
+        }
+    }
+
+    fn shallow_conform(&self, p: AvId, t: AvId) -> bool {
+        match (self.dom.get(p), self.dom.get(t)) {
+            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(_) | Av::Sym(_, SymKind::Real))
+            | (Av::Nil, Av::Nil)
+            | (Av::Pair(..), Av::Pair(..))
+            | (Av::Bool(_) | Av::Sym(_, SymKind::Bool), Av::Sym(_, SymKind::Bool))
+            | (Av::Sym(_, SymKind::Bool), Av::Bool(_)) => true,
+            (Av::Bool(a), Av::Bool(b)) => a.is_none() || b.is_none() || a == b,
+            (Av::Wrap(t1, _), Av::Wrap(t2, _)) => t1 == t2,
+            (Av::Bundle(..), Av::Bundle(..)) => true,
+            _ => false,
+        }
+    }
+
+    pub fn bundle(&mut self, p: AvId, t: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        if p == bottom || t == bottom {
+            return Ok(bottom);
+        }
+        if let Av::Wrap(Tag::Perturb, x) = self.dom.get(t).clone() {
+            // Bundles of pairs and atoms are wrappers, checked one layer
+            // deep; so are bundles of two unions of those (the layer is
+            // checked where the halves are taken apart).
+            if let (Some(u), Some(w)) = (self.dom.as_union_id(p), self.dom.as_union_id(x)) {
+                if self.dom.data_only(u) && self.dom.data_only(w) {
+                    return Ok(self.dom.bundle(p, t));
+                }
+                return Ok(self.map_union(UnionOp::Bundle(true), p, Some(x)));
+            }
+            self.hit("`bundle`", x);
+        }
+        if self.dom.as_union_id(p).is_some() && self.dom.as_union_id(t).is_some() {
+            return Ok(self.map_union(UnionOp::Bundle(false), p, Some(t)));
+        }
+        self.hit("`bundle`", p);
+        self.hit("`bundle`", t);
+        if self.union_hit.get().is_some() {
+            return Ok(bottom);
+        }
+        match (self.dom.get(p).clone(), self.dom.get(t).clone()) {
+            (Av::Closure(lc, ec), Av::Closure(ld, ed))
+                if ad::untransform(&self.prog, Tag::Perturb, ld) == Some(Untransformed::Lambda(lc))
+                    && ec.len() == ed.len() =>
+            {
+                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, lc);
+                let mut env = Vec::with_capacity(ec.len());
+                for (a, b) in ec.iter().zip(ed.iter()) {
+                    env.push(self.bundle(*a, *b)?);
+                }
+                Ok(self.dom.closure(l, env))
+            }
+            (Av::Prim(q), _) if self.nil_perturbation(t) => {
+                let l = ad::prim_transform(&mut self.prog, &mut self.memo, Tag::Forward, q);
+                Ok(self.dom.closure(l, vec![]))
+            }
+            (Av::Closure(lc, ec), _)
+                if ec.is_empty() && self.prim_chain(lc).is_some() && self.nil_perturbation(t) =>
+            {
+                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, lc);
+                Ok(self.dom.closure(l, vec![]))
+            }
+            (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => Ok(self.dom.bundle(p, t)),
+            _ => Err(format!(
+                "`bundle` expects a tangent that is a perturbation of the same shape as the primal {}, found {}",
+                self.describe(p),
+                self.describe(t)
+            )),
+        }
+    }
+
+    pub fn forward_half(&mut self, v: AvId, primal: bool) -> Op<AvId> {
+        match self.dom.get(v).clone() {
+            Av::Bottom => Ok(v),
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                Ok(self.map_union(UnionOp::Half(primal), v, None))
+            }
+            Av::Bundle(p, t) => Ok(if primal { p } else { t }),
+            Av::Closure(l, env) => match ad::untransform(&self.prog, Tag::Forward, l) {
+                Some(Untransformed::Prim(p)) => Ok(if primal {
+                    self.dom.intern(Av::Prim(p))
+                } else {
+                    let n = self.dom.nil();
+                    self.dom.wrap(Tag::Perturb, n)
+                }),
+                // A transformed primitive has no tangent of its own: its
+                // tangent is a zero, as `bundle` built it.
+                Some(Untransformed::Lambda(l0))
+                    if !primal && env.is_empty() && self.prim_chain(l0).is_some() =>
+                {
+                    let p = self.dom.closure(l0, vec![]);
+                    let z = self.zero(p);
+                    Ok(self.tag_wrap(Tag::Perturb, z))
+                }
+                Some(Untransformed::Lambda(l0)) => {
+                    let l = if primal {
+                        l0
+                    } else {
+                        ad::transform(&mut self.prog, &mut self.memo, Tag::Perturb, l0)
+                    };
+                    let mut e = Vec::with_capacity(env.len());
+                    for x in env.iter() {
+                        e.push(self.forward_half(*x, primal)?);
+                    }
+                    Ok(self.dom.closure(l, e))
+                }
+                None => Err(self.not_forward(primal, v)),
+            },
+            _ => Err(self.not_forward(primal, v)),
+        }
+    }
+
+    fn not_forward(&self, primal: bool, v: AvId) -> String {
+        format!(
+            "`{}` expects a forward value, found {}",
+            if primal { "primal" } else { "tangent" },
+            self.describe(v)
+        )
+    }
+
+    pub fn zero(&mut self, v: AvId) -> AvId {
+        if let Some(u) = self.dom.as_union_id(v) {
+            return self.zero_union(u);
+        }
+        // A union inside may still gain members: recompute.
+        let cacheable = !self.dom.has_union(v);
+        if let Some(z) = self.zero_memo.get(&v).filter(|_| cacheable) {
+            return *z;
+        }
+        let z = match self.dom.get(v).clone() {
+            Av::Bottom | Av::Bool(_) | Av::Nil | Av::Sym(_, SymKind::Bool) => v,
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.dom.bottom(),
+            Av::Real(_) | Av::Sym(_, SymKind::Real) => self.dom.real(0.0),
+            Av::Prim(_) => self.dom.nil(),
+            Av::Pair(a, b) => {
+                let (a, b) = (self.zero(a), self.zero(b));
+                self.dom.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.zero(a), self.zero(b));
+                self.dom.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.zero(x);
+                self.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) => match self.prim_chain(l) {
+                Some(tags) if env.is_empty() => {
+                    let mut z = self.dom.nil();
+                    for t in tags.iter().rev() {
+                        z = match t {
+                            Tag::Forward => {
+                                let pz = self.dom.wrap(Tag::Perturb, z);
+                                self.dom.bundle(z, pz)
+                            }
+                            _ => self.dom.wrap(*t, z),
+                        };
+                    }
+                    z
+                }
+                _ => {
+                    let env = env.iter().map(|x| self.zero(*x)).collect();
+                    self.dom.closure(l, env)
+                }
+            },
+        };
+        if cacheable {
+            self.zero_memo.insert(v, z);
+        }
+        z
+    }
+
+    /// `zero` of a union: the union of its members' zeros ([`Site::Zero`]).
+    pub fn zero_union(&mut self, u: UnionId) -> AvId {
+        let u = self.dom.find(u);
+        let z = self.dom.site_union(Site::Zero(u));
+        if self.active.insert((u, None)) {
+            for m in self.dom.members(u).to_vec() {
+                let zm = self.zero(m);
+                self.dom.add_member(z, zm);
+            }
+            self.active.remove(&(u, None));
+        }
+        self.dom.union_av(z)
+    }
+
+    /// A structural operation on every member of union value `v` (and,
+    /// for `bundle`, paired with every member of `w`): the union of the
+    /// results ([`Site::Map`]); members on which it fails are errors at
+    /// run time. In lowering, on symbolic values, it stands for a call
+    /// made later ([`Ops::take_pending`]).
+    pub fn map_union(&mut self, op: UnionOp, v: AvId, w: Option<AvId>) -> AvId {
+        let Some(u) = self.dom.as_union_id(v) else {
+            return self.dom.bottom();
+        };
+        let wu = w.and_then(|w| self.dom.as_union_id(w));
+        // An operation undoing the one that made the union gives back the
+        // union it came from (so that tagging and untagging in a loop does
+        // not make a new union each time round).
+        if let Some((op0, u0, w0)) = self.map_origins.get(&u).copied() {
+            let back = match (op0, op) {
+                (UnionOp::Wrap(t0), UnionOp::Unwrap(t))
+                | (UnionOp::Unwrap(t0), UnionOp::Wrap(t))
+                    if t0 == t =>
+                {
+                    Some(self.dom.union_av(u0))
+                }
+                (UnionOp::Bundle(_), UnionOp::Half(true)) => Some(self.dom.union_av(u0)),
+                (UnionOp::Bundle(wrapped), UnionOp::Half(false)) => w0.map(|w0| {
+                    let t = self.dom.union_av(w0);
+                    if wrapped {
+                        self.dom.wrap(Tag::Perturb, t)
+                    } else {
+                        t
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(b) = back {
+                if !self.symbolic {
+                    return b;
+                }
+                // In lowering, a call converts the cell to one of the
+                // union given back (its tags differ).
+                let (inner, tag) = match self.dom.get(b).clone() {
+                    Av::Wrap(t, x) => (x, Some(t)),
+                    _ => (b, None),
+                };
+                if let Some(ub) = self.dom.as_union_id(inner) {
+                    let r = self.pending_map(op, v, w, (u, wu), ub);
+                    return match tag {
+                        Some(t) => self.dom.wrap(t, r),
+                        None => r,
+                    };
+                }
+            }
+        }
+        let r = self.dom.site_union(Site::Map(op, u, wu));
+        self.map_origins.entry(r).or_insert((op, u, wu));
+        if self.symbolic {
+            return self.pending_map(op, v, w, (u, wu), r);
+        }
+        if self.active_maps.insert((op, u, wu)) {
+            for mu in self.dom.members(u).to_vec() {
+                match wu {
+                    None => {
+                        if let Ok(x) = self.union_op(op, mu, None) {
+                            self.dom.add_member(r, x);
+                        }
+                    }
+                    Some(wu) => {
+                        for mw in self.dom.members(wu).to_vec() {
+                            if let Ok(x) = self.union_op(op, mu, Some(mw)) {
+                                self.dom.add_member(r, x);
+                            }
+                        }
+                    }
+                }
+            }
+            self.active_maps.remove(&(op, u, wu));
+        }
+        self.dom.union_av(r)
+    }
+
+    /// A map that lowering will call, giving a cell of union `r`.
+    fn pending_map(
+        &mut self,
+        op: UnionOp,
+        v: AvId,
+        w: Option<AvId>,
+        unions: (UnionId, Option<UnionId>),
+        r: UnionId,
+    ) -> AvId {
+        let mut args = Vec::new();
+        for x in [Some(v), w].into_iter().flatten() {
+            if let Av::Sym(n, _) = self.dom.get(x) {
+                args.push(*n);
+            }
+        }
+        let result = self.next_virtual;
+        self.next_virtual += 1;
+        self.pending.push(PendingMap {
+            op,
+            args,
+            unions,
+            result,
+            result_union: r,
+        });
+        self.dom.intern(Av::Sym(result, SymKind::Union(r)))
+    }
+
+    /// The operation of a [`UnionOp`] on members.
+    pub fn union_op(&mut self, op: UnionOp, a: AvId, b: Option<AvId>) -> Op<AvId> {
+        match (op, b) {
+            (UnionOp::Wrap(t), _) => Ok(self.tag_wrap(t, a)),
+            (UnionOp::Unwrap(t), _) => self.tag_unwrap(t, a),
+            (UnionOp::Half(primal), _) => self.forward_half(a, primal),
+            (UnionOp::Bundle(wrapped), Some(b)) => {
+                let t = if wrapped {
+                    self.dom.wrap(Tag::Perturb, b)
+                } else {
+                    b
+                };
+                self.bundle(a, t)
+            }
+            (UnionOp::Bundle(_), None) => Err("internal error: bundle of one value".into()),
+        }
+    }
+
+    /// The maps of unions met since the last call (lowering only).
+    pub fn take_pending(&mut self) -> Vec<PendingMap> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// `plus` of two unions: the union of the sums of their members of one
+    /// kind ([`Site::Plus`]); members of different kinds do not conform,
+    /// an error at run time.
+    pub fn plus_unions(&mut self, u: UnionId, w: UnionId) -> AvId {
+        let (u, w) = (self.dom.find(u), self.dom.find(w));
+        let p = self.dom.site_union(Site::Plus(u, w));
+        if self.active.insert((u, Some(w))) {
+            for mu in self.dom.members(u).to_vec() {
+                let Some(j) = self.dom.member_index(w, mu) else {
+                    continue;
+                };
+                let mw = self.dom.members(w)[j];
+                if let Ok(r) = self.plus_inner(mu, mw) {
+                    self.dom.add_member(p, r);
+                }
+            }
+            self.active.remove(&(u, Some(w)));
+        }
+        self.dom.union_av(p)
+    }
+
+    pub fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
+        self.plus_inner(a, b).map_err(|_| {
+            format!(
+                "`plus` expects two values of the same shape, found {} and {}",
+                self.describe(a),
+                self.describe(b)
+            )
+        })
+    }
+
+    fn plus_inner(&mut self, a: AvId, b: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        if a == bottom || b == bottom {
+            return Ok(bottom);
+        }
+        // With a union on one side, the sum has the shape of the sum of
+        // the other side and the union's member of its kind; with unions
+        // on both, it is a union.
+        match (self.dom.as_union_id(a), self.dom.as_union_id(b)) {
+            (Some(u), Some(w)) => return Ok(self.plus_unions(u, w)),
+            (Some(u), None) => {
+                let i = self.dom.member_index(u, b).ok_or_else(String::new)?;
+                let m = self.dom.members(u)[i];
+                return self.plus_inner(m, b);
+            }
+            (None, Some(w)) => {
+                let i = self.dom.member_index(w, a).ok_or_else(String::new)?;
+                let m = self.dom.members(w)[i];
+                return self.plus_inner(a, m);
+            }
+            (None, None) => {}
+        }
+        match (self.dom.get(a).clone(), self.dom.get(b).clone()) {
+            (Av::Real(x), Av::Real(y)) => Ok(match (x, y) {
+                (Some(x), Some(y)) => self.dom.real(f64::from_bits(x) + f64::from_bits(y)),
+                _ => self.dom.any_real(),
+            }),
+            (Av::Bool(x), Av::Bool(y)) if x.is_none() || y.is_none() || x == y => Ok(a),
+            (Av::Nil, Av::Nil) => Ok(a),
+            (Av::Prim(p), Av::Prim(q)) if p == q => Ok(a),
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
+                let (x, y) = (self.plus_inner(a1, a2)?, self.plus_inner(b1, b2)?);
+                Ok(self.dom.pair(x, y))
+            }
+            (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                let (x, y) = (self.plus_inner(a1, a2)?, self.plus_inner(b1, b2)?);
+                Ok(self.dom.bundle(x, y))
+            }
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
+                let mut env = Vec::with_capacity(e1.len());
+                for (x, y) in e1.iter().zip(e2.iter()) {
+                    env.push(self.plus_inner(*x, *y)?);
+                }
+                Ok(self.dom.closure(l1, env))
+            }
+            (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => {
+                let z = self.plus_inner(x, y)?;
+                Ok(self.dom.wrap(t1, z))
+            }
+            (ka, _) if self.nil_like(a) && self.nil_like(b) => {
+                Ok(if matches!(ka, Av::Closure(..) | Av::Prim(_)) {
+                    b
+                } else {
+                    a
+                })
+            }
+            _ => Err(String::new()),
+        }
+    }
+
+    pub fn cons_t(&mut self, tags: &[Tag], a: AvId, b: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        if a == bottom || b == bottom {
+            return Ok(bottom);
+        }
+        match tags.split_first() {
+            None => Ok(self.dom.pair(a, b)),
+            Some((Tag::Forward, rest)) => {
+                let (pa, pb) = (self.forward_half(a, true)?, self.forward_half(b, true)?);
+                let ta = self.forward_half(a, false)?;
+                let ta = self.tag_unwrap(Tag::Perturb, ta)?;
+                let tb = self.forward_half(b, false)?;
+                let tb = self.tag_unwrap(Tag::Perturb, tb)?;
+                let p = self.cons_t(rest, pa, pb)?;
+                let t = self.cons_t(rest, ta, tb)?;
+                let wt = self.dom.wrap(Tag::Perturb, t);
+                Ok(self.dom.bundle(p, wt))
+            }
+            Some((t, rest)) => {
+                let a = self.tag_unwrap(*t, a)?;
+                let b = self.tag_unwrap(*t, b)?;
+                let p = self.cons_t(rest, a, b)?;
+                Ok(self.dom.wrap(*t, p))
+            }
+        }
+    }
+
+    pub fn car_t(&mut self, tags: &[Tag], v: AvId, car: bool) -> Op<AvId> {
+        if v == self.dom.bottom() {
+            return Ok(v);
+        }
+        match tags.split_first() {
+            None => match self.dom.get(v) {
+                Av::Pair(a, b) => Ok(if car { *a } else { *b }),
+                Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                    self.hit("taking apart a pair", v);
+                    Ok(self.dom.bottom())
+                }
+                _ => Err(String::new()),
+            },
+            Some((Tag::Forward, rest)) => {
+                let p = self.forward_half(v, true)?;
+                let t = self.forward_half(v, false)?;
+                let t = self.tag_unwrap(Tag::Perturb, t)?;
+                let a = self.car_t(rest, p, car)?;
+                let da = self.car_t(rest, t, car)?;
+                let da = self.tag_wrap(Tag::Perturb, da);
+                self.bundle(a, da)
+            }
+            Some((t, rest)) => {
+                let x = self.tag_unwrap(*t, v)?;
+                let a = self.car_t(rest, x, car)?;
+                Ok(self.tag_wrap(*t, a))
+            }
+        }
+    }
+
+    /// `Some(matches)` when decided now, `None` when it needs a run-time
+    /// comparison.
+    pub fn check_t(&mut self, tags: &[Tag], v: AvId, k: ConstId) -> Op<Option<bool>> {
+        let mut x = v;
+        for t in tags {
+            x = match t {
+                Tag::Forward => self.forward_half(x, true)?,
+                _ => self.tag_unwrap(*t, x)?,
+            };
+        }
+        let d = self.prog.consts[k].datum.clone();
+        Ok(self.match_datum(x, &d))
+    }
+
+    fn match_datum(&self, v: AvId, d: &ConstDatum) -> Option<bool> {
+        match (self.dom.get(v), d) {
+            (Av::Union(_) | Av::Sym(_, SymKind::Union(_)), _) => {
+                self.hit("a constant pattern", v);
+                None
+            }
+            (Av::Real(Some(x)), ConstDatum::Real(y)) => Some(f64::from_bits(*x) == *y),
+            (Av::Real(None) | Av::Sym(_, SymKind::Real), ConstDatum::Real(_)) => None,
+            (Av::Sym(_, SymKind::Bool), ConstDatum::Bool(_)) => None,
+            (Av::Bool(Some(x)), ConstDatum::Bool(y)) => Some(x == y),
+            (Av::Bool(None), ConstDatum::Bool(_)) => None,
+            (Av::Nil, ConstDatum::Nil) => Some(true),
+            (Av::Pair(a, b), ConstDatum::Pair(x, y)) => {
+                match (self.match_datum(*a, x), self.match_datum(*b, y)) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                }
+            }
+            _ => Some(false),
+        }
+    }
+
+    pub fn pattern_message(&self, pat: Option<ir::PatId>, found: AvId) -> String {
+        match pat {
+            Some(p) => {
+                let info = &self.prog.patterns[p];
+                format!(
+                    "pattern mismatch: `{}` expects an argument matching {}, found {}",
+                    info.owner.as_deref().unwrap_or("lambda"),
+                    info.text,
+                    self.describe(found)
+                )
+            }
+            None => format!("expected a pair, found {}", self.describe(found)),
+        }
+    }
+
+    fn has_tag(&self, v: AvId, tag: Tag) -> bool {
+        match self.dom.get(v) {
+            Av::Closure(l, _) => self.prog.lambda_tag(*l) == Some(tag),
+            Av::Wrap(t, _) => *t == tag,
+            Av::Bundle(..) => tag == Tag::Forward,
+            _ => false,
+        }
+    }
+
+    /// An untagged primitive applied to an abstract argument.
+    pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        // Arithmetic, comparisons and predicates look at their argument,
+        // or at the two parts of a pair argument. (`write` prints any
+        // value; the AD operations handle unions, or record the ones they
+        // cannot, themselves.)
+        if p.kind() != PrimKind::Ad && p != Prim::Write {
+            let name = "a primitive";
+            self.hit(name, arg);
+            if let Av::Pair(a, b) = self.dom.get(arg).clone() {
+                self.hit(name, a);
+                self.hit(name, b);
+            }
+            if self.union_hit.get().is_some() {
+                return Ok(bottom);
+            }
+        }
+        let describe = |s: &Self| s.describe(arg);
+        let reals2 = |s: &Self| -> Op<Option<(Option<f64>, Option<f64>)>> {
+            match s.dom.get(arg) {
+                Av::Pair(a, b) => match (s.dom.get(*a), s.dom.get(*b)) {
+                    (Av::Real(x), Av::Real(y)) => {
+                        Ok(Some((x.map(f64::from_bits), y.map(f64::from_bits))))
+                    }
+                    (Av::Bottom, _) | (_, Av::Bottom) => Ok(None),
+                    _ => Err(p.expects(Expects::TwoReals, &describe(s))),
+                },
+                _ => Err(p.expects(Expects::TwoReals, &describe(s))),
+            }
+        };
+        let real1 = |s: &Self| -> Op<Option<Option<f64>>> {
+            match s.dom.get(arg) {
+                Av::Real(x) => Ok(Some(x.map(f64::from_bits))),
+                _ => Err(p.expects(Expects::Real, &describe(s))),
+            }
+        };
+        let pair2 = |s: &Self| -> Op<(AvId, AvId)> {
+            match s.dom.get(arg) {
+                Av::Pair(a, b) => Ok((*a, *b)),
+                _ => Err(p.expects(Expects::TwoArguments, &describe(s))),
+            }
+        };
+        Ok(match p.kind() {
+            PrimKind::Binary | PrimKind::Compare => {
+                let Some((x, y)) = reals2(self)? else {
+                    return Ok(bottom);
+                };
+                match (x, y) {
+                    (Some(x), Some(y)) => match p.scalar() {
+                        Some(Scalar::Bin(op)) => self.dom.real(op.apply(x, y)),
+                        Some(Scalar::Cmp(op)) => self.dom.boolean(Some(op.apply(x, y))),
+                        _ => return Err(format!("internal error: `{p}` is not binary")),
+                    },
+                    _ if p.kind() == PrimKind::Binary => self.dom.any_real(),
+                    _ => self.dom.boolean(None),
+                }
+            }
+            PrimKind::Unary => match real1(self)? {
+                Some(Some(x)) => match p.scalar() {
+                    Some(Scalar::Un(op)) => self.dom.real(op.apply(x)),
+                    _ => return Err(format!("internal error: `{p}` is not unary")),
+                },
+                _ => self.dom.any_real(),
+            },
+            PrimKind::Predicate => {
+                let a = self.dom.get(arg).clone();
+                let known = |b: bool| Some(b);
+                let r = match p {
+                    Prim::IsZero | Prim::IsPositive | Prim::IsNegative => match real1(self)? {
+                        Some(Some(x)) => known(match p {
+                            Prim::IsZero => x == 0.0,
+                            Prim::IsPositive => x > 0.0,
+                            _ => x < 0.0,
+                        }),
+                        _ => None,
+                    },
+                    Prim::IsNull => known(matches!(a, Av::Nil)),
+                    Prim::IsBoolean => known(matches!(a, Av::Bool(_))),
+                    Prim::IsReal => known(matches!(a, Av::Real(_))),
+                    Prim::IsPair => known(matches!(a, Av::Pair(..))),
+                    Prim::IsProcedure => known(matches!(a, Av::Closure(..) | Av::Prim(_))),
+                    Prim::IsPerturbation => known(self.has_tag(arg, Tag::Perturb)),
+                    Prim::IsForward => known(self.has_tag(arg, Tag::Forward)),
+                    Prim::IsSensitivity => known(self.has_tag(arg, Tag::Sensitize)),
+                    _ => known(self.has_tag(arg, Tag::Reverse)),
+                };
+                self.dom.boolean(r)
+            }
+            PrimKind::Control => match p {
+                // `real` hides its argument's value from the compiler.
+                Prim::Real => match real1(self)? {
+                    Some(_) => self.dom.any_real(),
+                    None => bottom,
+                },
+                Prim::WriteReal => match real1(self)? {
+                    Some(_) => arg,
+                    None => bottom,
+                },
+                Prim::Write => arg,
+                Prim::ReadReal => self.dom.any_real(),
+                _ => unreachable!("if-procedure is applied by `if_procedure`"),
+            },
+            PrimKind::Ad => match p {
+                Prim::Zero => self.zero(arg),
+                Prim::Plus => {
+                    let (a, b) = pair2(self)?;
+                    self.plus(a, b)?
+                }
+                Prim::Perturb => self.tag_wrap(Tag::Perturb, arg),
+                Prim::Sensitize => self.tag_wrap(Tag::Sensitize, arg),
+                Prim::StarJ => self.tag_wrap(Tag::Reverse, arg),
+                Prim::Unperturb => self.tag_unwrap(Tag::Perturb, arg)?,
+                Prim::Unsensitize => self.tag_unwrap(Tag::Sensitize, arg)?,
+                Prim::StarJInverse => self.tag_unwrap(Tag::Reverse, arg)?,
+                Prim::Bundle => {
+                    let (a, b) = pair2(self)?;
+                    self.bundle(a, b)?
+                }
+                Prim::Primal => self.forward_half(arg, true)?,
+                _ => self.forward_half(arg, false)?,
+            },
+        })
+    }
+
+    /// An abstract value as the interpreter would print the value in an
+    /// error message (unknown reals and booleans as `R` and `B`).
+    pub fn describe(&self, v: AvId) -> String {
+        let mut s = crate::text::value_text(&self.dom, v);
+        // A value with parts known only at run time is shortened at run
+        // time: lowering turns the marks into `ErrPart::ValueStart/End`.
+        if s.contains(crate::text::SYM_MARK) {
+            return format!("{0}{s}{0}", crate::text::VALUE_MARK);
+        }
+        if let Some(cut) = base::message::value_cut(s.as_bytes()) {
+            s.truncate(cut);
+            s.push_str(base::message::ELLIPSIS);
+        }
+        s
+    }
+}

@@ -1,0 +1,179 @@
+//! Applications: calls of specialisations (direct or tail), and the
+//! run-time checks of constants and patterns.
+
+use super::*;
+
+impl Lowerer<'_> {
+    /// Emits a run-time check that symbolic value `x` equals the datum.
+    pub(super) fn check_datum(&mut self, fb: &mut Fb, x: AvId, d: &ir::ConstDatum, err: &Term) {
+        match (self.ops.dom.get(x).clone(), d) {
+            (Av::Sym(v, SymKind::Real), ir::ConstDatum::Real(c)) => {
+                let k = fb.emit1(Op::F64Const(*c), Ty::F64);
+                let ok = fb.emit1(Op::FCmp(Cmp::Eq, Val(v), k), Ty::Bool);
+                self.guard(fb, ok, err);
+            }
+            (Av::Sym(v, SymKind::Bool), ir::ConstDatum::Bool(c)) => {
+                let ok = if *c {
+                    Val(v)
+                } else {
+                    fb.emit1(Op::Not(Val(v)), Ty::Bool)
+                };
+                self.guard(fb, ok, err);
+            }
+            (Av::Pair(a, b), ir::ConstDatum::Pair(x, y)) => {
+                self.check_datum(fb, a, x, err);
+                self.check_datum(fb, b, y, err);
+            }
+            _ => {}
+        }
+    }
+
+    /// Continues only if `ok`; otherwise the run-time error `err`.
+    pub(super) fn guard(&mut self, fb: &mut Fb, ok: Val, err: &Term) {
+        fb.emit(
+            Op::If {
+                cond: ok,
+                then_: Block {
+                    insts: vec![],
+                    term: Term::Yield(vec![]),
+                },
+                else_: Block {
+                    insts: vec![],
+                    term: err.clone(),
+                },
+            },
+            &[],
+        );
+    }
+
+    pub(super) fn lower_app(
+        &mut self,
+        fb: &mut Fb,
+        b: &ir::Binding,
+        info: &BindInfo,
+        f: AvId,
+        arg: AvId,
+        tail: bool,
+    ) -> Flow {
+        match info.plan.clone() {
+            Plan::Call(s) => self.call_spec(fb, s, f, arg, tail),
+            Plan::If { then_, else_ } => {
+                let (c, t, e) = match self.ops.dom.get(arg).clone() {
+                    Av::Pair(c, te) => match self.ops.dom.get(te).clone() {
+                        Av::Pair(t, e) => (c, t, e),
+                        _ => {
+                            return Flow::Done(Term::Error(
+                                self.string("error: internal error: if"),
+                            ))
+                        }
+                    },
+                    _ => return Flow::Done(Term::Error(self.string("error: internal error: if"))),
+                };
+                let nil = self.ops.dom.nil();
+                match (then_, else_) {
+                    (Some(s), None) => self.call_spec(fb, s, t, nil, tail),
+                    (None, Some(s)) => self.call_spec(fb, s, e, nil, tail),
+                    (Some(st), Some(se)) => {
+                        let cond = match self.ops.dom.get(c) {
+                            Av::Sym(v, SymKind::Bool) => Val(*v),
+                            _ => {
+                                return Flow::Done(Term::Error(
+                                    self.string("error: internal error: if condition"),
+                                ))
+                            }
+                        };
+                        let joined = info.av;
+                        let tys = layout_of(&self.ops.dom, joined);
+                        let mut arms = Vec::new();
+                        for (s, th) in [(st, t), (se, e)] {
+                            fb.blocks.push(Vec::new());
+                            let term = match self.call_spec(
+                                fb,
+                                s,
+                                th,
+                                nil,
+                                tail && fb.result == Some(joined),
+                            ) {
+                                Flow::Done(t) => t,
+                                Flow::Value(r) => {
+                                    let mut out = Vec::new();
+                                    self.coerce(fb, r, joined, &mut out);
+                                    Term::Yield(out)
+                                }
+                            };
+                            let insts = fb.blocks.pop().unwrap_or_default();
+                            arms.push(Block { insts, term });
+                        }
+                        let else_b = arms.pop().unwrap_or(Block {
+                            insts: vec![],
+                            term: Term::Yield(vec![]),
+                        });
+                        let then_b = arms.pop().unwrap_or(Block {
+                            insts: vec![],
+                            term: Term::Yield(vec![]),
+                        });
+                        let results = fb.emit(
+                            Op::If {
+                                cond,
+                                then_: then_b,
+                                else_: else_b,
+                            },
+                            &tys,
+                        );
+                        let mut it = results.into_iter();
+                        Flow::Value(self.symbolize(fb, joined, &mut it))
+                    }
+                    (None, None) => Flow::Done(Term::Error(
+                        self.string("error: internal error: unreachable code"),
+                    )),
+                }
+            }
+            Plan::Prim(p) => self.lower_prim(fb, b, info, p, arg),
+            _ => Flow::Done(Term::Error(
+                self.string("error: internal error: application"),
+            )),
+        }
+    }
+
+    /// A call of specialisation `s` with closure `f` and argument `arg`
+    /// (symbolic), as a tail call when possible.
+    pub(super) fn call_spec(
+        &mut self,
+        fb: &mut Fb,
+        s: SpecId,
+        f: AvId,
+        arg: AvId,
+        tail: bool,
+    ) -> Flow {
+        let spec = self.specs[s.0 as usize].clone();
+        let mut args = Vec::new();
+        if let Av::Closure(_, env) = self.ops.dom.get(f).clone() {
+            for (x, t) in env.iter().zip(&spec.env) {
+                self.coerce(fb, *x, *t, &mut args);
+            }
+        }
+        self.coerce(fb, arg, spec.arg, &mut args);
+        let callee = FuncId(s.0);
+        if tail && fb.result == Some(spec.result) {
+            return Flow::Done(Term::TailCall(callee, args));
+        }
+        let tys = layout_of(&self.ops.dom, spec.result);
+        // A call from the user's code is where errors without a position
+        // of their own are reported while it runs.
+        let op = match fb.site.filter(|s| s.file.0 != 0) {
+            Some(s) => {
+                let at = self.map.locate(s);
+                Op::CallAt(callee, args, self.string(&at))
+            }
+            None => Op::Call(callee, args),
+        };
+        let results = fb.emit(op, &tys);
+        if spec.result == self.ops.dom.bottom() {
+            return Flow::Done(Term::Error(
+                self.string("error: internal error: a call that never returns returned"),
+            ));
+        }
+        let mut it = results.into_iter();
+        Flow::Value(self.symbolize(fb, spec.result, &mut it))
+    }
+}

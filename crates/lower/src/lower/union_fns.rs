@@ -1,0 +1,293 @@
+//! Maps of unions: `zero`, `plus` and the tag maps of a union become a
+//! function per (operation, union) that dispatches on the tag and boxes
+//! each member's result.
+
+use super::*;
+
+impl Lowerer<'_> {
+    /// `zero` of a symbolic value: no code, but for the unions inside,
+    /// whose zeros are made at run time by a function per union.
+    pub(super) fn zero(&mut self, fb: &mut Fb, v: AvId) -> AvId {
+        if !self.ops.dom.has_union(v) {
+            return self.ops.zero(v);
+        }
+        match self.ops.dom.get(v).clone() {
+            Av::Sym(p, SymKind::Union(u)) => {
+                let (f, z) = self.union_fn(UnionFn::Zero(u));
+                let r = fb.emit1(Op::Call(f, vec![Val(p)]), Ty::Ptr);
+                self.sym(r, SymKind::Union(z))
+            }
+            Av::Pair(a, b) => {
+                let (a, b) = (self.zero(fb, a), self.zero(fb, b));
+                self.ops.dom.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.zero(fb, a), self.zero(fb, b));
+                self.ops.dom.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.zero(fb, x);
+                self.ops.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) => {
+                let env = env.iter().map(|x| self.zero(fb, *x)).collect();
+                self.ops.dom.closure(l, env)
+            }
+            _ => self.ops.zero(v),
+        }
+    }
+
+    /// The function computing `zero` of a union's values, or `plus` of two
+    /// unions' values, and the union of its result (made by the analysis:
+    /// [`flow::Site::Zero`], [`flow::Site::Plus`]).
+    pub(super) fn union_fn(&mut self, what: UnionFn) -> (FuncId, UnionId) {
+        let dom = &self.ops.dom;
+        let what = match what {
+            UnionFn::Zero(u) => UnionFn::Zero(dom.find(u)),
+            UnionFn::Plus(u, w) => UnionFn::Plus(dom.find(u), dom.find(w)),
+            UnionFn::Map(op, u, w, r) => {
+                UnionFn::Map(op, dom.find(u), w.map(|w| dom.find(w)), dom.find(r))
+            }
+        };
+        let result = match what {
+            UnionFn::Zero(u) => dom.union_at(flow::Site::Zero(u)),
+            UnionFn::Plus(u, w) => dom.union_at(flow::Site::Plus(u, w)),
+            UnionFn::Map(_, _, _, r) => Some(r),
+        }
+        .unwrap_or(UnionId(0));
+        if let Some(f) = self.union_fns.get(&what) {
+            return (*f, result);
+        }
+        let id = FuncId(self.module.funcs.len() as u32);
+        let (name, params) = match what {
+            UnionFn::Zero(u) => (format!("zero_u{}", u.0), vec![Ty::Ptr]),
+            UnionFn::Plus(u, w) => (format!("plus_u{}_u{}", u.0, w.0), vec![Ty::Ptr, Ty::Ptr]),
+            UnionFn::Map(op, u, None, _) => (format!("{}_u{}", op_name(op), u.0), vec![Ty::Ptr]),
+            UnionFn::Map(op, u, Some(w), _) => (
+                format!("{}_u{}_u{}", op_name(op), u.0, w.0),
+                vec![Ty::Ptr, Ty::Ptr],
+            ),
+        };
+        self.module.funcs.push(fir::Func {
+            name: name.clone(),
+            params: params.clone(),
+            returns: vec![Ty::Ptr],
+            types: params.clone(),
+            body: Block {
+                insts: vec![],
+                term: Term::Return(vec![]),
+            },
+        });
+        self.union_fns.insert(what, id);
+        let mut fb = Fb {
+            types: params.clone(),
+            blocks: vec![Vec::new()],
+            result: None,
+            site: None,
+        };
+        let target = self.ops.dom.union_av(result);
+        let results = match what {
+            UnionFn::Zero(u) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, m| {
+                    let z = this.zero(fb, m);
+                    let mut out = Vec::new();
+                    this.coerce(fb, z, target, &mut out);
+                    Term::Yield(out)
+                })
+            }
+            UnionFn::Map(op, u, None, _) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, m| {
+                    let r = this.ops.union_op(op, m, None);
+                    this.map_arm(fb, r, target)
+                })
+            }
+            UnionFn::Map(op, u, Some(w), _) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
+                    let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
+                        let r = this.ops.union_op(op, mu, Some(mw));
+                        this.map_arm(fb, r, target)
+                    });
+                    Term::Yield(arm)
+                })
+            }
+            UnionFn::Plus(u, w) => {
+                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
+                    let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
+                        if this.ops.dom.kind(mu) != this.ops.dom.kind(mw) {
+                            return this.plus_mismatch(mu, mw);
+                        }
+                        let r = this.plus(fb, mu, mw);
+                        let mut out = Vec::new();
+                        this.coerce(fb, r, target, &mut out);
+                        Term::Yield(out)
+                    });
+                    Term::Yield(arm)
+                })
+            }
+        };
+        self.module.funcs[id.0 as usize] = fir::Func {
+            name,
+            params,
+            returns: vec![Ty::Ptr],
+            types: fb.types,
+            body: Block {
+                insts: fb.blocks.pop().unwrap_or_default(),
+                term: Term::Return(results),
+            },
+        };
+        (id, result)
+    }
+
+    /// The end of an arm of a map function: the member's result boxed in
+    /// the result union, or the operation's error.
+    pub(super) fn map_arm(&mut self, fb: &mut Fb, r: Result<AvId, String>, target: AvId) -> Term {
+        match self.resolve(fb, r) {
+            Ok(x) => {
+                // A tangent given back as the union it was bundled from
+                // is that union's value without its perturbation tag.
+                let x = match (
+                    self.ops.dom.get(x).clone(),
+                    self.ops.dom.get(target).clone(),
+                ) {
+                    (Av::Wrap(_, inner), Av::Union(u))
+                        if self.ops.dom.member_index(u, x).is_none() =>
+                    {
+                        inner
+                    }
+                    _ => x,
+                };
+                let mut out = Vec::new();
+                self.coerce(fb, x, target, &mut out);
+                Term::Yield(out)
+            }
+            Err(m) => self.error_term(None, &m),
+        }
+    }
+
+    /// The run-time error of `plus` on values of different shapes.
+    pub(super) fn plus_mismatch(&mut self, a: AvId, b: AvId) -> Term {
+        let msg = format!(
+            "`plus` expects two values of the same shape, found {} and {}",
+            self.ops.describe(a),
+            self.ops.describe(b)
+        );
+        self.error_term(None, &msg)
+    }
+
+    /// `plus` of two symbolic values of the same shape.
+    pub(super) fn plus(&mut self, fb: &mut Fb, a: AvId, b: AvId) -> AvId {
+        let dom = &self.ops.dom;
+        match (dom.as_union_id(a), dom.as_union_id(b)) {
+            (Some(u), Some(w)) => {
+                let (Av::Sym(pa, _), Av::Sym(pb, _)) = (dom.get(a).clone(), dom.get(b).clone())
+                else {
+                    return a;
+                };
+                let (f, p) = self.union_fn(UnionFn::Plus(u, w));
+                let r = fb.emit1(Op::Call(f, vec![Val(pa), Val(pb)]), Ty::Ptr);
+                return self.sym(r, SymKind::Union(p));
+            }
+            (Some(u), None) => return self.plus_member(fb, u, a, b, true),
+            (None, Some(w)) => return self.plus_member(fb, w, b, a, false),
+            (None, None) => {}
+        }
+        let dom = &self.ops.dom;
+        match (dom.get(a).clone(), dom.get(b).clone()) {
+            (Av::Real(Some(x)), Av::Real(Some(y))) => {
+                self.ops.dom.real(f64::from_bits(x) + f64::from_bits(y))
+            }
+            (Av::Real(Some(x)), _)
+                if f64::from_bits(x) == 0.0 && f64::from_bits(x).is_sign_positive() =>
+            {
+                b
+            }
+            (_, Av::Real(Some(y)))
+                if f64::from_bits(y) == 0.0 && f64::from_bits(y).is_sign_positive() =>
+            {
+                a
+            }
+            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(_) | Av::Sym(_, SymKind::Real)) => {
+                match (self.real(fb, a), self.real(fb, b)) {
+                    (Some(x), Some(y)) => {
+                        let r = fb.emit1(Op::FBin(FBin::PlusAdd, x, y), Ty::F64);
+                        self.sym(r, SymKind::Real)
+                    }
+                    _ => a,
+                }
+            }
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
+                let (x, y) = (self.plus(fb, a1, a2), self.plus(fb, b1, b2));
+                self.ops.dom.pair(x, y)
+            }
+            (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                let (x, y) = (self.plus(fb, a1, a2), self.plus(fb, b1, b2));
+                self.ops.dom.bundle(x, y)
+            }
+            (Av::Wrap(t, x), Av::Wrap(_, y)) => {
+                let z = self.plus(fb, x, y);
+                self.ops.dom.wrap(t, z)
+            }
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 => {
+                let env = e1
+                    .iter()
+                    .zip(e2.iter())
+                    .map(|(x, y)| self.plus(fb, *x, *y))
+                    .collect();
+                self.ops.dom.closure(l1, env)
+            }
+            (Av::Closure(..) | Av::Prim(_), _) if self.ops.nil_like(a) => b,
+            _ => a,
+        }
+    }
+
+    /// `plus` of union value `uv` (of union `u`) and a value `x` of one
+    /// shape: the member of `x`'s kind is summed, any other is an error.
+    /// `union_first` says which operand the union was.
+    pub(super) fn plus_member(
+        &mut self,
+        fb: &mut Fb,
+        u: UnionId,
+        uv: AvId,
+        x: AvId,
+        union_first: bool,
+    ) -> AvId {
+        let Av::Sym(p, _) = self.ops.dom.get(uv).clone() else {
+            return x;
+        };
+        let Some(i) = self.ops.dom.member_index(u, x) else {
+            return x;
+        };
+        let member = self.ops.dom.members(u)[i];
+        let (a, b) = if union_first {
+            (member, x)
+        } else {
+            (x, member)
+        };
+        let wx = self.ops.dom.widen(b);
+        let wa = self.ops.dom.widen(a);
+        let Ok(sum) = self.ops.plus(wa, wx) else {
+            return x;
+        };
+        let target = self.ops.dom.widen(sum);
+        let tys = layout_of(&self.ops.dom, target);
+        let results = self.switch(fb, Val(p), u, &tys, &mut |this, fb, m, msym| {
+            if m != member {
+                return if union_first {
+                    this.plus_mismatch(msym, x)
+                } else {
+                    this.plus_mismatch(x, msym)
+                };
+            }
+            let r = if union_first {
+                this.plus(fb, msym, x)
+            } else {
+                this.plus(fb, x, msym)
+            };
+            let mut out = Vec::new();
+            this.coerce(fb, r, target, &mut out);
+            Term::Yield(out)
+        });
+        let mut it = results.into_iter();
+        self.symbolize(fb, target, &mut it)
+    }
+}
