@@ -14,10 +14,12 @@ fn main() {
         "cargo:rerun-if-changed={}",
         root.join("runtime/src/gc.rs").display()
     );
-    println!(
-        "cargo:rerun-if-changed={}",
-        root.join("crates/base/src/number_core.rs").display()
-    );
+    for shared in ["number_core.rs", "counters.rs", "message.rs"] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            root.join("crates/base/src/").join(shared).display()
+        );
+    }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("libruntime.a");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let target = std::env::var("TARGET").expect("TARGET");

@@ -31,6 +31,14 @@
 #[allow(dead_code)]
 mod number_core;
 
+#[path = "../../crates/base/src/counters.rs"]
+#[allow(dead_code)]
+mod counters;
+
+#[path = "../../crates/base/src/message.rs"]
+#[allow(dead_code)]
+mod message;
+
 mod gc;
 
 use core::cell::UnsafeCell;
@@ -238,14 +246,9 @@ pub extern "C" fn rt_err_value_start() {
 pub extern "C" fn rt_err_value_end() {
     let line = ERR_LINE.get();
     let start = *ERR_VALUE_START.get();
-    if line.len - start > 120 {
-        let mut cut = start + 117;
-        // Values print as ASCII, but never cut inside a UTF-8 sequence.
-        while cut > start && (line.buf[cut] & 0xC0) == 0x80 {
-            cut -= 1;
-        }
-        line.len = cut;
-        line.push(b"...");
+    if let Some(cut) = message::value_cut(&line.buf[start..line.len]) {
+        line.len = start + cut;
+        line.push(message::ELLIPSIS.as_bytes());
     }
 }
 
@@ -385,14 +388,10 @@ pub unsafe extern "C" fn rt_read_real(msg: *const u8, msg_len: usize) -> f64 {
 
 // -------------------------------------------------------------- counters
 
-/// The arithmetic primitives in `Prim::ALL` order, then comparisons; the
-/// generated code increments `rt_counts[i]` in place.
-const COUNT_NAMES: [&str; 10] = [
-    "+", "-", "*", "/", "atan", "sqrt", "exp", "log", "sin", "cos",
-];
-
+/// The counters in the slots of `base::counters`; generated code
+/// increments `rt_counts[i]` in place.
 #[no_mangle]
-pub static rt_counts: Global<[u64; 11]> = Global::new([0; 11]);
+pub static rt_counts: Global<[u64; counters::SLOTS]> = Global::new([0; counters::SLOTS]);
 
 /// Prints the counters as the interpreter's `--count-ops=json` does, if the
 /// program was compiled with them.
@@ -410,21 +409,8 @@ fn finish_counts() {
     write_all(2, line.as_bytes());
 }
 
-fn counts_json(c: &[u64; 11], out: &mut dyn core::fmt::Write) -> core::fmt::Result {
-    out.write_str("{\"arithmetic\":{")?;
-    let mut total = 0u64;
-    for (i, name) in COUNT_NAMES.iter().enumerate() {
-        if i > 0 {
-            out.write_str(",")?;
-        }
-        write!(out, "\"{name}\":{}", c[i])?;
-        total += c[i];
-    }
-    write!(
-        out,
-        "}},\"arithmetic_total\":{total},\"comparisons\":{},\"zero\":0,\"plus\":0,\"transform\":0}}",
-        c[10]
-    )
+fn counts_json(c: &[u64; counters::SLOTS], out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+    counters::write_json(c, 0, 0, 0, out)
 }
 
 // ------------------------------------------------------------------ main

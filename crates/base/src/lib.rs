@@ -2,6 +2,7 @@
 //! dependencies of its own, so that every crate (the FIR and code
 //! generation included, which know nothing of the front end) can use it.
 //!
+//! - [`counters`]: the layout of the operation counters.
 //! - [`entity`]: typed ids into arenas.
 //! - [`message`]: how values are shortened in error messages.
 //! - [`scalar`]: the arithmetic of reals, for every stage that computes it.
@@ -14,6 +15,8 @@
 //!   marked *core-only* below is shared the same way; keep them free of
 //!   `std` and `alloc`.
 
+/// Core-only.
+pub mod counters;
 pub mod entity;
 /// Core-only.
 pub mod message;

@@ -176,7 +176,7 @@ impl FnBuilder<'_, '_> {
             }
             Op::FBin(op, x, y) => {
                 let (x, y) = (self.val(*x)?, self.val(*y)?);
-                if let Some(i) = count_index_bin(*op) {
+                if let Some(i) = op.counter_slot() {
                     self.count(i)?;
                 }
                 let v = match op {
@@ -192,7 +192,7 @@ impl FnBuilder<'_, '_> {
             }
             Op::FUn(op, x) => {
                 let x = self.val(*x)?;
-                self.count(count_index_un(*op))?;
+                self.count(fir::un_counter_slot(*op))?;
                 let name = match op {
                     FUn::Sqrt => None,
                     FUn::Exp => Some("exp"),
@@ -210,7 +210,7 @@ impl FnBuilder<'_, '_> {
             }
             Op::FCmp(c, x, y) => {
                 let (x, y) = (self.val(*x)?, self.val(*y)?);
-                self.count(COUNT_COMPARISONS)?;
+                self.count(base::counters::COMPARISONS)?;
                 let cc = match c {
                     Cmp::Eq => FloatCC::Equal,
                     Cmp::Lt => FloatCC::LessThan,

@@ -3,35 +3,26 @@
 //! it reaches by tail calls, up to [`MAX_GROUP_SIZE`] instructions, so that
 //! the tail calls between them, mutual ones included, are jumps.
 
-use fir::{FuncId, Op, Term};
+use fir::{CallKind, FuncId};
 
 /// Most FIR instructions compiled into one Cranelift function by merging
 /// the functions a function tail-calls into it.
 pub(crate) const MAX_GROUP_SIZE: usize = 12_000;
 
 pub(crate) fn tail_callees(b: &fir::Block, out: &mut Vec<FuncId>) {
-    for i in &b.insts {
-        if let Op::If { then_, else_, .. } = &i.op {
-            tail_callees(then_, out);
-            tail_callees(else_, out);
+    b.for_each_call(&mut |g, _, kind| {
+        if kind == CallKind::Tail {
+            out.push(g)
         }
-    }
-    if let Term::TailCall(g, _) = &b.term {
-        out.push(*g);
-    }
+    });
 }
 
 pub(crate) fn called(b: &fir::Block, out: &mut Vec<FuncId>) {
-    for i in &b.insts {
-        match &i.op {
-            Op::Call(g, _) | Op::CallAt(g, _, _) => out.push(*g),
-            Op::If { then_, else_, .. } => {
-                called(then_, out);
-                called(else_, out);
-            }
-            _ => {}
+    b.for_each_call(&mut |g, _, kind| {
+        if kind == CallKind::Call {
+            out.push(g)
         }
-    }
+    });
 }
 
 /// Which Cranelift functions to make: one per function entered from

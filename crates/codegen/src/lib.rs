@@ -68,34 +68,6 @@ pub const ENTRY_SYMBOL: &str = "vlad_main";
 /// The byte that tells the runtime whether counters were compiled in.
 pub const COUNT_FLAG_SYMBOL: &str = "vlad_count_ops";
 
-/// Index of each counted operation in the runtime's `rt_counts` array:
-/// the arithmetic primitives in `Prim::ALL` order, then comparisons.
-/// `None` for additions that are not arithmetic primitives.
-pub fn count_index_bin(op: FBin) -> Option<usize> {
-    match op {
-        FBin::Add => Some(0),
-        FBin::PlusAdd => None,
-        FBin::Sub => Some(1),
-        FBin::Mul => Some(2),
-        FBin::Div => Some(3),
-        FBin::Atan2 => Some(4),
-    }
-}
-
-/// See [`count_index_bin`].
-pub fn count_index_un(op: FUn) -> usize {
-    match op {
-        FUn::Sqrt => 5,
-        FUn::Exp => 6,
-        FUn::Log => 7,
-        FUn::Sin => 8,
-        FUn::Cos => 9,
-    }
-}
-
-/// `rt_counts[COUNT_COMPARISONS]` counts `FCmp`s.
-pub const COUNT_COMPARISONS: usize = 10;
-
 /// Results returned in registers at most, per register class.
 const MAX_REG_RETURNS: usize = 8;
 

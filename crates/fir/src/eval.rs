@@ -7,7 +7,7 @@
 //! it (whitespace-separated words, [`syntax::number::parse_numeral`]).
 //! Tail calls run in constant Rust stack; non-tail calls recurse.
 
-use crate::{Block, Cmp, FBin, FUn, FuncId, Module, Op, StrId, Term, Ty, Val};
+use crate::{Block, FuncId, Module, Op, StrId, Term, Ty, Val};
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 
@@ -17,33 +17,26 @@ pub(crate) fn format_real(x: f64) -> String {
 }
 
 /// How many times each counted operation ran, as the interpreter's
-/// `--count-ops` counts them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// `--count-ops` counts them, in the slots of `base::counters`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counts {
-    /// `+ - * / atan sqrt exp log sin cos`: the arithmetic primitives in
-    /// `Prim::ALL` order.
-    pub arithmetic: [u64; 10],
-    /// `FCmp`s.
-    pub comparisons: u64,
+    pub slots: [u64; base::counters::SLOTS],
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            slots: [0; base::counters::SLOTS],
+        }
+    }
 }
 
 impl Counts {
     /// The interpreter's `--count-ops=json` line (without the newline).
     pub fn json(&self) -> String {
-        const NAMES: [&str; 10] = [
-            "+", "-", "*", "/", "atan", "sqrt", "exp", "log", "sin", "cos",
-        ];
-        let fields: Vec<String> = NAMES
-            .iter()
-            .zip(self.arithmetic)
-            .map(|(n, c)| format!("\"{n}\":{c}"))
-            .collect();
-        format!(
-            "{{\"arithmetic\":{{{}}},\"arithmetic_total\":{},\"comparisons\":{},\"zero\":0,\"plus\":0,\"transform\":0}}",
-            fields.join(","),
-            self.arithmetic.iter().sum::<u64>(),
-            self.comparisons
-        )
+        let mut s = String::new();
+        let _ = base::counters::write_json(&self.slots, 0, 0, 0, &mut s);
+        s
     }
 }
 
@@ -193,13 +186,9 @@ impl Eval<'_> {
                             }
                         }
                         crate::ErrPart::ValueEnd => {
-                            if msg.len() - start > 120 {
-                                let mut cut = start + 117;
-                                while !msg.is_char_boundary(cut) {
-                                    cut -= 1;
-                                }
-                                msg.truncate(cut);
-                                msg.push_str("...");
+                            if let Some(cut) = base::message::value_cut(&msg.as_bytes()[start..]) {
+                                msg.truncate(start + cut);
+                                msg.push_str(base::message::ELLIPSIS);
                             }
                         }
                         crate::ErrPart::Str(s) => msg.push_str(self.string(*s)?),
@@ -248,41 +237,20 @@ impl Eval<'_> {
             Op::BoolConst(b) => vec![V::B(*b)],
             Op::FBin(o, x, y) => {
                 let (x, y) = (real(*x)?, real(*y)?);
-                let (i, r) = match o {
-                    FBin::Add => (Some(0), x + y),
-                    FBin::PlusAdd => (None, x + y),
-                    FBin::Sub => (Some(1), x - y),
-                    FBin::Mul => (Some(2), x * y),
-                    FBin::Div => (Some(3), x / y),
-                    FBin::Atan2 => (Some(4), x.atan2(y)),
-                };
-                if let Some(i) = i {
-                    self.counts.arithmetic[i] += 1;
+                if let Some(i) = o.counter_slot() {
+                    self.counts.slots[i] += 1;
                 }
-                vec![V::F(r)]
+                vec![V::F(o.scalar().apply(x, y))]
             }
             Op::FUn(o, x) => {
                 let x = real(*x)?;
-                let (i, r) = match o {
-                    FUn::Sqrt => (5, x.sqrt()),
-                    FUn::Exp => (6, x.exp()),
-                    FUn::Log => (7, x.ln()),
-                    FUn::Sin => (8, x.sin()),
-                    FUn::Cos => (9, x.cos()),
-                };
-                self.counts.arithmetic[i] += 1;
-                vec![V::F(r)]
+                self.counts.slots[crate::un_counter_slot(*o)] += 1;
+                vec![V::F(o.apply(x))]
             }
             Op::FCmp(c, x, y) => {
                 let (x, y) = (real(*x)?, real(*y)?);
-                self.counts.comparisons += 1;
-                vec![V::B(match c {
-                    Cmp::Eq => x == y,
-                    Cmp::Lt => x < y,
-                    Cmp::Gt => x > y,
-                    Cmp::Le => x <= y,
-                    Cmp::Ge => x >= y,
-                })]
+                self.counts.slots[base::counters::COMPARISONS] += 1;
+                vec![V::B(c.apply(x, y))]
             }
             Op::Not(b) => vec![V::B(!boolean(*b)?)],
             Op::Alloc(tag, fields) => {
@@ -386,14 +354,9 @@ fn check(v: V, t: Ty, name: &str) -> R<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Func, Inst};
+    use crate::{Cmp, FBin, FUn, Func, Inst};
 
-    fn i(results: &[u32], op: Op) -> Inst {
-        Inst {
-            results: results.iter().map(|r| Val(*r)).collect(),
-            op,
-        }
-    }
+    use crate::testing::inst as i;
 
     fn blk(insts: Vec<Inst>, term: Term) -> Block {
         Block { insts, term }
@@ -553,8 +516,8 @@ mod tests {
             r,
             Err("a.vlad:1:2: error: `read-real` reached the end of input".into())
         );
-        assert_eq!(counts.arithmetic[2], 1);
-        assert_eq!(counts.arithmetic[5], 1);
+        assert_eq!(counts.slots[2], 1);
+        assert_eq!(counts.slots[5], 1);
         assert!(counts
             .json()
             .starts_with("{\"arithmetic\":{\"+\":0,\"-\":0,\"*\":1,"));

@@ -32,7 +32,11 @@ pub mod eval;
 mod module;
 pub mod passes;
 pub mod print;
+#[cfg(test)]
+mod testing;
 pub mod verify;
+pub mod visit;
 
 pub use module::*;
 pub use passes::optimize;
+pub use visit::CallKind;

@@ -36,22 +36,50 @@ pub enum FBin {
     Atan2,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FUn {
-    Sqrt,
-    Exp,
-    Log,
-    Sin,
-    Cos,
+/// Operations on one real and comparisons: VLAD's own, from `base`, so
+/// that evaluation and constant folding compute them as the interpreter
+/// does.
+pub use base::scalar::{CmpOp as Cmp, UnOp as FUn};
+
+impl FBin {
+    /// The arithmetic this operation computes.
+    pub fn scalar(self) -> base::scalar::BinOp {
+        use base::scalar::BinOp;
+        match self {
+            FBin::Add | FBin::PlusAdd => BinOp::Add,
+            FBin::Sub => BinOp::Sub,
+            FBin::Mul => BinOp::Mul,
+            FBin::Div => BinOp::Div,
+            FBin::Atan2 => BinOp::Atan2,
+        }
+    }
+
+    /// Its slot among the operation counters (`base::counters`); `None`
+    /// for an addition made by `plus`, which is not an arithmetic
+    /// primitive.
+    pub fn counter_slot(self) -> Option<usize> {
+        let name = match self {
+            FBin::Add => "+",
+            FBin::PlusAdd => return None,
+            FBin::Sub => "-",
+            FBin::Mul => "*",
+            FBin::Div => "/",
+            FBin::Atan2 => "atan",
+        };
+        base::counters::arithmetic_slot(name)
+    }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Cmp {
-    Eq,
-    Lt,
-    Gt,
-    Le,
-    Ge,
+/// The slot of an operation on one real among the operation counters.
+pub fn un_counter_slot(op: FUn) -> usize {
+    let name = match op {
+        FUn::Sqrt => "sqrt",
+        FUn::Exp => "exp",
+        FUn::Log => "log",
+        FUn::Sin => "sin",
+        FUn::Cos => "cos",
+    };
+    base::counters::arithmetic_slot(name).expect("every arithmetic primitive has a counter slot")
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -232,12 +232,7 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
 mod tests {
     use super::*;
 
-    fn i(results: &[u32], op: Op) -> Inst {
-        Inst {
-            results: results.iter().map(|r| Val(*r)).collect(),
-            op,
-        }
-    }
+    use crate::testing::inst as i;
 
     #[test]
     fn prints_a_module() {

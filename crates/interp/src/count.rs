@@ -55,26 +55,17 @@ impl Counters {
             .sum()
     }
 
-    /// One line of JSON.
+    /// One line of JSON, in the layout compiled programs print too.
     pub fn json(&self) -> String {
-        let mut s = String::from("{\"arithmetic\":{");
-        let mut first = true;
+        let mut slots = [0u64; base::counters::SLOTS];
         for p in Prim::ALL.iter().filter(|p| p.is_arithmetic()) {
-            if !first {
-                s.push(',');
+            if let Some(i) = base::counters::arithmetic_slot(p.name()) {
+                slots[i] = self.count(*p);
             }
-            first = false;
-            let _ = write!(s, "\"{}\":{}", p.name(), self.count(*p));
         }
-        let _ = write!(
-            s,
-            "}},\"arithmetic_total\":{},\"comparisons\":{},\"zero\":{},\"plus\":{},\"transform\":{}}}",
-            self.arithmetic_total(),
-            self.comparisons(),
-            self.zero,
-            self.plus,
-            self.transform
-        );
+        slots[base::counters::COMPARISONS] = self.comparisons();
+        let mut s = String::new();
+        let _ = base::counters::write_json(&slots, self.zero, self.plus, self.transform, &mut s);
         s
     }
 

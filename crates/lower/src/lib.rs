@@ -10,16 +10,22 @@ pub mod lower;
 
 pub use lower::{layout, lower};
 
-/// The whole middle end: flow analysis, lowering to FIR, then the FIR
-/// passes (skipped when `VLAD_NO_OPT` is set, as `build` does).
+/// The whole middle end: flow analysis, then [`lower_and_optimize`].
 pub fn compile(
     prog: ir::Program,
     map: &syntax::SourceMap,
 ) -> Result<fir::Module, syntax::Diagnostic> {
     let analysis = flow::analyze(prog)?;
+    Ok(lower_and_optimize(analysis, map))
+}
+
+/// Lowering to FIR, then the FIR passes, unless `VLAD_NO_OPT` is set (to
+/// tell a lowering bug from an optimisation bug). `build` and every test
+/// that compiles go through here, so they compile alike.
+pub fn lower_and_optimize(analysis: flow::Analysis, map: &syntax::SourceMap) -> fir::Module {
     let mut m = lower::lower(analysis, map);
     if std::env::var_os("VLAD_NO_OPT").is_none() {
         fir::optimize(&mut m);
     }
-    Ok(m)
+    m
 }

@@ -158,6 +158,17 @@ fn load(file: &Path, common: &Common, map: &mut SourceMap) -> Result<ir::Program
     ir::anf::lower_program(&ast)
 }
 
+/// [`load`], reporting a failure on standard error.
+fn load_or_report(file: &Path, common: &Common, map: &mut SourceMap) -> Option<ir::Program> {
+    match load(file, common, map) {
+        Ok(p) => Some(p),
+        Err(d) => {
+            report(&d, map);
+            None
+        }
+    }
+}
+
 fn report(d: &Diagnostic, map: &SourceMap) {
     let _ = std::io::stdout().flush();
     eprintln!("{}", d.render(map));
@@ -165,12 +176,8 @@ fn report(d: &Diagnostic, map: &SourceMap) {
 
 fn run(a: RunArgs) -> ExitCode {
     let mut map = SourceMap::new();
-    let prog = match load(&a.file, &a.common, &mut map) {
-        Ok(p) => p,
-        Err(d) => {
-            report(&d, &map);
-            return ExitCode::FAILURE;
-        }
+    let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
+        return ExitCode::FAILURE;
     };
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
@@ -235,12 +242,8 @@ fn test(a: TestArgs) -> ExitCode {
 
 fn build(a: BuildArgs) -> ExitCode {
     let mut map = SourceMap::new();
-    let prog = match load(&a.file, &a.common, &mut map) {
-        Ok(p) => p,
-        Err(d) => {
-            report(&d, &map);
-            return ExitCode::FAILURE;
-        }
+    let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
+        return ExitCode::FAILURE;
     };
     if a.emit == Some(Emit::Anf) {
         emit(&ir::print::program(&prog));
@@ -265,10 +268,7 @@ fn build(a: BuildArgs) -> ExitCode {
         emit(&flow::print::analysis_text(&analysis));
         return ExitCode::SUCCESS;
     }
-    let mut module = lower::lower(analysis, &map);
-    if std::env::var_os("VLAD_NO_OPT").is_none() {
-        fir::optimize(&mut module);
-    }
+    let module = lower::lower_and_optimize(analysis, &map);
     if a.emit == Some(Emit::Ir) {
         emit(&fir::print::module(&module));
         return ExitCode::SUCCESS;

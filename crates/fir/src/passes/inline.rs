@@ -167,19 +167,7 @@ fn bottom_up(m: &mut Module) {
 
 /// The functions a block calls or tail-calls (with repeats).
 fn callees(b: &Block, out: &mut Vec<usize>) {
-    for i in &b.insts {
-        match &i.op {
-            Op::Call(g, _) | Op::CallAt(g, _, _) => out.push(g.0 as usize),
-            Op::If { then_, else_, .. } => {
-                callees(then_, out);
-                callees(else_, out);
-            }
-            _ => {}
-        }
-    }
-    if let Term::TailCall(g, _) = &b.term {
-        out.push(g.0 as usize);
-    }
+    b.for_each_call(&mut |g, _, _| out.push(g.0 as usize));
 }
 
 /// Removes the functions `main` cannot reach, renumbering the others.
@@ -227,35 +215,11 @@ fn prune(m: &mut Module) {
 }
 
 fn renumber_calls(b: &mut Block, new_id: &[u32]) {
-    for i in &mut b.insts {
-        match &mut i.op {
-            Op::Call(g, _) | Op::CallAt(g, _, _) => *g = FuncId(new_id[g.0 as usize]),
-            Op::If { then_, else_, .. } => {
-                renumber_calls(then_, new_id);
-                renumber_calls(else_, new_id);
-            }
-            _ => {}
-        }
-    }
-    if let Term::TailCall(g, _) = &mut b.term {
-        *g = FuncId(new_id[g.0 as usize]);
-    }
+    b.for_each_call_mut(&mut |g| *g = FuncId(new_id[g.0 as usize]));
 }
 
 fn count_sites(b: &Block, sites: &mut [usize]) {
-    for i in &b.insts {
-        match &i.op {
-            Op::Call(f, _) | Op::CallAt(f, _, _) => sites[f.0 as usize] += 1,
-            Op::If { then_, else_, .. } => {
-                count_sites(then_, sites);
-                count_sites(else_, sites);
-            }
-            _ => {}
-        }
-    }
-    if let Term::TailCall(f, _) = &b.term {
-        sites[f.0 as usize] += 1;
-    }
+    b.for_each_call(&mut |g, _, _| sites[g.0 as usize] += 1);
 }
 
 /// Does the callee leave only through its last term (no `Return` or
@@ -396,62 +360,22 @@ impl Inliner<'_> {
 }
 
 pub(crate) fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
-    let r = |v: &mut Val| {
+    let mut r = |v: &mut Val| {
         if let Some(n) = map.get(v) {
             *v = *n;
         }
     };
+    rename_results(b, &mut r);
+    b.for_each_use_mut(&mut r);
+}
+
+/// Renames the results of every instruction of `b` and its nested blocks.
+fn rename_results(b: &mut Block, r: &mut impl FnMut(&mut Val)) {
     for i in &mut b.insts {
-        i.results.iter_mut().for_each(r);
-        rename_op(&mut i.op, map);
-    }
-    rename_term(&mut b.term, map);
-}
-
-fn rename_op(op: &mut Op, map: &HashMap<Val, Val>) {
-    let r = |v: &mut Val| {
-        if let Some(n) = map.get(v) {
-            *v = *n;
-        }
-    };
-    match op {
-        Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
-        Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
-            r(a);
-            r(b);
-        }
-        Op::FUn(_, a)
-        | Op::Not(a)
-        | Op::PrintReal(a)
-        | Op::PrintBool(a)
-        | Op::TagIs(a, _)
-        | Op::Load(a, _) => r(a),
-        Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
-            args.iter_mut().for_each(r)
-        }
-        Op::If { cond, then_, else_ } => {
-            r(cond);
-            rename_block(then_, map);
-            rename_block(else_, map);
-        }
-    }
-}
-
-fn rename_term(t: &mut Term, map: &HashMap<Val, Val>) {
-    let r = |v: &mut Val| {
-        if let Some(n) = map.get(v) {
-            *v = *n;
-        }
-    };
-    match t {
-        Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => vs.iter_mut().for_each(r),
-        Term::Error(_) => {}
-        Term::ErrorWith(parts) => {
-            for p in parts {
-                if let crate::ErrPart::Real(v) | crate::ErrPart::Bool(v) = p {
-                    r(v);
-                }
-            }
+        i.results.iter_mut().for_each(&mut *r);
+        if let Op::If { then_, else_, .. } = &mut i.op {
+            rename_results(then_, r);
+            rename_results(else_, r);
         }
     }
 }
@@ -470,10 +394,11 @@ fn substitute_block(b: &mut Block, subst: &HashMap<Val, Val>) {
         v
     };
     let map: HashMap<Val, Val> = subst.keys().map(|k| (*k, resolve(*k))).collect();
-    for i in &mut b.insts {
-        rename_op(&mut i.op, &map);
-    }
-    rename_term(&mut b.term, &map);
+    b.for_each_use_mut(&mut |v| {
+        if let Some(n) = map.get(v) {
+            *v = *n;
+        }
+    });
 }
 
 /// `CallAt` only matters when the callee may raise an error positioned at

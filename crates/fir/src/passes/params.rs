@@ -15,7 +15,7 @@
 //!   anything but passing it to a parameter that is not live; dead ones are
 //!   removed from the function and from every call.
 
-use crate::{Block, ErrPart, Func, FuncId, Module, Op, Term, Ty, Val};
+use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
 use std::collections::HashMap;
 
 pub fn shrink(m: &mut Module) {
@@ -31,26 +31,10 @@ pub fn shrink(m: &mut Module) {
 
 /// Every call of each function: (caller, arguments).
 fn call_sites(m: &Module) -> Vec<Vec<(usize, Vec<Val>)>> {
-    fn walk(b: &Block, caller: usize, sites: &mut [Vec<(usize, Vec<Val>)>]) {
-        for i in &b.insts {
-            match &i.op {
-                Op::Call(g, args) | Op::CallAt(g, args, _) => {
-                    sites[g.0 as usize].push((caller, args.clone()))
-                }
-                Op::If { then_, else_, .. } => {
-                    walk(then_, caller, sites);
-                    walk(else_, caller, sites);
-                }
-                _ => {}
-            }
-        }
-        if let Term::TailCall(g, args) = &b.term {
-            sites[g.0 as usize].push((caller, args.clone()));
-        }
-    }
     let mut sites = vec![Vec::new(); m.funcs.len()];
     for (i, f) in m.funcs.iter().enumerate() {
-        walk(&f.body, i, &mut sites);
+        f.body
+            .for_each_call(&mut |g, args, _| sites[g.0 as usize].push((i, args.to_vec())));
     }
     sites
 }
@@ -200,50 +184,35 @@ fn rename_uses(b: &mut Block, map: &HashMap<Val, Val>) {
 /// Marks the parameters a block reads (`real`) and records, for every
 /// parameter passed to a call, the callee parameter it flows to.
 fn param_uses(b: &Block, np: usize, real: &mut [bool], edges: &mut Vec<(usize, FuncId, usize)>) {
-    let use_ = |v: Val, real: &mut [bool]| {
-        if (v.0 as usize) < np {
-            real[v.0 as usize] = true;
-        }
-    };
-    let args_of = |g: FuncId, args: &[Val], edges: &mut Vec<(usize, FuncId, usize)>| {
-        for (j, a) in args.iter().enumerate() {
-            if (a.0 as usize) < np {
-                edges.push((a.0 as usize, g, j));
-            }
-        }
-    };
     for i in &b.insts {
         match &i.op {
-            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
-            Op::FBin(_, a, c) | Op::FCmp(_, a, c) => {
-                use_(*a, real);
-                use_(*c, real);
-            }
-            Op::FUn(_, a)
-            | Op::Not(a)
-            | Op::PrintReal(a)
-            | Op::PrintBool(a)
-            | Op::TagIs(a, _)
-            | Op::Load(a, _) => use_(*a, real),
-            Op::Alloc(_, fields) => fields.iter().for_each(|a| use_(*a, real)),
-            Op::Call(g, args) | Op::CallAt(g, args, _) => args_of(*g, args, edges),
-            Op::If { cond, then_, else_ } => {
-                use_(*cond, real);
-                param_uses(then_, np, real, edges);
-                param_uses(else_, np, real, edges);
-            }
+            Op::Call(g, args) | Op::CallAt(g, args, _) => arg_edges(*g, args, np, edges),
+            op => op.for_each_operand(|v| read_param(v, np, real)),
+        }
+        if let Op::If { then_, else_, .. } = &i.op {
+            param_uses(then_, np, real, edges);
+            param_uses(else_, np, real, edges);
         }
     }
     match &b.term {
-        Term::Return(vs) | Term::Yield(vs) => vs.iter().for_each(|v| use_(*v, real)),
-        Term::TailCall(g, args) => args_of(*g, args, edges),
-        Term::Error(_) => {}
-        Term::ErrorWith(parts) => {
-            for p in parts {
-                if let ErrPart::Real(v) | ErrPart::Bool(v) = p {
-                    use_(*v, real);
-                }
-            }
+        Term::TailCall(g, args) => arg_edges(*g, args, np, edges),
+        t => t.for_each_operand(|v| read_param(v, np, real)),
+    }
+}
+
+/// A parameter read other than as a call's argument is really needed.
+fn read_param(v: Val, np: usize, real: &mut [bool]) {
+    if (v.0 as usize) < np {
+        real[v.0 as usize] = true;
+    }
+}
+
+/// A parameter passed as argument `j` of a call of `g` is needed if that
+/// parameter of `g` is.
+fn arg_edges(g: FuncId, args: &[Val], np: usize, edges: &mut Vec<(usize, FuncId, usize)>) {
+    for (j, a) in args.iter().enumerate() {
+        if (a.0 as usize) < np {
+            edges.push((a.0 as usize, g, j));
         }
     }
 }
@@ -350,14 +319,9 @@ fn renumber(f: &mut Func, live: &[bool]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Cmp, FBin, Inst};
+    use crate::{Cmp, FBin};
 
-    fn i(results: &[u32], op: Op) -> Inst {
-        Inst {
-            results: results.iter().map(|r| Val(*r)).collect(),
-            op,
-        }
-    }
+    use crate::testing::inst as i;
 
     /// main calls loop(x, x, 0) with x read; loop(a, b, c) = if a < 10
     /// then loop(a + 1, b + 1, c) else a + b: a and b are always equal, c

@@ -25,13 +25,6 @@ pub fn schedule_func(f: &mut Func) {
     schedule_block(&mut f.body);
 }
 
-fn pure(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::F64Const(_) | Op::BoolConst(_) | Op::FBin(..) | Op::FUn(..) | Op::FCmp(..) | Op::Not(_)
-    )
-}
-
 fn latency(op: &Op) -> u32 {
     match op {
         Op::F64Const(_) | Op::BoolConst(_) => 0,
@@ -42,11 +35,9 @@ fn latency(op: &Op) -> u32 {
 }
 
 fn operands(op: &Op) -> Vec<Val> {
-    match op {
-        Op::FBin(_, a, b) | Op::FCmp(_, a, b) => vec![*a, *b],
-        Op::FUn(_, a) | Op::Not(a) => vec![*a],
-        _ => vec![],
-    }
+    let mut out = Vec::new();
+    op.for_each_operand(|v| out.push(v));
+    out
 }
 
 fn schedule_block(b: &mut Block) {
@@ -55,7 +46,7 @@ fn schedule_block(b: &mut Block) {
     // included) and the terminator.
     let mut used_after = HashSet::new();
     for i in &insts {
-        if !pure(&i.op) {
+        if !Op::is_pure(&i.op) {
             uses_of_inst(i, &mut used_after);
         }
     }
@@ -63,7 +54,7 @@ fn schedule_block(b: &mut Block) {
     let mut out = Vec::with_capacity(insts.len());
     let mut run = Vec::new();
     for mut inst in insts {
-        if pure(&inst.op) {
+        if Op::is_pure(&inst.op) {
             run.push(inst);
             continue;
         }
@@ -79,50 +70,23 @@ fn schedule_block(b: &mut Block) {
 }
 
 fn uses_of_inst(i: &Inst, out: &mut HashSet<Val>) {
-    match &i.op {
-        Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
-        Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
-            out.insert(*a);
-            out.insert(*b);
-        }
-        Op::FUn(_, a)
-        | Op::Not(a)
-        | Op::PrintReal(a)
-        | Op::PrintBool(a)
-        | Op::TagIs(a, _)
-        | Op::Load(a, _) => {
-            out.insert(*a);
-        }
-        Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
-            out.extend(args.iter().copied())
-        }
-        Op::If { cond, then_, else_ } => {
-            out.insert(*cond);
-            for blk in [then_, else_] {
-                for i in &blk.insts {
-                    uses_of_inst(i, out);
-                }
-                uses_of_term(&blk.term, out);
-            }
-        }
+    i.op.for_each_operand(|v| {
+        out.insert(v);
+    });
+    if let Op::If { then_, else_, .. } = &i.op {
+        then_.for_each_use(&mut |v| {
+            out.insert(v);
+        });
+        else_.for_each_use(&mut |v| {
+            out.insert(v);
+        });
     }
 }
 
 fn uses_of_term(t: &crate::Term, out: &mut HashSet<Val>) {
-    use crate::{ErrPart, Term};
-    match t {
-        Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => {
-            out.extend(vs.iter().copied())
-        }
-        Term::Error(_) => {}
-        Term::ErrorWith(parts) => {
-            for p in parts {
-                if let ErrPart::Real(v) | ErrPart::Bool(v) = p {
-                    out.insert(*v);
-                }
-            }
-        }
-    }
+    t.for_each_operand(|v| {
+        out.insert(v);
+    });
 }
 
 /// Values in registers at once beyond which the order turns to freeing
@@ -220,12 +184,7 @@ mod tests {
     use super::*;
     use crate::{Term, Ty};
 
-    fn i(results: &[u32], op: Op) -> Inst {
-        Inst {
-            results: results.iter().map(|r| Val(*r)).collect(),
-            op,
-        }
-    }
+    use crate::testing::inst as i;
 
     /// The division chain starts before the independent additions, and
     /// every value is still defined before it is used.

@@ -246,14 +246,7 @@ impl Fwd {
                 let v = one.expect("fbin result");
                 let (a, b) = (self.r(a), self.r(b));
                 if let (Some(x), Some(y), false) = (self.f(a), self.f(b), op == FBin::Atan2) {
-                    let z = match op {
-                        FBin::Add | FBin::PlusAdd => x + y,
-                        FBin::Sub => x - y,
-                        FBin::Mul => x * y,
-                        FBin::Div => x / y,
-                        FBin::Atan2 => unreachable!(),
-                    };
-                    inst.op = Op::F64Const(z);
+                    inst.op = Op::F64Const(op.scalar().apply(x, y));
                     return self.inst(inst, out);
                 }
                 let is = |w: Val, c: f64| self.f(w).is_some_and(|x| x.to_bits() == c.to_bits());
@@ -312,7 +305,7 @@ impl Fwd {
                 let v = one.expect("fun result");
                 let a = self.r(a);
                 if let (Some(x), FUn::Sqrt) = (self.f(a), op) {
-                    inst.op = Op::F64Const(x.sqrt());
+                    inst.op = Op::F64Const(FUn::Sqrt.apply(x));
                     return self.inst(inst, out);
                 }
                 self.not_neg_zero[v.0 as usize] = match op {
@@ -450,31 +443,12 @@ fn yields(b: &Block) -> Option<&[Val]> {
     }
 }
 
-fn pure(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::F64Const(_) | Op::BoolConst(_) | Op::FBin(..) | Op::FUn(..) | Op::FCmp(..) | Op::Not(_)
-    )
-}
-
 fn mark(live: &mut [bool], v: Val) {
     live[v.0 as usize] = true;
 }
 
 fn mark_term(t: &Term, live: &mut [bool]) {
-    match t {
-        Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => {
-            vs.iter().for_each(|v| mark(live, *v))
-        }
-        Term::Error(_) => {}
-        Term::ErrorWith(parts) => {
-            for p in parts {
-                if let ErrPart::Real(v) | ErrPart::Bool(v) = p {
-                    mark(live, *v);
-                }
-            }
-        }
-    }
+    t.for_each_operand(|v| mark(live, v));
 }
 
 /// Backward pass. Values are defined once and before their uses, so one
@@ -486,7 +460,7 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
     let mut kept = Vec::with_capacity(insts.len());
     for mut inst in insts.into_iter().rev() {
         let used = inst.results.iter().any(|r| live[r.0 as usize]);
-        if pure(&inst.op) && !used {
+        if Op::is_pure(&inst.op) && !used {
             continue;
         }
         match &mut inst.op {
@@ -537,12 +511,7 @@ mod tests {
     use super::*;
     use crate::{StrId, Ty};
 
-    fn i(results: &[u32], op: Op) -> Inst {
-        Inst {
-            results: results.iter().map(|r| Val(*r)).collect(),
-            op,
-        }
-    }
+    use crate::testing::inst as i;
 
     fn func(params: usize, types: usize, body: Block) -> Func {
         Func {

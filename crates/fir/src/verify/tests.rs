@@ -2,14 +2,9 @@
 //! broken invariant.
 
 use super::verify;
-use crate::{Block, Cmp, FBin, Func, FuncId, Inst, Module, Op, StrId, Term, Ty, Val};
+use crate::{Block, Cmp, FBin, Func, FuncId, Module, Op, StrId, Term, Ty, Val};
 
-fn i(results: &[u32], op: Op) -> Inst {
-    Inst {
-        results: results.iter().map(|r| Val(*r)).collect(),
-        op,
-    }
-}
+use crate::testing::inst as i;
 
 fn func(name: &str, params: Vec<Ty>, returns: Vec<Ty>, types: Vec<Ty>, body: Block) -> Func {
     Func {

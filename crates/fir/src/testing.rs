@@ -1,0 +1,11 @@
+//! Builders for the unit tests of this crate, written once.
+
+use crate::{Inst, Op, Val};
+
+/// An instruction defining the values numbered `results`.
+pub(crate) fn inst(results: &[u32], op: Op) -> Inst {
+    Inst {
+        results: results.iter().map(|r| Val(*r)).collect(),
+        op,
+    }
+}

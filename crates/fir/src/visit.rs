@@ -1,0 +1,168 @@
+//! The one walk over what FIR instructions and terminators read and call,
+//! for every pass and for code generation: operands (to read or to
+//! rename), purity, and calls (the call graph).
+
+use crate::{Block, ErrPart, FuncId, Op, Term, Val};
+
+impl Op {
+    /// Calls `f` on each value the operation reads itself, in operand
+    /// order; the blocks of an `If` are not entered (see
+    /// [`Block::for_each_use`]).
+    pub fn for_each_operand(&self, mut f: impl FnMut(Val)) {
+        match self {
+            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+            Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
+                f(*a);
+                f(*b);
+            }
+            Op::FUn(_, a)
+            | Op::Not(a)
+            | Op::PrintReal(a)
+            | Op::PrintBool(a)
+            | Op::TagIs(a, _)
+            | Op::Load(a, _) => f(*a),
+            Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
+                args.iter().copied().for_each(f)
+            }
+            Op::If { cond, .. } => f(*cond),
+        }
+    }
+
+    /// [`Op::for_each_operand`], to change them.
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Val)) {
+        match self {
+            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+            Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            Op::FUn(_, a)
+            | Op::Not(a)
+            | Op::PrintReal(a)
+            | Op::PrintBool(a)
+            | Op::TagIs(a, _)
+            | Op::Load(a, _) => f(a),
+            Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
+                args.iter_mut().for_each(f)
+            }
+            Op::If { cond, .. } => f(cond),
+        }
+    }
+
+    /// Arithmetic and constants: no effect, no failure, so the instruction
+    /// may be moved, merged or dropped when its result is not needed.
+    pub fn is_pure(&self) -> bool {
+        matches!(
+            self,
+            Op::F64Const(_)
+                | Op::BoolConst(_)
+                | Op::FBin(..)
+                | Op::FUn(..)
+                | Op::FCmp(..)
+                | Op::Not(_)
+        )
+    }
+}
+
+impl Term {
+    /// Calls `f` on each value the terminator reads.
+    pub fn for_each_operand(&self, mut f: impl FnMut(Val)) {
+        match self {
+            Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => {
+                vs.iter().copied().for_each(f)
+            }
+            Term::Error(_) => {}
+            Term::ErrorWith(parts) => {
+                for p in parts {
+                    if let ErrPart::Real(v) | ErrPart::Bool(v) = p {
+                        f(*v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Term::for_each_operand`], to change them.
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Val)) {
+        match self {
+            Term::Return(vs) | Term::Yield(vs) | Term::TailCall(_, vs) => vs.iter_mut().for_each(f),
+            Term::Error(_) => {}
+            Term::ErrorWith(parts) => {
+                for p in parts {
+                    if let ErrPart::Real(v) | ErrPart::Bool(v) = p {
+                        f(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a call is a `Call`/`CallAt` instruction or a `TailCall`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    Call,
+    Tail,
+}
+
+impl Block {
+    /// Calls `f` on each value read in the block and the blocks nested in
+    /// it, in order.
+    pub fn for_each_use(&self, f: &mut impl FnMut(Val)) {
+        for i in &self.insts {
+            i.op.for_each_operand(&mut *f);
+            if let Op::If { then_, else_, .. } = &i.op {
+                then_.for_each_use(f);
+                else_.for_each_use(f);
+            }
+        }
+        self.term.for_each_operand(&mut *f);
+    }
+
+    /// [`Block::for_each_use`], to change them; results are not visited.
+    pub fn for_each_use_mut(&mut self, f: &mut impl FnMut(&mut Val)) {
+        for i in &mut self.insts {
+            i.op.for_each_operand_mut(&mut *f);
+            if let Op::If { then_, else_, .. } = &mut i.op {
+                then_.for_each_use_mut(f);
+                else_.for_each_use_mut(f);
+            }
+        }
+        self.term.for_each_operand_mut(&mut *f);
+    }
+
+    /// Calls `f` on the callee and arguments of every call and tail call
+    /// in the block and the blocks nested in it, in order.
+    pub fn for_each_call(&self, f: &mut impl FnMut(FuncId, &[Val], CallKind)) {
+        for i in &self.insts {
+            match &i.op {
+                Op::Call(g, args) | Op::CallAt(g, args, _) => f(*g, args, CallKind::Call),
+                Op::If { then_, else_, .. } => {
+                    then_.for_each_call(f);
+                    else_.for_each_call(f);
+                }
+                _ => {}
+            }
+        }
+        if let Term::TailCall(g, args) = &self.term {
+            f(*g, args, CallKind::Tail);
+        }
+    }
+
+    /// [`Block::for_each_call`], to change the callees.
+    pub fn for_each_call_mut(&mut self, f: &mut impl FnMut(&mut FuncId)) {
+        for i in &mut self.insts {
+            match &mut i.op {
+                Op::Call(g, _) | Op::CallAt(g, _, _) => f(g),
+                Op::If { then_, else_, .. } => {
+                    then_.for_each_call_mut(f);
+                    else_.for_each_call_mut(f);
+                }
+                _ => {}
+            }
+        }
+        if let Term::TailCall(g, _) = &mut self.term {
+            f(g);
+        }
+    }
+}
