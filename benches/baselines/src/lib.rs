@@ -1,5 +1,5 @@
-//! Hand-written Rust baselines for the benchmark programs of
-//! `/work/shared/BENCHMARKS.md` (see `benches/programs/README.md`).
+//! Hand-written Rust baselines for the benchmark programs of the
+//! benchmark suite (see `benches/programs/README.md`).
 //!
 //! Straight Rust over `f64`. The forward-mode levels use [`Dual`], a dual
 //! number generic over its component type, nested for forward over forward

@@ -1,0 +1,119 @@
+use super::*;
+use std::path::Path;
+
+/// Parses, expands and runs `text` with the reference interpreter,
+/// returning standard output or the rendered error.
+fn run(text: &str) -> Result<String, String> {
+    run_with_input(text, "")
+}
+
+/// [`run`] with `stdin` as standard input.
+fn run_with_input(text: &str, stdin: &str) -> Result<String, String> {
+    let text = text.to_string();
+    let stdin = stdin.to_string();
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let mut map = syntax::SourceMap::new();
+            let opts = syntax::expand::Options::default();
+            let ast = syntax::expand::load_source(&mut map, Path::new("gen.vlad"), text, &opts)
+                .map_err(|d| d.render(&map))?;
+            let prog = ir::anf::lower_program(&ast).map_err(|d| d.render(&map))?;
+            let mut input: &[u8] = stdin.as_bytes();
+            let mut out = Vec::new();
+            let mut it = interp::Interp::new(prog, &mut input, &mut out);
+            let r = it.run_main(interp::Mode::Run, &map);
+            drop(it);
+            r.map_err(|d| d.render(&map))?;
+            Ok(String::from_utf8_lossy(&out).into_owned())
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+#[test]
+fn rng_is_deterministic() {
+    let mut a = Rng::new(7);
+    let mut b = Rng::new(7);
+    for _ in 0..100 {
+        assert_eq!(a.next_u64(), b.next_u64());
+    }
+    let u = Rng::new(1).unit();
+    assert!((0.0..1.0).contains(&u));
+}
+
+#[test]
+fn generation_is_deterministic() {
+    assert_eq!(
+        gen_program(&mut Rng::new(42)),
+        gen_program(&mut Rng::new(42))
+    );
+    let o = Options::default();
+    let a = gen_function(&mut Rng::new(3), 2, &o).definitions;
+    let b = gen_function(&mut Rng::new(3), 2, &o).definitions;
+    assert_eq!(a, b);
+}
+
+#[test]
+fn real_literals_round_trip() {
+    for x in [0.1, -2.5e-9, 1e21, 3.0, -0.0, 1.0 / 3.0] {
+        let out = run(&format!("{}\n", real_literal(x))).unwrap();
+        assert_eq!(out.trim().parse::<f64>().unwrap(), x, "{x}");
+    }
+}
+
+#[test]
+fn generated_programs_parse_and_run() {
+    for seed in 0..60 {
+        let text = gen_program(&mut Rng::new(seed));
+        if let Err(e) = run(&text) {
+            panic!("seed {seed}: generated program failed:\n{e}\n--- program ---\n{text}");
+        }
+    }
+}
+
+#[test]
+fn io_programs_run_and_hide_their_inputs() {
+    for seed in 0..40 {
+        let inputs = if seed % 2 == 0 {
+            Inputs::Stdin
+        } else {
+            Inputs::RealLiterals
+        };
+        let p = gen_io_program(&mut Rng::new(seed), inputs, &Options::default(), true);
+        assert_eq!(p.stdin.is_empty(), inputs == Inputs::RealLiterals);
+        let out = run_with_input(&p.text, &p.stdin).unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}: {e}\n--- program ---\n{}\n--- stdin ---\n{}",
+                p.text, p.stdin
+            )
+        });
+        assert!(out.lines().count() >= 10, "seed {seed}: {out}");
+    }
+}
+
+#[test]
+fn generated_functions_return_finite_reals() {
+    let mut rng = Rng::new(99);
+    for case in 0..60 {
+        let n = 1 + case % 3;
+        let f = gen_function(&mut rng, n, &Options::default());
+        let p = point_literal(&gen_point(&mut rng, n));
+        let text = f.program(false, &format!("(f {p})\n"));
+        let out = run(&text).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
+        let v: f64 = out.trim().parse().unwrap_or(f64::NAN);
+        assert!(v.is_finite(), "case {case}: f = {out}\n{text}");
+    }
+}
+
+#[test]
+fn instrumented_prelude_prints_signatures() {
+    let f = RealFunction {
+        arity: 1,
+        name: "f".into(),
+        definitions: "(define (f (list x1)) (if (vg-lt x1 1) x1 (* 2 x1)))".into(),
+    };
+    let out = run(&f.program(true, "(f (list 0.5))\n")).unwrap();
+    assert_eq!(out, "(-0.5 . #t)\n0.5\n");
+}
