@@ -1,6 +1,6 @@
 //! The run-time library of compiled VLAD programs.
 //!
-//! `crates/stalingrad/build.rs` compiles this file with `rustc --crate-type
+//! `crates/codegen/build.rs` compiles this file with `rustc --crate-type
 //! staticlib -C panic=abort` into `libruntime.a`, which `stalingrad build`
 //! links (with the program's object, `cc` and `-lm`) into every executable.
 //! It is `no_std`: a handful of C library calls (`read`, `write`, `exit`,
