@@ -219,56 +219,36 @@ struct Ctx {
 }
 
 impl Ctx {
-    /// Runs `cmd` with `input` on stdin, stdout and stderr to files, killing
-    /// it after `limit` seconds.
+    /// Runs `cmd` with `input` on stdin, killing it after `limit` seconds.
     fn run(&self, cmd: &mut Command, input: &str, limit: f64) -> Run {
-        let out = self.work.join("stdout");
-        let err = self.work.join("stderr");
-        let inp = self.work.join("stdin");
-        fs::write(&inp, input).expect("writing stdin file");
-        cmd.stdin(fs::File::open(&inp).expect("stdin file"))
-            .stdout(fs::File::create(&out).expect("stdout file"))
-            .stderr(fs::File::create(&err).expect("stderr file"));
-        let start = Instant::now();
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
+        let limits = runner::Limits {
+            time: Duration::from_secs_f64(limit),
+            memory_kb: None,
+        };
+        let o = match runner::run(cmd, input.as_bytes(), &limits) {
+            Ok(o) => o,
             Err(e) => return Run::Failed(format!("cannot start: {e}")),
         };
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) => {
-                    if start.elapsed().as_secs_f64() > limit {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        return Run::TimedOut;
-                    }
-                    let e = start.elapsed();
-                    std::thread::sleep(if e < Duration::from_millis(50) {
-                        Duration::from_micros(200)
-                    } else {
-                        Duration::from_millis(5)
-                    });
-                }
-                Err(e) => return Run::Failed(format!("wait: {e}")),
-            }
-        };
-        let secs = start.elapsed().as_secs_f64();
-        let stdout = fs::read_to_string(&out).unwrap_or_default();
-        let stderr = fs::read_to_string(&err).unwrap_or_default();
-        if status.success() {
-            Run::Done {
-                secs,
+        if o.timed_out {
+            return Run::TimedOut;
+        }
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        match o.status {
+            Some(status) if status.success() => Run::Done {
+                secs: o.elapsed.as_secs_f64(),
                 stdout,
                 stderr,
+            },
+            Some(status) => {
+                let first = stderr
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .to_string();
+                Run::Failed(format!("{status}: {first}"))
             }
-        } else {
-            let first = stderr
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .to_string();
-            Run::Failed(format!("{status}: {first}"))
+            None => Run::Failed("could not be waited for".into()),
         }
     }
 

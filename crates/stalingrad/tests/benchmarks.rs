@@ -14,9 +14,9 @@
 //! cargo test --release -p stalingrad --test benchmarks -- --ignored
 //! ```
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 fn programs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/programs")
@@ -33,26 +33,18 @@ fn run_file(file: &Path, input: &str) -> String {
 /// Runs a command with `input` on standard input; returns its standard
 /// output, panicking on failure.
 fn run_command(mut cmd: Command, input: &str) -> String {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let limits = runner::Limits {
+        time: Duration::from_secs(600),
+        memory_kb: None,
+    };
+    let out = runner::run(&mut cmd, input.as_bytes(), &limits)
         .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("cannot write stdin");
-    let out = child
-        .wait_with_output()
-        .expect("the program did not finish");
     let stdout = String::from_utf8(out.stdout).expect("stdout is not UTF-8");
     assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}) with input {input:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status.is_some_and(|s| s.success()),
+        "{cmd:?} failed ({:?}, timed out: {}) with input {input:?}\nstdout:\n{stdout}\nstderr:\n{}",
         out.status,
+        out.timed_out,
         String::from_utf8_lossy(&out.stderr)
     );
     stdout

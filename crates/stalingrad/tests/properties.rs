@@ -48,9 +48,8 @@
 //! - `VLAD_PROPTEST_CASE=I`: run only case I of each property (with the
 //!   same seed, to reproduce a failure quickly).
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 use vladgen::{
     gen_function, gen_io_program, gen_point, point_literal, real_literal, Inputs, Options,
@@ -749,12 +748,6 @@ const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// `tests/regressions/deep-recursion.vlad`).
 const MEMORY_LIMIT_KB: u64 = 1 << 20;
 
-fn rss_kb(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 fn run_binary(args: &[&str], dir: &Path) -> Ran {
     run_process(Path::new(env!("CARGO_BIN_EXE_stalingrad")), args, dir, b"")
 }
@@ -762,72 +755,27 @@ fn run_binary(args: &[&str], dir: &Path) -> Ran {
 /// Runs `program ARGS...` in `dir` with `stdin` as its standard input,
 /// killing it after [`TIME_LIMIT`] or when it passes [`MEMORY_LIMIT_KB`].
 fn run_process(program: &Path, args: &[&str], dir: &Path, stdin: &[u8]) -> Ran {
-    let spawned = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            return Ran {
-                status: None,
-                stdout: String::new(),
-                stderr: format!("could not start {}: {e}", program.display()),
-                timed_out: false,
-                runaway: false,
-            }
-        }
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE");
+    let limits = runner::Limits {
+        time: TIME_LIMIT,
+        memory_kb: Some(MEMORY_LIMIT_KB),
     };
-    let mut in_pipe = child.stdin.take().expect("piped stdin");
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // The program may exit without reading all of its input.
-        let _ = in_pipe.write_all(&input);
-    });
-    let pipe_reader = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let out_reader = pipe_reader(Box::new(child.stdout.take().expect("piped stdout")));
-    let err_reader = pipe_reader(Box::new(child.stderr.take().expect("piped stderr")));
-    let start = Instant::now();
-    let (mut timed_out, mut runaway) = (false, false);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {
-                if start.elapsed() > TIME_LIMIT {
-                    timed_out = true;
-                } else if rss_kb(child.id()).is_some_and(|kb| kb > MEMORY_LIMIT_KB) {
-                    runaway = true;
-                }
-                if timed_out || runaway {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                std::thread::sleep(Duration::from_millis(3));
-            }
-            Err(_) => break None,
-        }
-    };
-    let _ = writer.join();
-    let text = |h: std::thread::JoinHandle<Vec<u8>>| {
-        String::from_utf8_lossy(&h.join().unwrap_or_default()).into_owned()
-    };
-    Ran {
-        status,
-        stdout: text(out_reader),
-        stderr: text(err_reader),
-        timed_out,
-        runaway,
+    match runner::run(&mut cmd, stdin, &limits) {
+        Ok(o) => Ran {
+            status: o.status,
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            timed_out: o.timed_out,
+            runaway: o.over_memory,
+        },
+        Err(e) => Ran {
+            status: None,
+            stdout: String::new(),
+            stderr: format!("could not start {}: {e}", program.display()),
+            timed_out: false,
+            runaway: false,
+        },
     }
 }
 

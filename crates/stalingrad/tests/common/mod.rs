@@ -5,11 +5,9 @@
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 /// The repository root (two levels above this crate's manifest).
 pub fn repo_root() -> PathBuf {
@@ -168,68 +166,29 @@ pub fn run_stalingrad(args: &[String], stdin: Option<&[u8]>) -> Run {
 
 /// Runs any program (e.g. one `stalingrad build` made) the same way.
 pub fn run_program(program: &Path, args: &[String], stdin: Option<&[u8]>) -> Run {
-    let start = Instant::now();
-    let spawned = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .current_dir(repo_root())
-        .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            return Run {
-                status: None,
-                stdout: String::new(),
-                stderr: format!("could not start {}: {e}\n", program.display()),
-                timed_out: false,
-                elapsed: start.elapsed(),
-            }
-        }
+        .env_remove("RUST_BACKTRACE");
+    let limits = runner::Limits {
+        time: time_limit(),
+        memory_kb: None,
     };
-    let input = stdin.unwrap_or(&[]).to_vec();
-    let mut child_stdin = child.stdin.take().expect("piped stdin");
-    let writer = thread::spawn(move || {
-        // The program may exit without reading all of its input.
-        let _ = child_stdin.write_all(&input);
-    });
-    let mut out_pipe = child.stdout.take().expect("piped stdout");
-    let mut err_pipe = child.stderr.take().expect("piped stderr");
-    let out_reader = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = out_pipe.read_to_end(&mut buf);
-        buf
-    });
-    let err_reader = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = err_pipe.read_to_end(&mut buf);
-        buf
-    });
-    let limit = time_limit();
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() > limit => {
-                timed_out = true;
-                let _ = child.kill();
-                break child.wait().ok();
-            }
-            Ok(None) => thread::sleep(Duration::from_millis(5)),
-            Err(_) => break None,
-        }
-    };
-    let _ = writer.join();
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    Run {
-        status,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        timed_out,
-        elapsed: start.elapsed(),
+    match runner::run(&mut cmd, stdin.unwrap_or(&[]), &limits) {
+        Ok(o) => Run {
+            status: o.status,
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            timed_out: o.timed_out,
+            elapsed: o.elapsed,
+        },
+        Err(e) => Run {
+            status: None,
+            stdout: String::new(),
+            stderr: format!("could not start {}: {e}\n", program.display()),
+            timed_out: false,
+            elapsed: Duration::ZERO,
+        },
     }
 }
 
