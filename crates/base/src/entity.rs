@@ -12,7 +12,8 @@ pub trait EntityRef: Copy + Eq {
 /// Declares a `u32` newtype index with a one-letter display prefix.
 #[macro_export]
 macro_rules! entity {
-    ($name:ident, $prefix:expr) => {
+    ($(#[$attr:meta])* $name:ident, $prefix:expr) => {
+        $(#[$attr])*
         #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
         pub struct $name(u32);
         impl $crate::entity::EntityRef for $name {

@@ -8,6 +8,7 @@
 
 use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
 use ad::{AdMemo, Untransformed};
+use ir::EntityRef;
 use ir::{ConstDatum, ConstId, Expects, LambdaId, Prim, PrimKind, Program, Scalar, Tag};
 use std::collections::HashMap;
 
@@ -69,7 +70,7 @@ impl Ops {
                 Tag::Forward => {
                     let z = self.zero(v);
                     let t = self.tag_wrap(Tag::Perturb, z);
-                    self.bundle(v, t).unwrap_or(AvId(0))
+                    self.bundle(v, t).unwrap_or(AvId::new(0))
                 }
                 _ => self.tag_wrap(*tag, v),
             };

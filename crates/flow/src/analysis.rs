@@ -34,6 +34,7 @@
 use crate::adops::{Op, Ops};
 use crate::domain::{Av, AvId, Domain, Site, UnionId};
 use ad::AdMemo;
+use ir::EntityRef;
 use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{Diagnostic, Span};
@@ -66,8 +67,7 @@ const SPLIT_DEPTH: usize = 64;
 /// otherwise split forever.
 const MAX_SPLITS: u32 = 8;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SpecId(pub u32);
+ir::entity!(SpecId, "S");
 
 /// What the code for one binding does, decided by the analysis.
 #[derive(Clone, Debug, PartialEq)]
@@ -478,7 +478,7 @@ impl Analyzer {
                  and holds itself (such as a list of run-time length): {shapes}"
             ));
         }
-        let whole = vals.get(&x).copied().unwrap_or(AvId(0));
+        let whole = vals.get(&x).copied().unwrap_or(AvId::new(0));
         let members = self.ops.dom.members(u).to_vec();
         let mut narrowed = vals.clone();
         let mut av = self.ops.dom.bottom();
@@ -544,7 +544,7 @@ impl Analyzer {
         env: &[AvId],
         group: Option<ir::GroupId>,
     ) -> R<BindInfo> {
-        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId(0));
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId::new(0));
         let plain = |r: Op<AvId>, dom: &Domain| match r {
             Ok(av) => BindInfo {
                 av,

@@ -23,12 +23,13 @@
 use ir::{LambdaId, Prim, Tag, Var};
 use std::collections::HashMap;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AvId(pub u32);
+ir::entity!(AvId, "a");
 
-/// A nominal union of shapes (see the module documentation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct UnionId(pub u32);
+ir::entity!(
+    /// A nominal union of shapes (see the module documentation).
+    UnionId,
+    "U"
+);
 
 /// A place in the program where values of different shapes meet; each has
 /// at most one union. Sites inside a procedure are per *context*: the

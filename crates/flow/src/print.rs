@@ -4,15 +4,18 @@
 
 use crate::analysis::{Analysis, Plan};
 use crate::text::{av_text, site_text, union_text};
+use ir::EntityRef;
 use std::fmt::Write;
 
 fn plan_text(p: &Plan) -> String {
     match p {
         Plan::Plain => String::new(),
-        Plan::Call(s) => format!("  ; calls S{}", s.0),
+        Plan::Call(s) => format!("  ; calls S{}", s.index()),
         Plan::Prim(p) => format!("  ; primitive {p}"),
         Plan::If { then_, else_ } => {
-            let f = |x: &Option<crate::SpecId>| x.map_or("-".to_string(), |s| format!("S{}", s.0));
+            let f = |x: &Option<crate::SpecId>| {
+                x.map_or("-".to_string(), |s| format!("S{}", s.index()))
+            };
             format!("  ; if then {} else {}", f(then_), f(else_))
         }
         Plan::Check => "  ; checked at run time".into(),
@@ -32,8 +35,8 @@ fn plan_text(p: &Plan) -> String {
 /// Every specialisation with the abstract value of each binding.
 pub fn analysis_text(a: &Analysis) -> String {
     let mut s = String::new();
-    let live = (0..a.specs.len() as u32)
-        .filter(|i| a.is_live(crate::SpecId(*i)))
+    let live = (0..a.specs.len())
+        .filter(|i| a.is_live(crate::SpecId::new(*i)))
         .count();
     let _ = writeln!(
         s,
@@ -42,7 +45,7 @@ pub fn analysis_text(a: &Analysis) -> String {
         a.iterations
     );
     for (i, spec) in a.specs.iter().enumerate() {
-        if !a.is_live(crate::SpecId(i as u32)) {
+        if !a.is_live(crate::SpecId::new(i)) {
             continue;
         }
         let lam = &a.ops.prog.lambdas[spec.lambda];

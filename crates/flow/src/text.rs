@@ -4,6 +4,7 @@
 //! only at run time).
 
 use crate::domain::{Av, AvId, Domain};
+use ir::EntityRef;
 use ir::Program;
 use std::fmt::Write;
 use syntax::number::format_real;
@@ -21,10 +22,10 @@ fn write_av(dom: &Domain, prog: &Program, v: AvId, s: &mut String) {
     match dom.get(v) {
         Av::Bottom => s.push('_'),
         Av::Union(u) => {
-            let _ = write!(s, "U{}", dom.find(*u).0);
+            let _ = write!(s, "U{}", dom.find(*u).index());
         }
         Av::Sym(n, crate::domain::SymKind::Union(u)) => {
-            let _ = write!(s, "U{}@{n}", dom.find(*u).0);
+            let _ = write!(s, "U{}@{n}", dom.find(*u).index());
         }
         Av::Real(Some(x)) => s.push_str(&format_real(f64::from_bits(*x))),
         Av::Real(None) | Av::Sym(_, crate::domain::SymKind::Real) => s.push('R'),
@@ -207,7 +208,7 @@ pub fn union_text(dom: &Domain, prog: &Program, u: crate::UnionId) -> String {
         .iter()
         .map(|m| av_text(dom, prog, *m))
         .collect();
-    format!("U{} = {}", dom.find(u).0, members.join(" | "))
+    format!("U{} = {}", dom.find(u).index(), members.join(" | "))
 }
 
 pub(crate) fn site_text(prog: &Program, site: &crate::Site) -> String {
@@ -225,15 +226,15 @@ pub(crate) fn site_text(prog: &Program, site: &crate::Site) -> String {
         Site::Result(c) => format!("a result ({})", ctx(*c)),
         Site::Arg(l) => format!("the arguments of {l}"),
         Site::Env(l, i) => format!("environment slot {i} of {l}"),
-        Site::Part(u, _) => format!("parts of U{}", u.0),
-        Site::Zero(u) => format!("zero of U{}", u.0),
+        Site::Part(u, _) => format!("parts of U{}", u.index()),
+        Site::Zero(u) => format!("zero of U{}", u.index()),
         Site::Map(op, u, w) => match w {
-            Some(w) => format!("{op:?} of U{} and U{}", u.0, w.0),
-            None => format!("{op:?} of U{}", u.0),
+            Some(w) => format!("{op:?} of U{} and U{}", u.index(), w.index()),
+            None => format!("{op:?} of U{}", u.index()),
         },
         Site::Within(base, path) => {
             format!("a part ({path:x}) of the values joined at site {base}")
         }
-        Site::Plus(u, w) => format!("plus of U{} and U{}", u.0, w.0),
+        Site::Plus(u, w) => format!("plus of U{} and U{}", u.index(), w.index()),
     }
 }

@@ -24,7 +24,7 @@
 
 use fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
 use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
-use ir::{Prim, PrimKind, Rhs, Stmt, Var};
+use ir::{EntityRef, Prim, PrimKind, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{SourceMap, Span};
 
@@ -63,8 +63,8 @@ fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
 
 /// Lowers an analysed program.
 pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
-    let live: Vec<bool> = (0..analysis.specs.len() as u32)
-        .map(|i| analysis.is_live(SpecId(i)))
+    let live: Vec<bool> = (0..analysis.specs.len())
+        .map(|i| analysis.is_live(SpecId::new(i)))
         .collect();
     let Analysis {
         mut ops,
@@ -111,7 +111,7 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
     }
     for (i, live) in live.into_iter().enumerate() {
         if live {
-            let f = lw.lower_spec(SpecId(i as u32));
+            let f = lw.lower_spec(SpecId::new(i));
             lw.module.funcs[i] = f;
         } else {
             // Never called: its analysis is stale.
@@ -291,8 +291,8 @@ impl Lowerer<'_> {
     }
 
     fn lower_spec(&mut self, id: SpecId) -> fir::Func {
-        let s = self.specs[id.0 as usize].clone();
-        let proto = self.module.funcs[id.0 as usize].clone();
+        let s = self.specs[id.index()].clone();
+        let proto = self.module.funcs[id.index()].clone();
         let mut fb = Fb {
             types: proto.params.clone(),
             blocks: vec![Vec::new()],
@@ -321,7 +321,7 @@ impl Lowerer<'_> {
         ) {
             Flow::Done(t) => t,
             Flow::Value(_) => {
-                let r = vals.get(&lam.result).copied().unwrap_or(AvId(0));
+                let r = vals.get(&lam.result).copied().unwrap_or(AvId::new(0));
                 let mut out = Vec::new();
                 self.coerce(&mut fb, r, s.result, &mut out);
                 Term::Return(out)
@@ -363,7 +363,7 @@ impl Lowerer<'_> {
                     }
                 }
                 Stmt::Show { var, .. } => {
-                    let av = vals.get(var).copied().unwrap_or(AvId(0));
+                    let av = vals.get(var).copied().unwrap_or(AvId::new(0));
                     self.print_value(&mut fb, av);
                     self.print_str(&mut fb, "\n");
                 }
@@ -400,7 +400,7 @@ impl Lowerer<'_> {
                 done => return done,
             }
         }
-        Flow::Value(AvId(0))
+        Flow::Value(AvId::new(0))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -414,7 +414,7 @@ impl Lowerer<'_> {
         group: Option<ir::GroupId>,
         tail: bool,
     ) -> Flow {
-        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId(0));
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId::new(0));
         match &info.plan {
             Plan::Dead => {
                 return Flow::Done(Term::Error(
@@ -492,7 +492,7 @@ impl Lowerer<'_> {
             }
             Rhs::EnvRef { closure, index } => match self.ops.dom.get(v(closure)).clone() {
                 Av::Closure(_, e) => {
-                    Flow::Value(e.get(*index as usize).copied().unwrap_or(AvId(0)))
+                    Flow::Value(e.get(*index as usize).copied().unwrap_or(AvId::new(0)))
                 }
                 _ => Flow::Done(Term::Error(self.string("error: internal error: env-ref"))),
             },

@@ -145,7 +145,7 @@ impl Lowerer<'_> {
         arg: AvId,
         tail: bool,
     ) -> Flow {
-        let spec = self.specs[s.0 as usize].clone();
+        let spec = self.specs[s.index()].clone();
         let mut args = Vec::new();
         if let Av::Closure(_, env) = self.ops.dom.get(f).clone() {
             for (x, t) in env.iter().zip(&spec.env) {
@@ -153,7 +153,7 @@ impl Lowerer<'_> {
             }
         }
         self.coerce(fb, arg, spec.arg, &mut args);
-        let callee = FuncId(s.0);
+        let callee = FuncId(s.index() as u32);
         if tail && fb.result == Some(spec.result) {
             return Flow::Done(Term::TailCall(callee, args));
         }

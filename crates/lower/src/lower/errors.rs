@@ -82,7 +82,7 @@ impl Lowerer<'_> {
         vals: &HashMap<Var, AvId>,
         analysed: &str,
     ) -> String {
-        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId(0));
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId::new(0));
         let again = match &b.rhs {
             Rhs::App { f, arg } => match self.ops.dom.get(v(f)).clone() {
                 Av::Prim(ir::Prim::IfProcedure) if analysed.starts_with("`if-procedure`") => {

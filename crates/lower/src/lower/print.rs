@@ -14,7 +14,7 @@ impl Lowerer<'_> {
             return *f;
         }
         let id = FuncId(self.module.funcs.len() as u32);
-        let name = format!("print_u{}{}", u.0, if tail { "_tail" } else { "" });
+        let name = format!("print_u{}{}", u.index(), if tail { "_tail" } else { "" });
         let empty = Block {
             insts: vec![],
             term: Term::Return(vec![]),

@@ -18,7 +18,7 @@ impl Lowerer<'_> {
         group: Option<ir::GroupId>,
         tail: bool,
     ) -> Flow {
-        let whole = vals.get(&var).copied().unwrap_or(AvId(0));
+        let whole = vals.get(&var).copied().unwrap_or(AvId::new(0));
         let (ptr, u) = match self.ops.dom.get(self.ops.part_at(whole, path)) {
             Av::Sym(p, SymKind::Union(u)) => (Val(*p), *u),
             _ => {

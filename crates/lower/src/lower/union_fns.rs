@@ -54,17 +54,22 @@ impl Lowerer<'_> {
             UnionFn::Plus(u, w) => dom.union_at(flow::Site::Plus(u, w)),
             UnionFn::Map(_, _, _, r) => Some(r),
         }
-        .unwrap_or(UnionId(0));
+        .unwrap_or(UnionId::new(0));
         if let Some(f) = self.union_fns.get(&what) {
             return (*f, result);
         }
         let id = FuncId(self.module.funcs.len() as u32);
         let (name, params) = match what {
-            UnionFn::Zero(u) => (format!("zero_u{}", u.0), vec![Ty::Ptr]),
-            UnionFn::Plus(u, w) => (format!("plus_u{}_u{}", u.0, w.0), vec![Ty::Ptr, Ty::Ptr]),
-            UnionFn::Map(op, u, None, _) => (format!("{}_u{}", op_name(op), u.0), vec![Ty::Ptr]),
+            UnionFn::Zero(u) => (format!("zero_u{}", u.index()), vec![Ty::Ptr]),
+            UnionFn::Plus(u, w) => (
+                format!("plus_u{}_u{}", u.index(), w.index()),
+                vec![Ty::Ptr, Ty::Ptr],
+            ),
+            UnionFn::Map(op, u, None, _) => {
+                (format!("{}_u{}", op_name(op), u.index()), vec![Ty::Ptr])
+            }
             UnionFn::Map(op, u, Some(w), _) => (
-                format!("{}_u{}_u{}", op_name(op), u.0, w.0),
+                format!("{}_u{}_u{}", op_name(op), u.index(), w.index()),
                 vec![Ty::Ptr, Ty::Ptr],
             ),
         };
