@@ -235,6 +235,11 @@ impl Ops {
             Av::Closure(l, env) => env.is_empty() && self.prim_chain(*l).is_some(),
             Av::Wrap(_, x) => self.nil_like(*x),
             Av::Bundle(p, t) => self.nil_like(*p) && self.nil_like(*t),
+            // The zeros of a union of primitives are a union of nils.
+            Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => {
+                let ms = self.dom.members(self.dom.find(*u));
+                !ms.is_empty() && ms.iter().all(|m| self.nil_like(*m))
+            }
             _ => false,
         }
     }
@@ -569,6 +574,12 @@ impl Ops {
         if self.active.insert((u, Some(w))) {
             for mu in self.dom.members(u).to_vec() {
                 let Some(j) = self.dom.member_index(w, mu) else {
+                    // Members without reals of different kinds sum too.
+                    for mw in self.dom.members(w).to_vec() {
+                        if let Some(r) = self.nil_sum(mu, mw) {
+                            self.dom.add_member(p, r);
+                        }
+                    }
                     continue;
                 };
                 let mw = self.dom.members(w)[j];
@@ -602,12 +613,16 @@ impl Ops {
         match (self.dom.as_union_id(a), self.dom.as_union_id(b)) {
             (Some(u), Some(w)) => return Ok(self.plus_unions(u, w)),
             (Some(u), None) => {
-                let i = self.dom.member_index(u, b).ok_or_else(String::new)?;
+                let Some(i) = self.dom.member_index(u, b) else {
+                    return self.nil_sum_with_union(a, b, true).ok_or_else(String::new);
+                };
                 let m = self.dom.members(u)[i];
                 return self.plus_inner(m, b);
             }
             (None, Some(w)) => {
-                let i = self.dom.member_index(w, a).ok_or_else(String::new)?;
+                let Some(i) = self.dom.member_index(w, a) else {
+                    return self.nil_sum_with_union(b, a, false).ok_or_else(String::new);
+                };
                 let m = self.dom.members(w)[i];
                 return self.plus_inner(a, m);
             }
@@ -640,14 +655,42 @@ impl Ops {
                 let z = self.plus_inner(x, y)?;
                 Ok(self.dom.wrap(t1, z))
             }
-            (ka, _) if self.nil_like(a) && self.nil_like(b) => {
-                Ok(if matches!(ka, Av::Closure(..) | Av::Prim(_)) {
-                    b
-                } else {
-                    a
-                })
+            _ => self.nil_sum(a, b).ok_or_else(String::new),
+        }
+    }
+
+    /// `plus` of two values without reals whose representations differ
+    /// only in how a transformed primitive was reached (as in the
+    /// interpreter): the one that is not a procedure.
+    pub fn nil_sum(&self, a: AvId, b: AvId) -> Option<AvId> {
+        if !(self.nil_like(a) && self.nil_like(b)) {
+            return None;
+        }
+        let procedure = matches!(self.dom.get(a), Av::Closure(..) | Av::Prim(_));
+        Some(if procedure { b } else { a })
+    }
+
+    /// [`Ops::nil_sum`] of union value `uv` (the first operand when
+    /// `union_first`) and a value `x` of a kind none of its members has:
+    /// the sum for the members it is defined on (the others are errors at
+    /// run time), when that is one value.
+    pub fn nil_sum_with_union(&self, uv: AvId, x: AvId, union_first: bool) -> Option<AvId> {
+        let u = self.dom.as_union_id(uv)?;
+        let mut sums = self.dom.members(u).iter().filter_map(|m| {
+            if union_first {
+                self.nil_sum(*m, x)
+            } else {
+                self.nil_sum(x, *m)
             }
-            _ => Err(String::new()),
+        });
+        let first = sums.next()?;
+        if sums.all(|s| s == first) {
+            Some(first)
+        } else if !union_first && matches!(self.dom.get(x), Av::Closure(..) | Av::Prim(_)) {
+            // Each member sums to itself: the union is the sum.
+            Some(uv)
+        } else {
+            None
         }
     }
 

@@ -118,10 +118,13 @@ impl Lowerer<'_> {
             UnionFn::Plus(u, w) => {
                 self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
                     let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
-                        if this.ops.dom.kind(mu) != this.ops.dom.kind(mw) {
+                        let r = if this.ops.dom.kind(mu) == this.ops.dom.kind(mw) {
+                            this.plus(fb, mu, mw)
+                        } else if let Some(r) = this.ops.nil_sum(mu, mw) {
+                            r
+                        } else {
                             return this.plus_mismatch(mu, mw);
-                        }
-                        let r = this.plus(fb, mu, mw);
+                        };
                         let mut out = Vec::new();
                         this.coerce(fb, r, target, &mut out);
                         Term::Yield(out)
@@ -260,7 +263,7 @@ impl Lowerer<'_> {
             return x;
         };
         let Some(i) = self.ops.dom.member_index(u, x) else {
-            return x;
+            return self.plus_nil_member(fb, u, uv, x, union_first);
         };
         let member = self.ops.dom.members(u)[i];
         let (a, b) = if union_first {
@@ -287,6 +290,38 @@ impl Lowerer<'_> {
                 this.plus(fb, msym, x)
             } else {
                 this.plus(fb, x, msym)
+            };
+            let mut out = Vec::new();
+            this.coerce(fb, r, target, &mut out);
+            Term::Yield(out)
+        });
+        let mut it = results.into_iter();
+        self.symbolize(fb, target, &mut it)
+    }
+
+    /// `plus` of union value `uv` and a value `x` of a kind none of its
+    /// members has: defined on the members that, like `x`, have no reals
+    /// ([`flow::Ops::nil_sum_with_union`]); the others are errors.
+    fn plus_nil_member(
+        &mut self,
+        fb: &mut Fb,
+        u: UnionId,
+        uv: AvId,
+        x: AvId,
+        union_first: bool,
+    ) -> AvId {
+        let Av::Sym(p, _) = self.ops.dom.get(uv).clone() else {
+            return x;
+        };
+        let Some(sum) = self.ops.nil_sum_with_union(uv, x, union_first) else {
+            return x;
+        };
+        let target = self.ops.dom.widen(sum);
+        let tys = layout_of(&self.ops.dom, target);
+        let results = self.switch(fb, Val(p), u, &tys, &mut |this, fb, _, msym| {
+            let (a, b) = if union_first { (msym, x) } else { (x, msym) };
+            let Some(r) = this.ops.nil_sum(a, b) else {
+                return this.plus_mismatch(a, b);
             };
             let mut out = Vec::new();
             this.coerce(fb, r, target, &mut out);
