@@ -247,6 +247,24 @@ struct Limit {
 
 type R<T> = Result<T, Limit>;
 
+impl Limit {
+    /// Positions the failure at the innermost binding of the user's
+    /// program it happened under: a position in the standard library
+    /// (file 0) tells the user nothing about their program, so the call
+    /// into the library that led there takes its place.
+    fn locate(&mut self, outer: Option<Span>) {
+        let in_library = |s: Option<Span>| s.is_some_and(|s| s.file.0 == 0);
+        match self.span {
+            None => self.span = outer,
+            Some(_) if in_library(self.span) && outer.is_some() && !in_library(outer) => {
+                self.message.push_str(" (in the standard library)");
+                self.span = outer;
+            }
+            Some(_) => {}
+        }
+    }
+}
+
 fn limit<T>(message: impl Into<String>) -> R<T> {
     Err(Limit {
         message: message.into(),
@@ -271,7 +289,10 @@ impl Analyzer {
                 }
                 let info = self
                     .eval_rhs(b.var, &b.rhs, &vals, &[], None)
-                    .map_err(|e| Diagnostic::new(e.span.or(b.span), e.message))?;
+                    .map_err(|mut e| {
+                        e.locate(b.span);
+                        Diagnostic::new(e.span, e.message)
+                    })?;
                 if info.av == self.ops.dom.bottom() {
                     dead = true;
                 }
@@ -421,9 +442,7 @@ impl Analyzer {
             let info = self
                 .eval_rhs(b.var, &b.rhs, &vals, env, lam.group)
                 .map_err(|mut e| {
-                    if e.span.is_none() {
-                        e.span = b.span;
-                    }
+                    e.locate(b.span);
                     e
                 })?;
             if info.av == self.ops.dom.bottom() {

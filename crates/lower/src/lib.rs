@@ -16,16 +16,29 @@ pub fn compile(
     map: &syntax::SourceMap,
 ) -> Result<fir::Module, syntax::Diagnostic> {
     let analysis = flow::analyze(prog)?;
-    Ok(lower_and_optimize(analysis, map))
+    lower_and_optimize(analysis, map)
 }
 
 /// Lowering to FIR, then the FIR passes, unless `VLAD_NO_OPT` is set (to
 /// tell a lowering bug from an optimisation bug). `build` and every test
 /// that compiles go through here, so they compile alike.
-pub fn lower_and_optimize(analysis: flow::Analysis, map: &syntax::SourceMap) -> fir::Module {
+///
+/// The lowered module is verified in every build, not only in debug
+/// builds: a lowering bug is then a clean error naming the broken
+/// invariant, never a panic in a later pass or wrong code.
+pub fn lower_and_optimize(
+    analysis: flow::Analysis,
+    map: &syntax::SourceMap,
+) -> Result<fir::Module, syntax::Diagnostic> {
     let mut m = lower::lower(analysis, map);
+    if let Err(e) = fir::verify::verify(&m) {
+        return Err(syntax::Diagnostic::new(
+            None,
+            format!("internal error: the compiler cannot compile this program yet (lowering broke an invariant of the FIR: {e})"),
+        ));
+    }
     if std::env::var_os("VLAD_NO_OPT").is_none() {
         fir::optimize(&mut m);
     }
-    m
+    Ok(m)
 }

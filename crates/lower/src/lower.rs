@@ -124,11 +124,6 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let m = lw.lower_main(&main);
     lw.module.main = Some(FuncId(lw.module.funcs.len() as u32));
     lw.module.funcs.push(m);
-    if cfg!(debug_assertions) {
-        if let Err(e) = fir::verify::verify(&lw.module) {
-            panic!("internal error: lowering broke an invariant of the FIR: {e}");
-        }
-    }
     lw.module
 }
 

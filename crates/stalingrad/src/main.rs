@@ -268,7 +268,13 @@ fn build(a: BuildArgs) -> ExitCode {
         emit(&flow::print::analysis_text(&analysis));
         return ExitCode::SUCCESS;
     }
-    let module = lower::lower_and_optimize(analysis, &map);
+    let module = match lower::lower_and_optimize(analysis, &map) {
+        Ok(m) => m,
+        Err(d) => {
+            report(&d, &map);
+            return ExitCode::FAILURE;
+        }
+    };
     if a.emit == Some(Emit::Ir) {
         emit(&fir::print::module(&module));
         return ExitCode::SUCCESS;

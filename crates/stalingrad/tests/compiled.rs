@@ -31,7 +31,12 @@ fn programs() -> Vec<PathBuf> {
     let mut v = vlad_files(&root.join("examples"));
     v.extend(vlad_files_recursive(
         &root.join("tests"),
-        &["tests/complexity", "tests/errors/inc", "tests/run/incdir"],
+        &[
+            "tests/complexity",
+            "tests/errors/inc",
+            "tests/run/incdir",
+            "tests/corpus/pending",
+        ],
     ));
     v
 }
@@ -150,6 +155,56 @@ fn compiled_programs_behave_like_the_interpreter() {
         );
     }
     failures.finish("compiled vs interpreted", compared);
+}
+
+/// Programs `run` answers that `build` cannot compile yet
+/// (`tests/corpus/pending/`): each still fails to build with the error its
+/// `;; build-fails:` line names, cleanly (no panic), and `run` still
+/// succeeds. When one builds, this test fails and asks for it to be moved
+/// to `tests/corpus/`, where it is compared with `run`.
+#[test]
+fn pending_programs_fail_as_documented() {
+    let dir = repo_root().join("tests/corpus/pending");
+    let mut failures = Failures::default();
+    let programs = vlad_files(&dir);
+    for path in &programs {
+        let name = rel(path);
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let Some(want) = header(&text, "build-fails").into_iter().next() else {
+            failures.add(format!("{name}: no `;; build-fails:` line"));
+            continue;
+        };
+        let input = stdin_for(path);
+        let interp = run_stalingrad(&["run".into(), name.clone()], input.as_deref());
+        if !interp.success() {
+            failures.add(format!("{name}: `run` fails:\n{}", interp.transcript()));
+        }
+        let exe = std::env::temp_dir().join(format!("stalingrad-pending-{}", std::process::id()));
+        let build = run_stalingrad(
+            &[
+                "build".into(),
+                name.clone(),
+                "-o".into(),
+                exe.to_string_lossy().into_owned(),
+            ],
+            None,
+        );
+        let _ = std::fs::remove_file(&exe);
+        if build.success() {
+            failures.add(format!(
+                "{name}: builds now; move it to tests/corpus/ (with its expected output checked there)"
+            ));
+        } else if !build.stderr.contains(&want)
+            || build.stderr.contains("panicked")
+            || build.status.and_then(|s| s.code()) != Some(1)
+        {
+            failures.add(format!(
+                "{name}: build fails otherwise than `{want}`:\n{}",
+                build.transcript()
+            ));
+        }
+    }
+    failures.finish("pending programs", programs.len());
 }
 
 /// A compiled program that allocates far more union cells than it keeps

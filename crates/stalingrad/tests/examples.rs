@@ -158,6 +158,7 @@ fn test_programs_meet_their_expectations() {
 fn printed_output_is_exact() {
     let mut files = vlad_files(&examples_dir());
     files.extend(vlad_files(&tests_dir().join("run")));
+    files.extend(vlad_files(&tests_dir().join("corpus")));
     let mut failures = Failures::default();
     let checked = check_outputs(&files, &mut failures);
     assert!(checked > 0, "no .vlad/.out pairs found");
