@@ -531,26 +531,35 @@ impl Analyzer {
 
     /// Finds union `u` in `v`, within `depth` constructors (pairs, tags,
     /// bundles, closure environments); `path` gives the child taken at
-    /// each step.
+    /// each step. The shallowest occurrence is taken (breadth first): a
+    /// union split before left copies of itself one level below where it
+    /// was (the tail of a list member), and the operation that needs a
+    /// shape met the union at a position not split yet.
     fn path_to(&self, v: AvId, u: UnionId, path: &mut Vec<u32>, depth: usize) -> bool {
-        if self.ops.dom.as_union_id(v) == Some(u) {
-            return true;
-        }
-        if depth == 0 {
-            return false;
-        }
-        let children: Vec<AvId> = match self.ops.dom.get(v) {
-            Av::Pair(a, b) | Av::Bundle(a, b) => vec![*a, *b],
-            Av::Wrap(_, x) => vec![*x],
-            Av::Closure(_, env) => env.to_vec(),
-            _ => return false,
-        };
-        for (i, c) in children.into_iter().enumerate() {
-            path.push(i as u32);
-            if self.path_to(c, u, path, depth - 1) {
-                return true;
+        let mut level: Vec<(AvId, Vec<u32>)> = vec![(v, Vec::new())];
+        for _ in 0..=depth {
+            let mut next = Vec::new();
+            for (x, p) in level {
+                if self.ops.dom.as_union_id(x) == Some(u) {
+                    *path = p;
+                    return true;
+                }
+                let children: Vec<AvId> = match self.ops.dom.get(x) {
+                    Av::Pair(a, b) | Av::Bundle(a, b) => vec![*a, *b],
+                    Av::Wrap(_, y) => vec![*y],
+                    Av::Closure(_, env) => env.to_vec(),
+                    _ => continue,
+                };
+                for (i, c) in children.into_iter().enumerate() {
+                    let mut q = p.clone();
+                    q.push(i as u32);
+                    next.push((c, q));
+                }
             }
-            path.pop();
+            if next.is_empty() {
+                return false;
+            }
+            level = next;
         }
         false
     }
