@@ -415,11 +415,52 @@ fn counts_json(c: &[u64; counters::SLOTS], out: &mut dyn core::fmt::Write) -> co
 
 // ------------------------------------------------------------------ main
 
-/// The program runs on a thread with this much stack (address space;
-/// pages are only touched when used), as the interpreter does: non-tail
-/// VLAD recursion is non-tail machine recursion.
+/// The program runs on a thread with as much of these stacks as can be
+/// had (address space; pages are only touched when used), as the
+/// interpreter does: non-tail VLAD recursion is non-tail machine
+/// recursion. Under an address-space cap (`ulimit -v`) at most half the
+/// cap and 256 MiB less than it are asked for (`base::stack` chooses the
+/// same for the driver), and the stack check uses the size obtained.
 #[cfg(not(test))]
-const STACK_BYTES: usize = 4 << 30;
+const STACK_SIZES: [usize; 8] = [
+    4 << 30,
+    2 << 30,
+    1 << 30,
+    512 << 20,
+    256 << 20,
+    128 << 20,
+    64 << 20,
+    16 << 20,
+];
+
+/// `struct rlimit`: soft and hard limits.
+#[cfg(not(test))]
+#[repr(C)]
+struct Rlimit {
+    cur: u64,
+    max: u64,
+}
+
+#[cfg(not(test))]
+const RLIMIT_STACK: i32 = 3;
+#[cfg(not(test))]
+const RLIMIT_AS: i32 = 9;
+#[cfg(not(test))]
+const RLIM_INFINITY: u64 = u64::MAX;
+
+/// The soft limit `resource` has, if any.
+#[cfg(not(test))]
+fn soft_limit(resource: i32) -> Option<usize> {
+    let mut r = Rlimit { cur: 0, max: 0 };
+    // SAFETY: `r` is a valid, writable `struct rlimit` for the call.
+    let ok = unsafe { getrlimit(resource, &mut r) } == 0;
+    (ok && r.cur != RLIM_INFINITY).then_some(r.cur as usize)
+}
+
+/// The size of the stack the program thread got (0: it runs on the main
+/// thread).
+#[cfg(not(test))]
+static mut PROGRAM_STACK: usize = 0;
 
 /// `pthread_attr_t` is 56 bytes on 64-bit glibc and musl.
 #[cfg(not(test))]
@@ -437,6 +478,7 @@ extern "C" {
         arg: *mut u8,
     ) -> i32;
     fn pthread_join(thread: usize, ret: *mut *mut u8) -> i32;
+    fn getrlimit(resource: i32, rlim: *mut Rlimit) -> i32;
 }
 
 /// The lowest stack address compiled code may use: every compiled
@@ -461,10 +503,17 @@ extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
     let here = 0u8;
     let top = core::ptr::addr_of!(here) as usize;
     gc::set_stack_top(top + 64);
+    // SAFETY: `PROGRAM_STACK` was written by `main` before this thread
+    // started (or this is `main`'s own thread), and is not written again.
+    let size = match unsafe { PROGRAM_STACK } {
+        // On the main thread: its stack is what `ulimit -s` gives it.
+        0 => soft_limit(RLIMIT_STACK).unwrap_or(8 << 20),
+        n => n,
+    };
     // SAFETY: single-threaded: the limit is written once, here, before any
     // compiled code runs on this thread and reads it.
     unsafe {
-        rt_stack_limit = top.saturating_sub(STACK_BYTES.saturating_sub(STACK_MARGIN));
+        rt_stack_limit = top.saturating_sub(size.saturating_sub(STACK_MARGIN));
     }
     // SAFETY: `vlad_main` is the compiled program's entry point: a C-ABI
     // function without arguments or results.
@@ -475,16 +524,34 @@ extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
 #[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
-    let mut attr = PthreadAttr([0; 64]);
+    let cap =
+        soft_limit(RLIMIT_AS).map_or(usize::MAX, |a| (a / 2).min(a.saturating_sub(256 << 20)));
     let mut thread = 0usize;
-    // SAFETY: `attr` and `thread` are valid, writable and live across the
-    // calls; the new thread only runs the program, and is joined before
-    // `main` goes on, so the runtime stays single-threaded in effect.
-    let started = unsafe {
-        pthread_attr_init(&mut attr) == 0
-            && pthread_attr_setstacksize(&mut attr, STACK_BYTES) == 0
-            && pthread_create(&mut thread, &attr, program_thread, core::ptr::null_mut()) == 0
-    };
+    let mut started = false;
+    for size in STACK_SIZES {
+        if size > cap && size != STACK_SIZES[STACK_SIZES.len() - 1] {
+            continue;
+        }
+        let mut attr = PthreadAttr([0; 64]);
+        // SAFETY: written before the program thread exists; read by it.
+        unsafe { PROGRAM_STACK = size };
+        // SAFETY: `attr` and `thread` are valid, writable and live across
+        // the calls; the new thread only runs the program, and is joined
+        // before `main` goes on, so the runtime stays single-threaded in
+        // effect.
+        started = unsafe {
+            pthread_attr_init(&mut attr) == 0
+                && pthread_attr_setstacksize(&mut attr, size) == 0
+                && pthread_create(&mut thread, &attr, program_thread, core::ptr::null_mut()) == 0
+        };
+        if started {
+            break;
+        }
+    }
+    if !started {
+        // SAFETY: no other thread exists.
+        unsafe { PROGRAM_STACK = 0 };
+    }
     if started {
         // SAFETY: `thread` was created above and is joined once.
         unsafe { pthread_join(thread, core::ptr::null_mut()) };

@@ -6,6 +6,8 @@
 //! - [`entity`]: typed ids into arenas.
 //! - [`message`]: how values are shortened in error messages.
 //! - [`scalar`]: the arithmetic of reals, for every stage that computes it.
+//! - [`stack`]: the stack a thread may recurse on, checked where the
+//!   interpreter and the analysis recurse.
 //! - [`scc`]: strongly connected components (the top level's `letrec*`
 //!   ordering, the FIR inliner's call graph).
 //! - [`number_core`]: reading and printing reals. It uses only `core`:
@@ -24,5 +26,6 @@ pub mod message;
 pub mod number_core;
 pub mod scalar;
 pub mod scc;
+pub mod stack;
 
 pub use entity::{Arena, EntityRef};

@@ -306,6 +306,15 @@ impl Analyzer {
     /// The specialisation of `lambda` on `env` and `arg`, analysed (again)
     /// if this iteration has not done so yet.
     fn call(&mut self, lambda: LambdaId, env: &[AvId], arg: AvId) -> R<(AvId, SpecId)> {
+        // The analysis of a call analyses its callee first: a chain of
+        // specialisations that keeps growing would overflow the stack.
+        if base::stack::exhausted() {
+            return limit(format!(
+                "the analysis nests specialisations deeper than its stack ({} MiB) holds (while specialising `{}`)",
+                base::stack::size_mib(),
+                self.lambda_name(lambda)
+            ));
+        }
         let recursive = self.stack.contains(&lambda);
         let wenv: Box<[AvId]> = env.iter().map(|x| self.ops.dom.widen(*x)).collect();
         let warg = self.ops.dom.widen(arg);

@@ -48,6 +48,7 @@ impl Interp<'_> {
     }
 
     fn wrap_memo(&mut self, tag: Tag, v: Value, memo: &mut HashMap<usize, Value>) -> Result<Value> {
+        crate::eval::check_stack()?;
         self.counters.transform += 1;
         match v {
             Value::Closure(c) => {
@@ -84,6 +85,7 @@ impl Interp<'_> {
         v: Value,
         memo: &mut HashMap<usize, Value>,
     ) -> Result<Value> {
+        crate::eval::check_stack()?;
         self.counters.transform += 1;
         match (&v, tag) {
             (Value::Perturbation(x), Tag::Perturb)
@@ -258,6 +260,7 @@ impl Interp<'_> {
     }
 
     fn zero_memo(&mut self, v: &Value) -> Result<Value> {
+        crate::eval::check_stack()?;
         if let Some(k) = v.addr() {
             if let Some((_, r)) = self.zero_cache.get(&k) {
                 return Ok(r.clone());
@@ -337,6 +340,7 @@ impl Interp<'_> {
         b: &Value,
         memo: &mut HashMap<(usize, usize), Value>,
     ) -> Result<Value> {
+        crate::eval::check_stack()?;
         let key = match (a.addr(), b.addr()) {
             (Some(x), Some(y)) => Some((x, y)),
             _ => None,

@@ -39,6 +39,19 @@ impl RunError {
 
 pub type Result<T> = std::result::Result<T, RunError>;
 
+/// A clean error where recursion on the Rust stack (nested calls, and
+/// the AD operations' walks over values) has used the stack the thread
+/// has (`base::stack`: smaller than usual under an address-space cap).
+pub(crate) fn check_stack() -> Result<()> {
+    if base::stack::exhausted() {
+        return err(format!(
+            "recursion too deep: the interpreter's stack ({} MiB) is used up",
+            base::stack::size_mib()
+        ));
+    }
+    Ok(())
+}
+
 pub fn err<T>(message: impl Into<String>) -> Result<T> {
     Err(RunError::new(message))
 }
@@ -383,6 +396,7 @@ impl<'io> Interp<'io> {
                         "recursion too deep: more than {MAX_DEPTH} nested calls that are not tail calls"
                     ));
                 }
+                check_stack()?;
                 self.depth += 1;
                 let r = self.apply(ld(f), ld(a));
                 self.depth -= 1;

@@ -32,14 +32,14 @@ A tiny program (gradient.vlad):
   (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
   ((gradient-R f) '(3 4))   ===> (24 9)";
 
-#[derive(Parser)]
+#[derive(Parser, Clone)]
 #[command(name = "stalingrad", version, about = ABOUT, after_help = EXAMPLES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Clone)]
 enum Command {
     /// Evaluate a program with the reference interpreter, printing the value
     /// of each top-level expression on its own line.
@@ -57,7 +57,7 @@ enum Command {
     Build(BuildArgs),
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct Common {
     /// Directories searched for `(include "name")` after the including
     /// file's own directory.
@@ -65,7 +65,7 @@ struct Common {
     include: Vec<PathBuf>,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct RunArgs {
     file: PathBuf,
     #[command(flatten)]
@@ -83,7 +83,7 @@ enum CountFormat {
     Json,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct TestArgs {
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -91,7 +91,7 @@ struct TestArgs {
     common: Common,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct BuildArgs {
     file: PathBuf,
     #[command(flatten)]
@@ -128,26 +128,38 @@ enum Emit {
 }
 
 /// The interpreter recurses on the Rust stack for every non-tail VLAD call;
-/// deep (non-tail) recursion in VLAD needs a deep stack. This is address
-/// space, not memory: pages are only touched when used.
-const STACK_BYTES: usize = 4 << 30;
-
+/// deep (non-tail) recursion in VLAD needs a deep stack: up to 4 GiB,
+/// less under an address-space cap (`base::stack::sizes_to_try`). This is
+/// address space, not memory: pages are only touched when used. With a
+/// smaller stack recursion ends sooner, with the same clean error.
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let worker = std::thread::Builder::new()
-        .stack_size(STACK_BYTES)
-        .spawn(move || match cli.command {
-            Command::Run(a) => run(a),
-            Command::Test(a) => test(a),
-            Command::Build(a) => build(a),
+    let sizes = base::stack::sizes_to_try();
+    for &size in &sizes {
+        let cli = cli.clone();
+        let worker = std::thread::Builder::new().stack_size(size).spawn(move || {
+            base::stack::enter(size);
+            match cli.command {
+                Command::Run(a) => run(a),
+                Command::Test(a) => test(a),
+                Command::Build(a) => build(a),
+            }
         });
-    match worker.map(|h| h.join()) {
-        Ok(Ok(code)) => code,
-        _ => {
-            eprintln!("stalingrad: internal error (the run was aborted)");
-            ExitCode::from(101)
+        // Only a failure to make the thread (no address space for its
+        // stack) tries a smaller one.
+        if let Ok(handle) = worker {
+            return match handle.join() {
+                Ok(code) => code,
+                Err(_) => {
+                    eprintln!("stalingrad: internal error (the run was aborted)");
+                    ExitCode::from(101)
+                }
+            };
         }
     }
+    let smallest = sizes.last().copied().unwrap_or(0) >> 20;
+    eprintln!("error: out of memory: no thread stack of even {smallest} MiB could be had");
+    ExitCode::FAILURE
 }
 
 fn load(file: &Path, common: &Common, map: &mut SourceMap) -> Result<ir::Program, Diagnostic> {

@@ -74,17 +74,39 @@ pub fn load_source(
     text: String,
     opts: &Options,
 ) -> Result<Program, Diagnostic> {
-    std::thread::scope(|s| {
+    // A thread whose stack is already that large (the driver's) expands
+    // here: under an address-space cap there may be no room for another.
+    if base::stack::size_mib() >= EXPAND_STACK >> 20 {
+        return load_source_here(map, path, text, opts);
+    }
+    let text = std::sync::Mutex::new(Some(text));
+    let spawned = std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
             .name("expand".into())
             .stack_size(EXPAND_STACK)
-            .spawn_scoped(s, || load_source_here(map, path, text, opts))
-            .map_err(|e| Diagnostic::new(None, format!("cannot start the expander: {e}")))?;
-        match worker.join() {
+            .spawn_scoped(s, || {
+                let text = text
+                    .lock()
+                    .ok()
+                    .and_then(|mut t| t.take())
+                    .unwrap_or_default();
+                load_source_here(map, path, text, opts)
+            })
+            .ok()?;
+        Some(match worker.join() {
             Ok(r) => r,
             Err(panic) => std::panic::resume_unwind(panic),
+        })
+    });
+    match spawned {
+        Some(r) => r,
+        // No room for the thread's stack (an address-space cap): expand
+        // here; the reader's nesting bound keeps the recursion modest.
+        None => {
+            let text = text.into_inner().ok().flatten().unwrap_or_default();
+            load_source_here(map, path, text, opts)
         }
-    })
+    }
 }
 
 /// [`load_source`] on the current thread.

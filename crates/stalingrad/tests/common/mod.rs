@@ -167,9 +167,26 @@ pub fn run_stalingrad(args: &[String], stdin: Option<&[u8]>) -> Run {
 /// Runs any program (e.g. one `stalingrad build` made) the same way.
 pub fn run_program(program: &Path, args: &[String], stdin: Option<&[u8]>) -> Run {
     let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(repo_root())
-        .env_remove("RUST_BACKTRACE");
+    cmd.args(args);
+    run_command(cmd, program, stdin)
+}
+
+/// [`run_program`] with the address space of the process capped at
+/// `kib` KiB, as `ulimit -v` does (set by `sh` before it execs the
+/// program: the standard library has no safe way to call `setrlimit` in a
+/// child).
+#[allow(dead_code)]
+pub fn run_program_capped(program: &Path, args: &[String], stdin: Option<&[u8]>, kib: u64) -> Run {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(program)
+        .args(args);
+    run_command(cmd, program, stdin)
+}
+
+fn run_command(mut cmd: Command, program: &Path, stdin: Option<&[u8]>) -> Run {
+    cmd.current_dir(repo_root()).env_remove("RUST_BACKTRACE");
     let limits = runner::Limits {
         time: time_limit(),
         memory_kb: None,

@@ -1,0 +1,149 @@
+//! Within the user's limits: under an address-space cap (`ulimit -v`, as
+//! shared clusters, containers and CI runners set), `run`, `build` and
+//! compiled binaries take the stack they can have, print what they print
+//! without the cap, and end deep recursion with a clean error (exit 1),
+//! never a signal, an abort or an internal error.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+const GIB: u64 = 1 << 20; // in KiB
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("stalingrad-limits-{}-{name}", std::process::id()))
+}
+
+fn stalingrad() -> &'static Path {
+    Path::new(binary())
+}
+
+/// Ended with its result (exit 0) or a clean error (exit 1, a message
+/// starting `error:` or positioned `FILE:LINE:COL: error:`).
+fn clean(r: &Run) -> bool {
+    match r.status.and_then(|s| s.code()) {
+        Some(0) => true,
+        Some(1) => r.stderr.contains("error:") && !r.stderr.contains("panicked"),
+        _ => false,
+    }
+}
+
+#[test]
+fn examples_run_build_and_run_compiled_under_a_1_gib_cap() {
+    let mut failures = Failures::default();
+    let files = vlad_files(&repo_root().join("examples"));
+    for path in &files {
+        let name = rel(path);
+        let input = stdin_for(path);
+        let free = run_stalingrad(&["run".into(), name.clone()], input.as_deref());
+        let capped = run_program_capped(
+            stalingrad(),
+            &["run".into(), name.clone()],
+            input.as_deref(),
+            GIB,
+        );
+        if capped.stdout != free.stdout
+            || capped.status.map(|s| s.code()) != free.status.map(|s| s.code())
+        {
+            failures.add(format!(
+                "{name}: `run` under 1 GiB differs:\n{}",
+                capped.transcript()
+            ));
+            continue;
+        }
+        let exe = temp(&path.file_stem().unwrap_or_default().to_string_lossy());
+        let build = run_program_capped(
+            stalingrad(),
+            &[
+                "build".into(),
+                name.clone(),
+                "-o".into(),
+                exe.to_string_lossy().into_owned(),
+            ],
+            None,
+            GIB,
+        );
+        if !build.success() {
+            failures.add(format!(
+                "{name}: `build` under 1 GiB failed:\n{}",
+                build.transcript()
+            ));
+            continue;
+        }
+        let native = run_program_capped(&exe, &[], input.as_deref(), GIB);
+        let _ = std::fs::remove_file(&exe);
+        if native.stdout != free.stdout
+            || native.status.map(|s| s.code()) != free.status.map(|s| s.code())
+        {
+            failures.add(format!(
+                "{name}: the binary under 1 GiB differs:\n{}",
+                native.transcript()
+            ));
+        }
+    }
+    failures.finish("examples under a 1 GiB address-space cap", files.len());
+}
+
+#[test]
+fn deep_recursion_ends_cleanly_under_every_cap() {
+    let src = temp("deep.vlad");
+    std::fs::write(
+        &src,
+        "(define (make n) (if (zero? n) '() (cons n (make (- n 1)))))\n\
+         (define (sum l) (if (null? l) 0 (+ (car l) (sum (cdr l)))))\n\
+         (sum (make (read-real)))\n",
+    )
+    .expect("write the program");
+    let exe = temp("deep");
+    let src_s = src.to_string_lossy().into_owned();
+    let build = run_stalingrad(
+        &[
+            "build".into(),
+            src_s.clone(),
+            "-o".into(),
+            exe.to_string_lossy().into_owned(),
+        ],
+        None,
+    );
+    assert!(build.success(), "{}", build.transcript());
+    let mut failures = Failures::default();
+    let mut checked = 0;
+    for cap in [Some(GIB), Some(3 * GIB), None] {
+        for n in ["1000000", "10000000"] {
+            let input = n.as_bytes();
+            let runs = [
+                ("compiled", &exe as &Path, vec![]),
+                ("run", stalingrad(), vec!["run".to_string(), src_s.clone()]),
+            ];
+            for (what, program, args) in runs {
+                // The interpreter at 10^7 needs 10 GB of pairs: capped only.
+                if what == "run" && n == "10000000" && cap.is_none() {
+                    continue;
+                }
+                let r = match cap {
+                    Some(kib) => run_program_capped(program, &args, Some(input), kib),
+                    None => run_program(program, &args, Some(input)),
+                };
+                checked += 1;
+                let want = if n == "1000000" {
+                    "500000500000"
+                } else {
+                    "50000005000000"
+                };
+                let answered = r.stdout.trim() == want && r.success();
+                let refused = !r.success() && clean(&r) && r.stderr.contains("recursion too deep")
+                    || r.stderr.contains("out of memory");
+                if !(answered || refused) || !clean(&r) {
+                    failures.add(format!(
+                        "{what}, n = {n}, cap {cap:?} KiB:\n{}",
+                        r.transcript()
+                    ));
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&exe);
+    let _ = std::fs::remove_file(&src);
+    failures.finish("deep recursion under caps", checked);
+}
