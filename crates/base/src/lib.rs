@@ -6,6 +6,7 @@
 //! - [`entity`]: typed ids into arenas.
 //! - [`message`]: how values are shortened in error messages.
 //! - [`scalar`]: the arithmetic of reals, for every stage that computes it.
+//! - [`memory`]: the memory budget, and out-of-memory as a clean error.
 //! - [`stack`]: the stack a thread may recurse on, checked where the
 //!   interpreter and the analysis recurse.
 //! - [`scc`]: strongly connected components (the top level's `letrec*`
@@ -20,6 +21,7 @@
 /// Core-only.
 pub mod counters;
 pub mod entity;
+pub mod memory;
 /// Core-only.
 pub mod message;
 /// Core-only.

@@ -63,7 +63,24 @@ struct Common {
     /// file's own directory.
     #[arg(short = 'I', value_name = "DIR")]
     include: Vec<PathBuf>,
+    /// The most memory the compiler or interpreter may use, as `512M`,
+    /// `2G` or bytes (default: three quarters of the physical memory or of
+    /// the address-space cap, whichever is smaller). Past it, the analysis
+    /// stops with a positioned error and anything else with `out of
+    /// memory`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_memory: Option<usize>,
 }
+
+fn parse_size(text: &str) -> Result<usize, String> {
+    base::memory::parse_size(text)
+        .ok_or_else(|| format!("expected a size such as 512M or 2G, found `{text}`"))
+}
+
+/// Every allocation is counted against the memory budget, and running out
+/// is a clean error (`base::memory`).
+#[global_allocator]
+static ALLOCATOR: base::memory::Budgeted = base::memory::Budgeted;
 
 #[derive(Args, Clone)]
 struct RunArgs {
@@ -134,6 +151,14 @@ enum Emit {
 /// smaller stack recursion ends sooner, with the same clean error.
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let common = match &cli.command {
+        Command::Run(a) => &a.common,
+        Command::Test(a) => &a.common,
+        Command::Build(a) => &a.common,
+    };
+    if let Some(budget) = common.max_memory.or_else(base::memory::default_budget) {
+        base::memory::set_budget(budget);
+    }
     let sizes = base::stack::sizes_to_try();
     for &size in &sizes {
         let cli = cli.clone();
@@ -163,6 +188,7 @@ fn main() -> ExitCode {
 }
 
 fn load(file: &Path, common: &Common, map: &mut SourceMap) -> Result<ir::Program, Diagnostic> {
+    base::memory::set_phase(base::memory::Phase::Reading);
     let opts = syntax::expand::Options {
         include_dirs: common.include.clone(),
     };
@@ -191,6 +217,7 @@ fn run(a: RunArgs) -> ExitCode {
     let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
         return ExitCode::FAILURE;
     };
+    base::memory::set_phase(base::memory::Phase::Running);
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let stdout = std::io::stdout();
@@ -227,6 +254,7 @@ fn test(a: TestArgs) -> ExitCode {
                 continue;
             }
         };
+        base::memory::set_phase(base::memory::Phase::Running);
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
         let stdout = std::io::stdout();
@@ -261,6 +289,7 @@ fn build(a: BuildArgs) -> ExitCode {
         emit(&ir::print::program(&prog));
         return ExitCode::SUCCESS;
     }
+    base::memory::set_phase(base::memory::Phase::Analysing);
     let analysis = match flow::analyze(prog) {
         Ok(a) => a,
         Err(d) => {
@@ -280,6 +309,7 @@ fn build(a: BuildArgs) -> ExitCode {
         emit(&flow::print::analysis_text(&analysis));
         return ExitCode::SUCCESS;
     }
+    base::memory::set_phase(base::memory::Phase::Lowering);
     let module = match lower::lower_and_optimize(analysis, &map) {
         Ok(m) => m,
         Err(d) => {
@@ -291,6 +321,7 @@ fn build(a: BuildArgs) -> ExitCode {
         emit(&fir::print::module(&module));
         return ExitCode::SUCCESS;
     }
+    base::memory::set_phase(base::memory::Phase::Compiling);
     let opts = codegen::Options {
         count_ops: a.count_ops,
         want_clif: a.emit == Some(Emit::Clif),

@@ -147,3 +147,89 @@ fn deep_recursion_ends_cleanly_under_every_cap() {
     let _ = std::fs::remove_file(&src);
     failures.finish("deep recursion under caps", checked);
 }
+
+/// Running out of memory, in the interpreter, in the analysis and in a
+/// compiled binary: a clean error and exit status 1, never Rust's abort.
+#[test]
+fn memory_exhaustion_is_a_clean_error() {
+    let src = temp("big.vlad");
+    std::fs::write(
+        &src,
+        "(define (make n acc) (if (zero? n) acc (make (- n 1) (cons n acc))))\n\
+         (define (len l acc) (if (null? l) acc (len (cdr l) (+ acc 1))))\n\
+         (len (make (read-real) '()) 0)\n",
+    )
+    .expect("write the program");
+    let src_s = src.to_string_lossy().into_owned();
+    let mut failures = Failures::default();
+
+    // The interpreter past its budget.
+    let r = run_stalingrad(
+        &[
+            "run".into(),
+            "--max-memory".into(),
+            "64M".into(),
+            src_s.clone(),
+        ],
+        Some(b"10000000"),
+    );
+    if !(clean(&r)
+        && r.stderr
+            .contains("error: out of memory while running the program"))
+    {
+        failures.add(format!("run past --max-memory:\n{}", r.transcript()));
+    }
+    // The same within it.
+    let r = run_stalingrad(
+        &[
+            "run".into(),
+            "--max-memory".into(),
+            "64M".into(),
+            src_s.clone(),
+        ],
+        Some(b"1000"),
+    );
+    if r.stdout.trim() != "1000" {
+        failures.add(format!("run within --max-memory:\n{}", r.transcript()));
+    }
+    // The analysis past its budget: positioned in the user's program.
+    let example = "examples/08-gradients-hessians.vlad".to_string();
+    let r = run_stalingrad(
+        &[
+            "build".into(),
+            "--max-memory".into(),
+            "1M".into(),
+            example.clone(),
+            "-o".into(),
+        ]
+        .into_iter()
+        .chain([temp("none").to_string_lossy().into_owned()])
+        .collect::<Vec<_>>(),
+        None,
+    );
+    if !(clean(&r) && r.stderr.contains(&format!("{example}:")) && r.stderr.contains("budget")) {
+        failures.add(format!("build past --max-memory:\n{}", r.transcript()));
+    }
+    // A compiled binary under an address-space cap.
+    let exe = temp("big");
+    let build = run_stalingrad(
+        &[
+            "build".into(),
+            src_s,
+            "-o".into(),
+            exe.to_string_lossy().into_owned(),
+        ],
+        None,
+    );
+    if build.success() {
+        let r = run_program_capped(&exe, &[], Some(b"100000000"), GIB);
+        if !(clean(&r) && r.stderr.contains("out of memory")) {
+            failures.add(format!("a binary past a 1 GiB cap:\n{}", r.transcript()));
+        }
+    } else {
+        failures.add(format!("build:\n{}", build.transcript()));
+    }
+    let _ = std::fs::remove_file(&exe);
+    let _ = std::fs::remove_file(&src);
+    failures.finish("memory exhaustion", 4);
+}

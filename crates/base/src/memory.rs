@@ -1,0 +1,203 @@
+//! The memory budget of the compiler and the interpreter: an allocator
+//! that counts the bytes in use, refuses to pass a budget, and turns
+//! exhaustion (of the budget or of the system) into `error: out of memory
+//! while <phase>` and exit status 1, instead of Rust's abort with a
+//! backtrace. The CLI installs it (`#[global_allocator]`) and sets the
+//! budget; the analysis reads [`in_use`] to stop, positioned, before the
+//! budget is reached.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What the process is doing, for the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Phase {
+    Starting,
+    Reading,
+    Analysing,
+    Lowering,
+    Compiling,
+    Running,
+}
+
+impl Phase {
+    const ALL: [Phase; 6] = [
+        Phase::Starting,
+        Phase::Reading,
+        Phase::Analysing,
+        Phase::Lowering,
+        Phase::Compiling,
+        Phase::Running,
+    ];
+
+    fn text(self) -> &'static [u8] {
+        match self {
+            Phase::Starting => b"starting",
+            Phase::Reading => b"reading the program",
+            Phase::Analysing => b"analysing the program",
+            Phase::Lowering => b"lowering the program",
+            Phase::Compiling => b"generating code",
+            Phase::Running => b"running the program",
+        }
+    }
+}
+
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static BUDGET: AtomicUsize = AtomicUsize::new(usize::MAX);
+static PHASE: AtomicUsize = AtomicUsize::new(Phase::Starting as usize);
+
+/// Bytes allocated and not yet freed (through [`Budgeted`]).
+pub fn in_use() -> usize {
+    IN_USE.load(Ordering::Relaxed)
+}
+
+/// The budget in bytes (`usize::MAX`: none).
+pub fn budget() -> usize {
+    BUDGET.load(Ordering::Relaxed)
+}
+
+pub fn set_budget(bytes: usize) {
+    BUDGET.store(bytes, Ordering::Relaxed);
+}
+
+pub fn set_phase(p: Phase) {
+    PHASE.store(p as usize, Ordering::Relaxed);
+}
+
+/// The default budget: three quarters of the memory the process can
+/// actually have, the smaller of physical memory and the address-space
+/// cap (`None` where neither is known).
+pub fn default_budget() -> Option<usize> {
+    let physical = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| parse_mem_total(&m));
+    let cap = crate::stack::address_space_limit();
+    let available = match (physical, cap) {
+        (Some(p), Some(c)) => p.min(c),
+        (p, c) => p.or(c)?,
+    };
+    Some(available / 4 * 3)
+}
+
+fn parse_mem_total(meminfo: &str) -> Option<usize> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Reads a size such as `512M`, `2G`, `1500000K` or a number of bytes.
+pub fn parse_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let n: usize = digits.parse().ok()?;
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
+
+/// Ends the process: the budget or the system's memory is exhausted.
+fn out_of_memory() -> ! {
+    let phase = Phase::ALL
+        .get(PHASE.load(Ordering::Relaxed))
+        .copied()
+        .unwrap_or(Phase::Starting);
+    // Standard error is unbuffered: these writes allocate nothing.
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(b"error: out of memory while ");
+    let _ = err.write_all(phase.text());
+    let _ = err.write_all(b"\n");
+    std::process::exit(1)
+}
+
+/// [`System`], counting the bytes in use and keeping them within the
+/// budget.
+pub struct Budgeted;
+
+impl Budgeted {
+    fn reserve(&self, bytes: usize) {
+        let before = IN_USE.fetch_add(bytes, Ordering::Relaxed);
+        if before.saturating_add(bytes) > BUDGET.load(Ordering::Relaxed) {
+            IN_USE.fetch_sub(bytes, Ordering::Relaxed);
+            out_of_memory();
+        }
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's layout and
+// pointer unchanged, so `System`'s guarantees are the caller's; the
+// counting touches only atomics, and a failure ends the process instead of
+// returning null.
+unsafe impl GlobalAlloc for Budgeted {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.reserve(layout.size());
+        // SAFETY: the caller's contract for `alloc` is `System`'s.
+        let p = unsafe { System.alloc(layout) };
+        if p.is_null() {
+            out_of_memory();
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        self.reserve(layout.size());
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if p.is_null() {
+            out_of_memory();
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` (through this allocator)
+        // with `layout`, as the caller guarantees.
+        unsafe { System.dealloc(ptr, layout) };
+        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() {
+            self.reserve(new_size - layout.size());
+        } else {
+            IN_USE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's contract for `realloc` is `System`'s.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if p.is_null() {
+            out_of_memory();
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_read() {
+        assert_eq!(parse_size("512M"), Some(512 << 20));
+        assert_eq!(parse_size("2G"), Some(2 << 30));
+        assert_eq!(parse_size("2gib"), Some(2 << 30));
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("10K"), Some(10 << 10));
+        assert_eq!(parse_size("12X"), None);
+        assert_eq!(parse_size("M"), None);
+    }
+
+    #[test]
+    fn physical_memory_is_read() {
+        let m = "MemTotal:       24576000 kB\nMemFree:         1000 kB\n";
+        assert_eq!(parse_mem_total(m), Some(24576000 * 1024));
+    }
+}
