@@ -26,6 +26,7 @@
 //!   empty standard input, like `run`): it must end the same way (exit 0,
 //!   or 1 with a clean error line) and print exactly what `run` prints,
 //!   except for the known difference described at [`known_difference`].
+//!   Every other input runs under a 1 GiB address-space cap ([`CAP_KB`]).
 //!
 //! Default case counts (about 30 s in a release build on 2 cores, most of
 //! it in building executables): 300 gradient cases, 120 Hessian cases, 240
@@ -755,7 +756,28 @@ fn run_binary(args: &[&str], dir: &Path) -> Ran {
 /// Runs `program ARGS...` in `dir` with `stdin` as its standard input,
 /// killing it after [`TIME_LIMIT`] or when it passes [`MEMORY_LIMIT_KB`].
 fn run_process(program: &Path, args: &[&str], dir: &Path, stdin: &[u8]) -> Ran {
-    let mut cmd = Command::new(program);
+    run_process_capped(program, args, dir, stdin, None)
+}
+
+/// [`run_process`], with the address space capped at `cap` KiB when given
+/// (`ulimit -v`, set by `sh` before it execs the program).
+fn run_process_capped(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    stdin: &[u8],
+    cap: Option<u64>,
+) -> Ran {
+    let mut cmd = match cap {
+        None => Command::new(program),
+        Some(kib) => {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+                .arg(program);
+            c
+        }
+    };
     cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE");
     let limits = runner::Limits {
         time: TIME_LIMIT,
@@ -901,7 +923,22 @@ fn check_ending(
 /// makes an executable, runs it too (empty standard input, like `run`) and
 /// requires the same standard output, standard error and exit status as
 /// `run`. `label` names the input in messages.
-fn check_input(text: &[u8], label: &str, dir: &Path, failures: &mut Failures, tally: &mut Tally) {
+/// Every other robustness input runs under this address-space cap (KiB),
+/// as on a shared cluster or a CI runner: the compiler and the binaries it
+/// makes must end cleanly there too.
+const CAP_KB: u64 = 1 << 20;
+
+fn check_input(
+    text: &[u8],
+    label: &str,
+    dir: &Path,
+    cap: Option<u64>,
+    failures: &mut Failures,
+    tally: &mut Tally,
+) {
+    let stalingrad = Path::new(env!("CARGO_BIN_EXE_stalingrad"));
+    let run_binary =
+        |args: &[&str], dir: &Path| run_process_capped(stalingrad, args, dir, b"", cap);
     let file = dir.join("input.vlad");
     std::fs::write(&file, text).expect("write input");
     let exe = dir.join("prog");
@@ -974,7 +1011,7 @@ fn check_input(text: &[u8], label: &str, dir: &Path, failures: &mut Failures, ta
             "failed on a program that `stalingrad build` compiles",
         ));
     }
-    let native = run_process(&exe, &[], dir, b"");
+    let native = run_process_capped(&exe, &[], dir, b"", cap);
     // A program that diverges under `run` may diverge compiled too.
     let diverging_ok = !ran;
     if !check_ending(
@@ -1071,8 +1108,15 @@ fn robustness(name: &str, prop: u64, default: usize, gen: fn(&mut Rng, usize) ->
                     for &case in list.iter().skip(w).step_by(workers) {
                         let mut rng = case_rng(prop, case);
                         let text = gen(&mut rng, case);
-                        let label = format!("{name} case {case} ({})", reproduce(case));
-                        check_input(&text, &label, &dir, &mut failures, &mut tally);
+                        let cap = (case % 2 == 1).then_some(CAP_KB);
+                        let label = match cap {
+                            Some(kib) => format!(
+                                "{name} case {case} ({}), under ulimit -v {kib}",
+                                reproduce(case)
+                            ),
+                            None => format!("{name} case {case} ({})", reproduce(case)),
+                        };
+                        check_input(&text, &label, &dir, cap, &mut failures, &mut tally);
                     }
                     (failures, tally)
                 })
