@@ -2,6 +2,7 @@
 //! functions of its tail-call group, instruction by instruction.
 
 use super::*;
+use base::EntityRef;
 
 /// The blocks of a group member (see [`Codegen::define`]).
 pub(crate) struct Member {
@@ -24,7 +25,7 @@ pub(crate) fn invariant_params(fid: FuncId, f: &fir::Func) -> Vec<bool> {
         if let Term::TailCall(g, args) = &b.term {
             if *g == fid {
                 for (i, a) in args.iter().enumerate() {
-                    if a.0 as usize != i {
+                    if a.index() != i {
                         fixed[i] = false;
                     }
                 }
@@ -53,16 +54,12 @@ pub(crate) struct FnBuilder<'a, 'b> {
 
 impl FnBuilder<'_, '_> {
     pub(crate) fn val(&self, v: Val) -> Result<ClValue, String> {
-        self.vals
-            .get(v.0 as usize)
-            .copied()
-            .flatten()
-            .ok_or_else(|| {
-                format!(
-                    "internal error: {v} used before definition in `{}`",
-                    self.f.name
-                )
-            })
+        self.vals.get(v.index()).copied().flatten().ok_or_else(|| {
+            format!(
+                "internal error: {v} used before definition in `{}`",
+                self.f.name
+            )
+        })
     }
 
     pub(crate) fn vals(&self, vs: &[Val]) -> Result<Vec<ClValue>, String> {
@@ -72,7 +69,7 @@ impl FnBuilder<'_, '_> {
     pub(crate) fn set(&mut self, v: Val, x: ClValue) -> Result<(), String> {
         let slot = self
             .vals
-            .get_mut(v.0 as usize)
+            .get_mut(v.index())
             .ok_or_else(|| format!("internal error: {v} has no type"))?;
         *slot = Some(x);
         Ok(())
@@ -127,7 +124,7 @@ impl FnBuilder<'_, '_> {
     /// Address and length of a module string.
     pub(crate) fn string(&mut self, s: StrId) -> Result<[ClValue; 2], String> {
         let id = self.cg.string_data(s)?;
-        let len = self.cg.m.strings[s.0 as usize].len();
+        let len = self.cg.m.strings[s.index()].len();
         let g = self.global(id);
         let ptr = self.b.ins().symbol_value(types::I64, g);
         let len = self.b.ins().iconst(types::I64, len as i64);
@@ -269,7 +266,7 @@ impl FnBuilder<'_, '_> {
                 let else_blk = self.b.create_block();
                 let merge = self.b.create_block();
                 for r in &inst.results {
-                    let t = self.f.types[r.0 as usize];
+                    let t = self.f.types[r.index()];
                     self.b.append_block_param(merge, cl_ty(t));
                 }
                 self.b.ins().brif(c, then_blk, &[], else_blk, &[]);
@@ -332,7 +329,7 @@ impl FnBuilder<'_, '_> {
             Op::Load(p, n) => {
                 let p = self.val(*p)?;
                 let r = one(&inst.results)?;
-                let ty = cl_ty(self.f.types[r.0 as usize]);
+                let ty = cl_ty(self.f.types[r.index()]);
                 let off = 8 * (1 + *n as i32);
                 let v = self.b.ins().load(ty, MemFlagsData::trusted(), p, off);
                 self.set(r, v)?;

@@ -3,6 +3,7 @@
 //! it reaches by tail calls, up to [`MAX_GROUP_SIZE`] instructions, so that
 //! the tail calls between them, mutual ones included, are jumps.
 
+use base::EntityRef;
 use fir::{CallKind, FuncId};
 
 /// Most FIR instructions compiled into one Cranelift function by merging
@@ -37,8 +38,8 @@ pub(crate) fn plan_groups(m: &fir::Module) -> Vec<Vec<FuncId>> {
     let mut root = vec![false; n];
     let mut work: Vec<FuncId> = Vec::new();
     let mark = |g: FuncId, root: &mut Vec<bool>, work: &mut Vec<FuncId>| {
-        if !root[g.0 as usize] {
-            root[g.0 as usize] = true;
+        if !root[g.index()] {
+            root[g.index()] = true;
             work.push(g);
         }
     };
@@ -59,7 +60,7 @@ pub(crate) fn plan_groups(m: &fir::Module) -> Vec<Vec<FuncId>> {
         let r = work[i];
         i += 1;
         let mut members = vec![r];
-        let mut total = sizes[r.0 as usize];
+        let mut total = sizes[r.index()];
         let mut seen = std::collections::HashSet::new();
         seen.insert(r);
         let mut k = 0;
@@ -72,11 +73,11 @@ pub(crate) fn plan_groups(m: &fir::Module) -> Vec<Vec<FuncId>> {
                 if !seen.insert(g) {
                     continue;
                 }
-                if total + sizes[g.0 as usize] <= MAX_GROUP_SIZE {
-                    total += sizes[g.0 as usize];
+                if total + sizes[g.index()] <= MAX_GROUP_SIZE {
+                    total += sizes[g.index()];
                     members.push(g);
-                } else if !root[g.0 as usize] {
-                    root[g.0 as usize] = true;
+                } else if !root[g.index()] {
+                    root[g.index()] = true;
                     work.push(g);
                 }
             }

@@ -22,6 +22,7 @@
 //! Imported symbols: the runtime's `rt_*` functions and `rt_counts`, and
 //! libm's `exp log sin cos atan2`.
 
+use base::EntityRef;
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
     types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue, InstBuilder, MemFlagsData,
@@ -209,7 +210,7 @@ impl Codegen<'_> {
     fn declare_all(&mut self, groups: &[Vec<FuncId>]) -> Result<(), String> {
         self.funcs = vec![None; self.m.funcs.len()];
         for g in groups {
-            let i = g[0].0 as usize;
+            let i = g[0].index();
             let f = &self.m.funcs[i];
             let sig = self.signature(f);
             let id = self
@@ -222,7 +223,7 @@ impl Codegen<'_> {
     }
 
     fn func_id(&self, f: FuncId) -> Result<ClFuncId, String> {
-        self.funcs[f.0 as usize].ok_or_else(|| {
+        self.funcs[f.index()].ok_or_else(|| {
             format!(
                 "internal error: `{}` has no function of its own",
                 self.m.func(f).name
@@ -269,11 +270,16 @@ impl Codegen<'_> {
         let text = self
             .m
             .strings
-            .get(s.0 as usize)
-            .ok_or_else(|| format!("internal error: no string {}", s.0))?;
+            .get(s.index())
+            .ok_or_else(|| format!("internal error: no string {s}"))?;
         let id = self
             .module
-            .declare_data(&format!("vlad_str{}", s.0), Linkage::Local, false, false)
+            .declare_data(
+                &format!("vlad_str{}", s.index()),
+                Linkage::Local,
+                false,
+                false,
+            )
             .map_err(|e| e.to_string())?;
         let mut desc = DataDescription::new();
         // One spare byte so that an empty string is still a valid object.
@@ -381,7 +387,7 @@ impl Codegen<'_> {
         let f = self.m.func(fid);
         let mut ctx = self.module.make_context();
         ctx.func.signature = self.signature(f);
-        ctx.func.name = UserFuncName::user(0, fid.0);
+        ctx.func.name = UserFuncName::user(0, fid.index() as u32);
         let mut fctx = FunctionBuilderContext::new();
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);

@@ -1,6 +1,7 @@
 //! Hand-built FIR modules compiled to executables: their output, errors,
 //! exit status and operation counts must equal the FIR evaluator's.
 
+use base::EntityRef;
 use fir::eval;
 use fir::*;
 use std::io::Write;
@@ -32,11 +33,11 @@ impl Fb {
         }
     }
     fn param(&self, i: u32) -> Val {
-        Val(i)
+        Val::from_number(i)
     }
     fn fresh(&mut self, t: Ty) -> Val {
         self.types.push(t);
-        Val(self.types.len() as u32 - 1)
+        Val::new(self.types.len() - 1)
     }
     fn emit(&mut self, tys: &[Ty], op: Op) -> Vec<Val> {
         let results: Vec<Val> = tys.iter().map(|t| self.fresh(*t)).collect();
@@ -65,7 +66,7 @@ impl Fb {
         self.emit1(B, Op::FCmp(c, x, y))
     }
     fn call(&mut self, f: u32, tys: &[Ty], args: &[Val]) -> Vec<Val> {
-        self.emit(tys, Op::Call(FuncId(f), args.to_vec()))
+        self.emit(tys, Op::Call(FuncId::new(f as usize), args.to_vec()))
     }
     fn print_real(&mut self, x: Val) {
         self.emit(&[], Op::PrintReal(x));
@@ -74,7 +75,7 @@ impl Fb {
         self.emit(&[], Op::PrintBool(x));
     }
     fn print_str(&mut self, s: u32) {
-        self.emit(&[], Op::PrintStr(StrId(s)));
+        self.emit(&[], Op::PrintStr(StrId::new(s as usize)));
     }
     /// `if cond { then } else { else_ }`; each arm returns its terminator.
     fn if_(
@@ -124,7 +125,7 @@ fn module(funcs: Vec<Func>, mut strings: Vec<&str>) -> Module {
     strings.insert(0, "\n");
     Module {
         funcs,
-        main: Some(FuncId(0)),
+        main: Some(FuncId::new(0)),
         strings: strings.into_iter().map(String::from).collect(),
     }
 }
@@ -283,7 +284,7 @@ fn arithmetic_and_libm() {
         }
     }
     // A value computed at run time (from input), so nothing is folded.
-    let x = f.emit1(F, Op::ReadReal(StrId(1)));
+    let x = f.emit1(F, Op::ReadReal(StrId::new(1)));
     for op in [FUn::Sqrt, FUn::Exp, FUn::Log, FUn::Sin, FUn::Cos] {
         let r = f.un(op, x);
         f.print_real(r);
@@ -314,16 +315,16 @@ fn if_with_results() {
         |fb| {
             let t = fb.bool(true);
             let k = fb.num(1.0);
-            Term::Yield(vec![Val(0), t, k])
+            Term::Yield(vec![Val::new(0), t, k])
         },
         |fb| {
             let two = fb.num(2.0);
-            let c2 = fb.cmp(Cmp::Lt, Val(0), two);
+            let c2 = fb.cmp(Cmp::Lt, Val::new(0), two);
             let inner = fb.if_(
                 c2,
                 &[F, B, F],
                 |fb| {
-                    let d = fb.bin(FBin::Mul, Val(0), two);
+                    let d = fb.bin(FBin::Mul, Val::new(0), two);
                     let f = fb.bool(false);
                     Term::Yield(vec![d, f, two])
                 },
@@ -356,16 +357,16 @@ fn if_with_results() {
 fn sum_loop(n: f64) -> Module {
     let mut g = Fb::new("sum", &[F, F], &[F]);
     let zero = g.num(0.0);
-    let c = g.cmp(Cmp::Le, Val(0), zero);
+    let c = g.cmp(Cmp::Le, Val::new(0), zero);
     let r = g.if_(
         c,
         &[F],
-        |_| Term::Yield(vec![Val(1)]),
+        |_| Term::Yield(vec![Val::new(1)]),
         |fb| {
             let one = fb.num(1.0);
-            let i = fb.bin(FBin::Sub, Val(0), one);
-            let acc = fb.bin(FBin::Add, Val(1), Val(0));
-            Term::TailCall(FuncId(1), vec![i, acc])
+            let i = fb.bin(FBin::Sub, Val::new(0), one);
+            let acc = fb.bin(FBin::Add, Val::new(1), Val::new(0));
+            Term::TailCall(FuncId::new(1), vec![i, acc])
         },
     );
     let sum = g.finish(Term::Return(r));
@@ -405,7 +406,7 @@ fn mutual_tail_calls() {
     let mk = |name: &str, other: u32, base: bool| {
         let mut g = Fb::new(name, &[F], &[B]);
         let zero = g.num(0.0);
-        let c = g.cmp(Cmp::Eq, Val(0), zero);
+        let c = g.cmp(Cmp::Eq, Val::new(0), zero);
         let r = g.if_(
             c,
             &[B],
@@ -415,8 +416,8 @@ fn mutual_tail_calls() {
             },
             |fb| {
                 let one = fb.num(1.0);
-                let n = fb.bin(FBin::Sub, Val(0), one);
-                Term::TailCall(FuncId(other), vec![n])
+                let n = fb.bin(FBin::Sub, Val::new(0), one);
+                Term::TailCall(FuncId::new(other as usize), vec![n])
             },
         );
         g.finish(Term::Return(r))
@@ -452,16 +453,16 @@ fn mutual_tail_calls() {
 #[test]
 fn read_real_until_sentinel() {
     let mut g = Fb::new("loop", &[F], &[F]);
-    let x = g.emit1(F, Op::ReadReal(StrId(1)));
+    let x = g.emit1(F, Op::ReadReal(StrId::new(1)));
     let zero = g.num(0.0);
     let c = g.cmp(Cmp::Lt, x, zero);
     let r = g.if_(
         c,
         &[F],
-        |_| Term::Yield(vec![Val(0)]),
+        |_| Term::Yield(vec![Val::new(0)]),
         |fb| {
-            let acc = fb.bin(FBin::Add, Val(0), x);
-            Term::TailCall(FuncId(1), vec![acc])
+            let acc = fb.bin(FBin::Add, Val::new(0), x);
+            Term::TailCall(FuncId::new(1), vec![acc])
         },
     );
     let lp = g.finish(Term::Return(r));
@@ -500,20 +501,24 @@ fn many_values() {
     let mut rs = Vec::new();
     for k in 0..N {
         let c = g.num(k as f64);
-        rs.push(g.bin(FBin::Add, Val(0), c));
+        rs.push(g.bin(FBin::Add, Val::new(0), c));
     }
-    let c = g.cmp(Cmp::Gt, Val(0), rs[1]);
+    let c = g.cmp(Cmp::Gt, Val::new(0), rs[1]);
     rs.push(c);
     let spread = g.finish(Term::Return(rs));
     let mut g = Fb::new("via", &[F], &tys);
     let two = g.num(2.0);
-    let y = g.bin(FBin::Mul, Val(0), two);
-    let via = g.finish(Term::TailCall(FuncId(1), vec![y]));
+    let y = g.bin(FBin::Mul, Val::new(0), two);
+    let via = g.finish(Term::TailCall(FuncId::new(1), vec![y]));
     // sum20(a0..a19) = a0 - a1 + a2 - ... with many stack arguments.
     let mut g = Fb::new("alt", &[F; 20], &[F]);
-    let mut acc = Val(0);
+    let mut acc = Val::new(0);
     for k in 1..20 {
-        acc = g.bin(if k % 2 == 1 { FBin::Sub } else { FBin::Add }, acc, Val(k));
+        acc = g.bin(
+            if k % 2 == 1 { FBin::Sub } else { FBin::Add },
+            acc,
+            Val::from_number(k),
+        );
     }
     let alt = g.finish(Term::Return(vec![acc]));
     let mut f = Fb::new("main", &[], &[]);
@@ -541,14 +546,14 @@ fn many_values() {
 fn deep_non_tail_recursion() {
     let mut g = Fb::new("depth", &[F], &[F]);
     let zero = g.num(0.0);
-    let c = g.cmp(Cmp::Eq, Val(0), zero);
+    let c = g.cmp(Cmp::Eq, Val::new(0), zero);
     let r = g.if_(
         c,
         &[F],
-        |_| Term::Yield(vec![Val(0)]),
+        |_| Term::Yield(vec![Val::new(0)]),
         |fb| {
             let one = fb.num(1.0);
-            let n = fb.bin(FBin::Sub, Val(0), one);
+            let n = fb.bin(FBin::Sub, Val::new(0), one);
             let d = fb.call(1, &[F], &[n]);
             let d = fb.bin(FBin::Add, d[0], one);
             Term::Yield(vec![d])
@@ -572,7 +577,12 @@ fn run_time_errors() {
     f.print_real(x);
     f.print_str(0);
     let c = f.cmp(Cmp::Gt, x, x);
-    f.if_(c, &[], |_| Term::Yield(vec![]), |_| Term::Error(StrId(1)));
+    f.if_(
+        c,
+        &[],
+        |_| Term::Yield(vec![]),
+        |_| Term::Error(StrId::new(1)),
+    );
     f.print_real(x);
     let main = f.finish(Term::Return(vec![]));
     let m = module(
@@ -583,7 +593,12 @@ fn run_time_errors() {
     // An `if` both of whose arms leave the function.
     let mut f = Fb::new("main", &[], &[]);
     let t = f.bool(true);
-    let r = f.if_(t, &[F], |_| Term::Error(StrId(1)), |_| Term::Return(vec![]));
+    let r = f.if_(
+        t,
+        &[F],
+        |_| Term::Error(StrId::new(1)),
+        |_| Term::Return(vec![]),
+    );
     f.print_real(r[0]);
     let main = f.finish(Term::Return(vec![]));
     check(&module(vec![main], vec!["error: first"]), "error2", "");

@@ -8,6 +8,7 @@
 //! Tail calls run in constant Rust stack; non-tail calls recurse.
 
 use crate::{Block, FuncId, Module, Op, StrId, Term, Ty, Val};
+use base::EntityRef;
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 
@@ -102,9 +103,9 @@ fn internal<T>(msg: impl Into<String>) -> R<T> {
 
 impl Eval<'_> {
     fn string(&self, s: StrId) -> R<&str> {
-        match self.m.strings.get(s.0 as usize) {
+        match self.m.strings.get(s.index()) {
             Some(t) => Ok(t),
-            None => internal(format!("no string s{}", s.0)),
+            None => internal(format!("no string {}", s)),
         }
     }
 
@@ -112,9 +113,9 @@ impl Eval<'_> {
     fn call(&mut self, mut f: FuncId, mut args: Vec<V>) -> R<Vec<V>> {
         let mut env: Vec<Option<V>> = Vec::new();
         loop {
-            let func = match self.m.funcs.get(f.0 as usize) {
+            let func = match self.m.funcs.get(f.index()) {
                 Some(func) => func,
-                None => return internal(format!("no function f{}", f.0)),
+                None => return internal(format!("no function {}", f)),
             };
             if args.len() != func.params.len() {
                 return internal(format!(
@@ -160,7 +161,7 @@ impl Eval<'_> {
                 ));
             }
             for (r, v) in inst.results.iter().zip(results) {
-                let i = r.0 as usize;
+                let i = r.index();
                 if i >= env.len() {
                     env.resize(i + 1, None);
                 }
@@ -338,7 +339,7 @@ impl Eval<'_> {
 }
 
 fn get(env: &[Option<V>], v: Val) -> R<V> {
-    match env.get(v.0 as usize).copied().flatten() {
+    match env.get(v.index()).copied().flatten() {
         Some(x) => Ok(x),
         None => internal(format!("{v} used before it is defined")),
     }
@@ -391,19 +392,19 @@ mod tests {
                 vec![
                     i(&[0], Op::F64Const(1.0)),
                     i(&[1], Op::F64Const(3.0)),
-                    i(&[2], Op::FBin(FBin::Div, Val(0), Val(1))),
-                    i(&[], Op::PrintReal(Val(2))),
-                    i(&[], Op::PrintStr(StrId(0))),
-                    i(&[3], Op::FCmp(Cmp::Lt, Val(0), Val(1))),
-                    i(&[], Op::PrintBool(Val(3))),
-                    i(&[], Op::PrintStr(StrId(0))),
+                    i(&[2], Op::FBin(FBin::Div, Val::new(0), Val::new(1))),
+                    i(&[], Op::PrintReal(Val::new(2))),
+                    i(&[], Op::PrintStr(StrId::new(0))),
+                    i(&[3], Op::FCmp(Cmp::Lt, Val::new(0), Val::new(1))),
+                    i(&[], Op::PrintBool(Val::new(3))),
+                    i(&[], Op::PrintStr(StrId::new(0))),
                 ],
                 Term::Return(vec![]),
             ),
         );
         let m = Module {
             funcs: vec![main],
-            main: Some(FuncId(0)),
+            main: Some(FuncId::new(0)),
             strings: vec!["\n".into()],
         };
         assert_eq!(eval(&m, "").0, "0.3333333333333333\n#t\n");
@@ -420,24 +421,24 @@ mod tests {
             blk(
                 vec![
                     i(&[2], Op::F64Const(0.0)),
-                    i(&[3], Op::FCmp(Cmp::Le, Val(0), Val(2))),
+                    i(&[3], Op::FCmp(Cmp::Le, Val::new(0), Val::new(2))),
                     i(
                         &[4],
                         Op::If {
-                            cond: Val(3),
-                            then_: blk(vec![], Term::Yield(vec![Val(1)])),
+                            cond: Val::new(3),
+                            then_: blk(vec![], Term::Yield(vec![Val::new(1)])),
                             else_: blk(
                                 vec![
                                     i(&[5], Op::F64Const(1.0)),
-                                    i(&[6], Op::FBin(FBin::Sub, Val(0), Val(5))),
-                                    i(&[7], Op::FBin(FBin::Add, Val(1), Val(0))),
+                                    i(&[6], Op::FBin(FBin::Sub, Val::new(0), Val::new(5))),
+                                    i(&[7], Op::FBin(FBin::Add, Val::new(1), Val::new(0))),
                                 ],
-                                Term::TailCall(FuncId(1), vec![Val(6), Val(7)]),
+                                Term::TailCall(FuncId::new(1), vec![Val::new(6), Val::new(7)]),
                             ),
                         },
                     ),
                 ],
-                Term::Return(vec![Val(4)]),
+                Term::Return(vec![Val::new(4)]),
             ),
         );
         let main = func(
@@ -449,15 +450,18 @@ mod tests {
                 vec![
                     i(&[0], Op::F64Const(n)),
                     i(&[1], Op::F64Const(0.0)),
-                    i(&[2], Op::Call(FuncId(1), vec![Val(0), Val(1)])),
-                    i(&[], Op::PrintReal(Val(2))),
+                    i(
+                        &[2],
+                        Op::Call(FuncId::new(1), vec![Val::new(0), Val::new(1)]),
+                    ),
+                    i(&[], Op::PrintReal(Val::new(2))),
                 ],
                 Term::Return(vec![]),
             ),
         );
         Module {
             funcs: vec![main, sum],
-            main: Some(FuncId(0)),
+            main: Some(FuncId::new(0)),
             strings: vec![],
         }
     }
@@ -487,22 +491,22 @@ mod tests {
             &[F, F, F, F, F],
             blk(
                 vec![
-                    i(&[0], Op::ReadReal(StrId(0))),
-                    i(&[], Op::PrintReal(Val(0))),
-                    i(&[], Op::PrintStr(StrId(1))),
-                    i(&[1], Op::ReadReal(StrId(0))),
-                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
-                    i(&[3], Op::FUn(FUn::Sqrt, Val(2))),
-                    i(&[], Op::PrintReal(Val(3))),
-                    i(&[], Op::PrintStr(StrId(1))),
-                    i(&[4], Op::ReadReal(StrId(0))),
+                    i(&[0], Op::ReadReal(StrId::new(0))),
+                    i(&[], Op::PrintReal(Val::new(0))),
+                    i(&[], Op::PrintStr(StrId::new(1))),
+                    i(&[1], Op::ReadReal(StrId::new(0))),
+                    i(&[2], Op::FBin(FBin::Mul, Val::new(0), Val::new(1))),
+                    i(&[3], Op::FUn(FUn::Sqrt, Val::new(2))),
+                    i(&[], Op::PrintReal(Val::new(3))),
+                    i(&[], Op::PrintStr(StrId::new(1))),
+                    i(&[4], Op::ReadReal(StrId::new(0))),
                 ],
                 Term::Return(vec![]),
             ),
         );
         let m = Module {
             funcs: vec![main],
-            main: Some(FuncId(0)),
+            main: Some(FuncId::new(0)),
             strings: vec![
                 "a.vlad:1:2: error: `read-real` reached the end of input".into(),
                 "\n".into(),
@@ -541,19 +545,19 @@ mod tests {
                     i(
                         &[],
                         Op::If {
-                            cond: Val(0),
+                            cond: Val::new(0),
                             then_: blk(vec![], Term::Yield(vec![])),
-                            else_: blk(vec![], Term::Error(StrId(0))),
+                            else_: blk(vec![], Term::Error(StrId::new(0))),
                         },
                     ),
-                    i(&[], Op::PrintStr(StrId(0))),
+                    i(&[], Op::PrintStr(StrId::new(0))),
                 ],
                 Term::Return(vec![]),
             ),
         );
         let m = Module {
             funcs: vec![main],
-            main: Some(FuncId(0)),
+            main: Some(FuncId::new(0)),
             strings: vec!["error: boom".into()],
         };
         assert_eq!(eval(&m, ""), (String::new(), Err("error: boom".into())));

@@ -1,7 +1,7 @@
 //! The FIR's data: a [`Module`] of functions, their blocks, instructions
 //! and terminators (the invariants are in the crate documentation).
 
-use std::fmt;
+use base::EntityRef;
 
 /// A scalar type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -14,14 +14,34 @@ pub enum Ty {
     Ptr,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Val(pub u32);
+base::entity!(
+    /// A value of a function: a parameter or an instruction's result,
+    /// indexing the function's `types`.
+    Val,
+    "v"
+);
+impl Val {
+    /// The value's number, as lowering's symbolic values
+    /// (`flow::Av::Sym`) name it.
+    pub fn number(self) -> u32 {
+        u32::try_from(self.index()).expect("a value number fits in u32")
+    }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FuncId(pub u32);
+    pub fn from_number(n: u32) -> Val {
+        Val::new(n as usize)
+    }
+}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StrId(pub u32);
+base::entity!(
+    /// A function of the module, indexing `Module::funcs`.
+    FuncId,
+    "f"
+);
+base::entity!(
+    /// A string constant of the module, indexing `Module::strings`.
+    StrId,
+    "s"
+);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FBin {
@@ -205,15 +225,9 @@ impl Block {
 
 impl Module {
     pub fn func(&self, f: FuncId) -> &Func {
-        &self.funcs[f.0 as usize]
+        &self.funcs[f.index()]
     }
     pub fn string(&self, s: StrId) -> &str {
-        &self.strings[s.0 as usize]
-    }
-}
-
-impl fmt::Display for Val {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "v{}", self.0)
+        &self.strings[s.index()]
     }
 }

@@ -21,6 +21,7 @@
 //! ```
 
 use crate::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
+use base::EntityRef;
 use std::fmt::Write;
 
 /// The whole module: strings, functions in id order, then the entry.
@@ -33,12 +34,12 @@ pub fn module(m: &Module) -> String {
         out.push('\n');
     }
     for (i, f) in m.funcs.iter().enumerate() {
-        func_into(&mut out, FuncId(i as u32), f);
+        func_into(&mut out, FuncId::new(i), f);
         out.push('\n');
     }
     match m.main {
         Some(f) => {
-            let _ = writeln!(out, "main f{}", f.0);
+            let _ = writeln!(out, "main {}", f);
         }
         None => out.push_str("main none\n"),
     }
@@ -92,7 +93,7 @@ pub fn cmp(c: Cmp) -> &'static str {
 }
 
 fn func_into(out: &mut String, id: FuncId, f: &Func) {
-    let _ = write!(out, "func f{} {}(", id.0, f.name);
+    let _ = write!(out, "func {} {}(", id, f.name);
     for (i, t) in f.params.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
@@ -136,20 +137,20 @@ fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
             let _ = write!(out, "return {}", vals(vs));
         }
         Term::TailCall(g, args) => {
-            let _ = write!(out, "tailcall f{}({})", g.0, vals(args));
+            let _ = write!(out, "tailcall {}({})", g, vals(args));
         }
         Term::Yield(vs) if vs.is_empty() => out.push_str("yield"),
         Term::Yield(vs) => {
             let _ = write!(out, "yield {}", vals(vs));
         }
         Term::Error(s) => {
-            let _ = write!(out, "error s{}", s.0);
+            let _ = write!(out, "error {}", s);
         }
         Term::ErrorWith(parts) => {
             out.push_str("error");
             for p in parts {
                 let _ = match p {
-                    crate::ErrPart::Str(s) => write!(out, " s{}", s.0),
+                    crate::ErrPart::Str(s) => write!(out, " {}", s),
                     crate::ErrPart::Real(v) | crate::ErrPart::Bool(v) => {
                         write!(out, " {v}")
                     }
@@ -189,10 +190,10 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
             let _ = write!(out, "not {x}");
         }
         Op::Call(g, args) => {
-            let _ = write!(out, "call f{}({})", g.0, vals(args));
+            let _ = write!(out, "call {}({})", g, vals(args));
         }
         Op::CallAt(g, args, site) => {
-            let _ = write!(out, "call f{}({}) at s{}", g.0, vals(args), site.0);
+            let _ = write!(out, "call {}({}) at {}", g, vals(args), site);
         }
         Op::If { cond, then_, else_ } => {
             let _ = writeln!(out, "if {cond} {{");
@@ -204,7 +205,7 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
             out.push('}');
         }
         Op::PrintStr(s) => {
-            let _ = write!(out, "print_str s{}", s.0);
+            let _ = write!(out, "print_str {}", s);
         }
         Op::PrintReal(x) => {
             let _ = write!(out, "print_real {x}");
@@ -213,7 +214,7 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
             let _ = write!(out, "print_bool {x}");
         }
         Op::ReadReal(s) => {
-            let _ = write!(out, "read_real s{}", s.0);
+            let _ = write!(out, "read_real {}", s);
         }
         Op::Alloc(tag, fields) => {
             let _ = write!(out, "alloc #{tag}({})", vals(fields));
@@ -243,24 +244,24 @@ mod tests {
             types: vec![Ty::F64, Ty::F64, Ty::F64, Ty::Bool, Ty::F64],
             body: Block {
                 insts: vec![
-                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
-                    i(&[3], Op::FCmp(Cmp::Lt, Val(2), Val(0))),
+                    i(&[2], Op::FBin(FBin::Mul, Val::new(0), Val::new(1))),
+                    i(&[3], Op::FCmp(Cmp::Lt, Val::new(2), Val::new(0))),
                     i(
                         &[4],
                         Op::If {
-                            cond: Val(3),
+                            cond: Val::new(3),
                             then_: Block {
                                 insts: vec![],
-                                term: Term::Yield(vec![Val(1)]),
+                                term: Term::Yield(vec![Val::new(1)]),
                             },
                             else_: Block {
-                                insts: vec![i(&[], Op::PrintStr(crate::StrId(0)))],
-                                term: Term::Error(crate::StrId(0)),
+                                insts: vec![i(&[], Op::PrintStr(crate::StrId::new(0)))],
+                                term: Term::Error(crate::StrId::new(0)),
                             },
                         },
                     ),
                 ],
-                term: Term::Return(vec![Val(4)]),
+                term: Term::Return(vec![Val::new(4)]),
             },
         };
         let m = Module {

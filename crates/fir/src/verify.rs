@@ -15,6 +15,7 @@
 //! takes and returns nothing.
 
 use crate::{Block, ErrPart, Func, FuncId, Module, Op, Term, Ty, Val};
+use base::EntityRef;
 use std::fmt;
 
 /// A broken invariant: the function, where in it, and what.
@@ -37,11 +38,11 @@ impl std::error::Error for VerifyError {}
 /// Checks every function of `m`; the first broken invariant is the error.
 pub fn verify(m: &Module) -> Result<(), VerifyError> {
     if let Some(main) = m.main {
-        let Some(f) = m.funcs.get(main.0 as usize) else {
+        let Some(f) = m.funcs.get(main.index()) else {
             return Err(VerifyError {
                 func: "<module>".into(),
                 at: "main".into(),
-                what: format!("main is function {} of {}", main.0, m.funcs.len()),
+                what: format!("main is function {} of {}", main.index(), m.funcs.len()),
             });
         };
         if !f.params.is_empty() || !f.returns.is_empty() {
@@ -122,7 +123,7 @@ impl<'a> Checker<'a> {
     }
 
     fn ty(&self, v: Val) -> Result<Ty, VerifyError> {
-        match self.f.types.get(v.0 as usize) {
+        match self.f.types.get(v.index()) {
             Some(t) => Ok(*t),
             None => self.err(format!("{v} has no type")),
         }
@@ -130,7 +131,7 @@ impl<'a> Checker<'a> {
 
     fn use_val(&self, v: Val, want: Option<Ty>) -> Result<(), VerifyError> {
         let t = self.ty(v)?;
-        if !self.visible[v.0 as usize] {
+        if !self.visible[v.index()] {
             return self.err(format!("{v} is used where it is not defined"));
         }
         match want {
@@ -154,21 +155,21 @@ impl<'a> Checker<'a> {
     }
 
     fn callee(&self, g: FuncId) -> Result<&'a Func, VerifyError> {
-        match self.m.funcs.get(g.0 as usize) {
+        match self.m.funcs.get(g.index()) {
             Some(c) => Ok(c),
             None => self.err(format!(
                 "call of function {} of {}",
-                g.0,
+                g.index(),
                 self.m.funcs.len()
             )),
         }
     }
 
     fn string(&self, s: crate::StrId) -> Result<(), VerifyError> {
-        if (s.0 as usize) < self.m.strings.len() {
+        if (s.index()) < self.m.strings.len() {
             Ok(())
         } else {
-            self.err(format!("string s{} of {}", s.0, self.m.strings.len()))
+            self.err(format!("string {} of {}", s, self.m.strings.len()))
         }
     }
 
@@ -191,7 +192,7 @@ impl<'a> Checker<'a> {
                 }
             }
             for v in &inst.results {
-                let i = v.0 as usize;
+                let i = v.index();
                 if self.defined[i] {
                     return self.err(format!("{v} is defined twice"));
                 }
@@ -205,7 +206,7 @@ impl<'a> Checker<'a> {
         self.term(&b.term, place)?;
         self.path.pop();
         for v in scope {
-            self.visible[v.0 as usize] = false;
+            self.visible[v.index()] = false;
         }
         Ok(())
     }

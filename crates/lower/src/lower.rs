@@ -122,7 +122,7 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
         }
     }
     let m = lw.lower_main(&main);
-    lw.module.main = Some(FuncId(lw.module.funcs.len() as u32));
+    lw.module.main = Some(FuncId::new(lw.module.funcs.len()));
     lw.module.funcs.push(m);
     lw.module
 }
@@ -153,7 +153,7 @@ struct Fb {
 impl Fb {
     fn new_val(&mut self, t: Ty) -> Val {
         self.types.push(t);
-        Val(self.types.len() as u32 - 1)
+        Val::new(self.types.len() - 1)
     }
     fn emit(&mut self, op: Op, result_tys: &[Ty]) -> Vec<Val> {
         let results: Vec<Val> = result_tys.iter().map(|t| self.new_val(*t)).collect();
@@ -201,7 +201,7 @@ impl Lowerer<'_> {
         if let Some(id) = self.strings.get(s) {
             return *id;
         }
-        let id = StrId(self.module.strings.len() as u32);
+        let id = StrId::new(self.module.strings.len());
         self.module.strings.push(s.to_string());
         self.strings.insert(s.to_string(), id);
         id
@@ -213,16 +213,16 @@ impl Lowerer<'_> {
         match dom.get(av).clone() {
             Av::Real(None) => {
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::F64));
-                dom.intern(Av::Sym(v.0, SymKind::Real))
+                dom.intern(Av::Sym(v.number(), SymKind::Real))
             }
             Av::Bool(None) => {
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Bool));
-                dom.intern(Av::Sym(v.0, SymKind::Bool))
+                dom.intern(Av::Sym(v.number(), SymKind::Bool))
             }
             Av::Union(u) => {
                 let u = dom.find(u);
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Ptr));
-                dom.intern(Av::Sym(v.0, SymKind::Union(u)))
+                dom.intern(Av::Sym(v.number(), SymKind::Union(u)))
             }
             Av::Pair(a, b) => {
                 let a = self.symbolize(fb, a, vals);
@@ -254,7 +254,7 @@ impl Lowerer<'_> {
         let dom = &self.ops.dom;
         match (dom.get(src).clone(), dom.get(target).clone()) {
             (_, Av::Bottom) => {}
-            (Av::Sym(v, SymKind::Union(_)), Av::Union(_)) => out.push(Val(v)),
+            (Av::Sym(v, SymKind::Union(_)), Av::Union(_)) => out.push(Val::from_number(v)),
             (_, Av::Union(u)) => {
                 let Some(tag) = dom.member_index(u, src) else {
                     // Not a value of the union: the analysis never lets
@@ -266,7 +266,7 @@ impl Lowerer<'_> {
                 self.coerce(fb, src, member, &mut fields);
                 out.push(fb.emit1(Op::Alloc(tag as u32, fields), Ty::Ptr));
             }
-            (Av::Sym(v, _), Av::Real(None) | Av::Bool(None)) => out.push(Val(v)),
+            (Av::Sym(v, _), Av::Real(None) | Av::Bool(None)) => out.push(Val::from_number(v)),
             (Av::Real(Some(x)), Av::Real(None)) => {
                 out.push(fb.emit1(Op::F64Const(f64::from_bits(x)), Ty::F64))
             }
@@ -294,7 +294,7 @@ impl Lowerer<'_> {
             result: Some(s.result),
             site: None,
         };
-        let mut params = (0..proto.params.len() as u32).map(Val);
+        let mut params = (0..proto.params.len() as u32).map(Val::from_number);
         let lam = self.ops.prog.lambdas[s.lambda].clone();
         let mut vals: HashMap<Var, AvId> = HashMap::new();
         let mut env_syms = Vec::with_capacity(s.env.len());

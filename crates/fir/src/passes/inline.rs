@@ -18,6 +18,7 @@
 //! so recursion cannot make it unroll without end.
 
 use crate::{Block, Func, FuncId, Inst, Module, Op, Term, Val};
+use base::EntityRef;
 use std::collections::HashMap;
 
 /// Callees at most this big (instructions, nested ones included) are
@@ -56,13 +57,13 @@ fn rounds(m: &mut Module) {
             count_sites(&f.body, &mut sites);
         }
         if let Some(main) = m.main {
-            sites[main.0 as usize] += 1;
+            sites[main.index()] += 1;
         }
         let snapshot = m.funcs.clone();
         let mut changed = false;
         for (i, f) in m.funcs.iter_mut().enumerate() {
             let mut cx = Inliner {
-                me: FuncId(i as u32),
+                me: FuncId::new(i),
                 funcs: &snapshot,
                 policy: Policy::Rounds {
                     sizes: &sizes,
@@ -140,7 +141,7 @@ fn bottom_up(m: &mut Module) {
             );
             let types = std::mem::take(&mut m.funcs[i].types);
             let mut cx = Inliner {
-                me: FuncId(i as u32),
+                me: FuncId::new(i),
                 funcs: &m.funcs,
                 policy: Policy::BottomUp {
                     sizes: &sizes,
@@ -167,7 +168,7 @@ fn bottom_up(m: &mut Module) {
 
 /// The functions a block calls or tail-calls (with repeats).
 fn callees(b: &Block, out: &mut Vec<usize>) {
-    b.for_each_call(&mut |g, _, _| out.push(g.0 as usize));
+    b.for_each_call(&mut |g, _, _| out.push(g.index()));
 }
 
 /// Removes the functions `main` cannot reach, renumbering the others.
@@ -177,8 +178,8 @@ fn prune(m: &mut Module) {
     };
     let n = m.funcs.len();
     let mut live = vec![false; n];
-    let mut work = vec![main.0 as usize];
-    live[main.0 as usize] = true;
+    let mut work = vec![main.index()];
+    live[main.index()] = true;
     let mut out = Vec::new();
     while let Some(f) = work.pop() {
         out.clear();
@@ -211,15 +212,15 @@ fn prune(m: &mut Module) {
             f
         })
         .collect();
-    m.main = Some(FuncId(new_id[main.0 as usize]));
+    m.main = Some(FuncId::new(new_id[main.index()] as usize));
 }
 
 fn renumber_calls(b: &mut Block, new_id: &[u32]) {
-    b.for_each_call_mut(&mut |g| *g = FuncId(new_id[g.0 as usize]));
+    b.for_each_call_mut(&mut |g| *g = FuncId::new(new_id[g.index()] as usize));
 }
 
 fn count_sites(b: &Block, sites: &mut [usize]) {
-    b.for_each_call(&mut |g, _, _| sites[g.0 as usize] += 1);
+    b.for_each_call(&mut |g, _, _| sites[g.index()] += 1);
 }
 
 /// Does the callee leave only through its last term (no `Return` or
@@ -269,12 +270,12 @@ struct Inliner<'a> {
 impl Inliner<'_> {
     fn callee_size(&self, g: FuncId) -> usize {
         match self.policy {
-            Policy::Rounds { sizes, .. } | Policy::BottomUp { sizes, .. } => sizes[g.0 as usize],
+            Policy::Rounds { sizes, .. } | Policy::BottomUp { sizes, .. } => sizes[g.index()],
         }
     }
 
     fn worth(&self, g: FuncId) -> bool {
-        let gi = g.0 as usize;
+        let gi = g.index();
         let gs = self.callee_size(g);
         if g == self.me || self.size + gs > self.max_size {
             return false;
@@ -282,7 +283,7 @@ impl Inliner<'_> {
         match self.policy {
             Policy::Rounds { sites, .. } => gs <= SMALL || sites[gi] == 1,
             Policy::BottomUp { scc, recursive, .. } => {
-                !recursive[gi] && scc[gi] != scc[self.me.0 as usize]
+                !recursive[gi] && scc[gi] != scc[self.me.index()]
             }
         }
     }
@@ -297,11 +298,9 @@ impl Inliner<'_> {
                     self.block(else_);
                     out.push(inst);
                 }
-                Op::Call(g, args)
-                    if self.worth(*g) && single_exit(&self.funcs[g.0 as usize].body) =>
-                {
+                Op::Call(g, args) if self.worth(*g) && single_exit(&self.funcs[g.index()].body) => {
                     let g = *g;
-                    let callee = &self.funcs[g.0 as usize];
+                    let callee = &self.funcs[g.index()];
                     let body = self.renamed(callee, args);
                     self.size += self.callee_size(g);
                     self.changed = true;
@@ -332,7 +331,7 @@ impl Inliner<'_> {
         if let Term::TailCall(g, args) = &b.term {
             if self.worth(*g) {
                 let g = *g;
-                let callee = &self.funcs[g.0 as usize];
+                let callee = &self.funcs[g.index()];
                 let body = self.renamed(callee, args);
                 self.size += self.callee_size(g);
                 self.changed = true;
@@ -347,11 +346,11 @@ impl Inliner<'_> {
     fn renamed(&mut self, callee: &Func, args: &[Val]) -> Block {
         let mut map: HashMap<Val, Val> = HashMap::new();
         for (i, a) in args.iter().enumerate() {
-            map.insert(Val(i as u32), *a);
+            map.insert(Val::new(i), *a);
         }
         for (i, t) in callee.types.iter().enumerate().skip(callee.params.len()) {
             self.types.push(*t);
-            map.insert(Val(i as u32), Val(self.types.len() as u32 - 1));
+            map.insert(Val::new(i), Val::new(self.types.len() - 1));
         }
         let mut b = callee.body.clone();
         rename_block(&mut b, &map);
@@ -427,11 +426,11 @@ fn drop_unneeded_sites(m: &mut Module) {
 fn block_may_site(b: &Block, may: &[bool]) -> bool {
     let term = match &b.term {
         Term::ErrorWith(parts) => parts.iter().any(|p| matches!(p, crate::ErrPart::Site)),
-        Term::TailCall(g, _) => may[g.0 as usize],
+        Term::TailCall(g, _) => may[g.index()],
         _ => false,
     };
     term || b.insts.iter().any(|i| match &i.op {
-        Op::Call(g, _) | Op::CallAt(g, _, _) => may[g.0 as usize],
+        Op::Call(g, _) | Op::CallAt(g, _, _) => may[g.index()],
         Op::If { then_, else_, .. } => block_may_site(then_, may) || block_may_site(else_, may),
         _ => false,
     })
@@ -440,7 +439,7 @@ fn block_may_site(b: &Block, may: &[bool]) -> bool {
 fn plain_calls(b: &mut Block, may: &[bool]) {
     for i in &mut b.insts {
         match &mut i.op {
-            Op::CallAt(g, args, _) if !may[g.0 as usize] => {
+            Op::CallAt(g, args, _) if !may[g.index()] => {
                 i.op = Op::Call(*g, std::mem::take(args));
             }
             Op::If { then_, else_, .. } => {

@@ -16,6 +16,7 @@
 //!   removed from the function and from every call.
 
 use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
+use base::EntityRef;
 use std::collections::HashMap;
 
 pub fn shrink(m: &mut Module) {
@@ -34,7 +35,7 @@ fn call_sites(m: &Module) -> Vec<Vec<(usize, Vec<Val>)>> {
     let mut sites = vec![Vec::new(); m.funcs.len()];
     for (i, f) in m.funcs.iter().enumerate() {
         f.body
-            .for_each_call(&mut |g, args, _| sites[g.0 as usize].push((i, args.to_vec())));
+            .for_each_call(&mut |g, args, _| sites[g.index()].push((i, args.to_vec())));
     }
     sites
 }
@@ -68,16 +69,16 @@ fn number(f: &Func, fi: usize, class: &[usize], intern: &mut HashMap<Node, usize
                 Op::F64Const(x) => Some(Node::F(x.to_bits())),
                 Op::BoolConst(x) => Some(Node::B(*x)),
                 Op::FBin(op, a, c) => {
-                    let (mut x, mut y) = (vn[a.0 as usize], vn[c.0 as usize]);
+                    let (mut x, mut y) = (vn[a.index()], vn[c.index()]);
                     let k = *op as u8;
                     if matches!(op, crate::FBin::Add | crate::FBin::Mul) && y < x {
                         std::mem::swap(&mut x, &mut y);
                     }
                     Some(Node::Bin(k, x, y))
                 }
-                Op::FUn(op, a) => Some(Node::Un(*op as u8, vn[a.0 as usize])),
-                Op::FCmp(c, a, d) => Some(Node::Cmp(*c as u8, vn[a.0 as usize], vn[d.0 as usize])),
-                Op::Not(a) => Some(Node::Not(vn[a.0 as usize])),
+                Op::FUn(op, a) => Some(Node::Un(*op as u8, vn[a.index()])),
+                Op::FCmp(c, a, d) => Some(Node::Cmp(*c as u8, vn[a.index()], vn[d.index()])),
+                Op::Not(a) => Some(Node::Not(vn[a.index()])),
                 Op::If { then_, else_, .. } => {
                     walk(then_, fi, vn, intern);
                     walk(else_, fi, vn, intern);
@@ -88,11 +89,11 @@ fn number(f: &Func, fi: usize, class: &[usize], intern: &mut HashMap<Node, usize
             match node {
                 Some(n) => {
                     let r = inst.results[0];
-                    vn[r.0 as usize] = id(intern, n);
+                    vn[r.index()] = id(intern, n);
                 }
                 None => {
                     for r in &inst.results {
-                        vn[r.0 as usize] = id(intern, Node::Opaque(fi, r.0));
+                        vn[r.index()] = id(intern, Node::Opaque(fi, r.index() as u32));
                     }
                 }
             }
@@ -145,7 +146,7 @@ fn merge_equal(m: &mut Module) -> bool {
                 .map(|i| {
                     let key: Vec<usize> = sites[fi]
                         .iter()
-                        .map(|(h, args)| vns[*h][args[i].0 as usize])
+                        .map(|(h, args)| vns[*h][args[i].index()])
                         .collect();
                     let len = ids.len();
                     *ids.entry((class[fi][i], key)).or_insert(len)
@@ -166,7 +167,7 @@ fn merge_equal(m: &mut Module) -> bool {
         for (i, c) in class[fi].iter().enumerate() {
             let r = *first.entry(*c).or_insert(i as u32);
             if r != i as u32 {
-                map.insert(Val(i as u32), Val(r));
+                map.insert(Val::new(i), Val::from_number(r));
             }
         }
         if !map.is_empty() {
@@ -202,8 +203,8 @@ fn param_uses(b: &Block, np: usize, real: &mut [bool], edges: &mut Vec<(usize, F
 
 /// A parameter read other than as a call's argument is really needed.
 fn read_param(v: Val, np: usize, real: &mut [bool]) {
-    if (v.0 as usize) < np {
-        real[v.0 as usize] = true;
+    if (v.index()) < np {
+        real[v.index()] = true;
     }
 }
 
@@ -211,8 +212,8 @@ fn read_param(v: Val, np: usize, real: &mut [bool]) {
 /// parameter of `g` is.
 fn arg_edges(g: FuncId, args: &[Val], np: usize, edges: &mut Vec<(usize, FuncId, usize)>) {
     for (j, a) in args.iter().enumerate() {
-        if (a.0 as usize) < np {
-            edges.push((a.0 as usize, g, j));
+        if (a.index()) < np {
+            edges.push((a.index(), g, j));
         }
     }
 }
@@ -230,7 +231,7 @@ fn remove_dead(m: &mut Module) -> bool {
         let mut edges = Vec::new();
         param_uses(&f.body, f.params.len(), &mut live[fi], &mut edges);
         for (p, g, j) in edges {
-            feeds.entry((g.0 as usize, j)).or_default().push((fi, p));
+            feeds.entry((g.index(), j)).or_default().push((fi, p));
         }
         for (p, l) in live[fi].iter().enumerate() {
             if *l {
@@ -265,7 +266,7 @@ fn remove_dead(m: &mut Module) -> bool {
 
 fn drop_args(b: &mut Block, live: &[Vec<bool>]) {
     let keep = |g: FuncId, args: &mut Vec<Val>| {
-        let l = &live[g.0 as usize];
+        let l = &live[g.index()];
         let mut k = l.iter();
         args.retain(|_| *k.next().expect("arity"));
     };
@@ -292,12 +293,12 @@ fn renumber(f: &mut Func, live: &[bool]) {
     let mut k = 0u32;
     for (i, l) in live.iter().enumerate() {
         if *l {
-            map.insert(Val(i as u32), Val(k));
+            map.insert(Val::new(i), Val::from_number(k));
             k += 1;
         }
     }
     for v in np..f.types.len() {
-        map.insert(Val(v as u32), Val(v as u32 - removed));
+        map.insert(Val::new(v), Val::new(v - removed as usize));
     }
     let mut params = Vec::new();
     let mut types = Vec::new();
@@ -335,10 +336,13 @@ mod tests {
             types: vec![Ty::F64, Ty::F64, Ty::F64],
             body: Block {
                 insts: vec![
-                    i(&[0], Op::ReadReal(crate::StrId(0))),
+                    i(&[0], Op::ReadReal(crate::StrId::new(0))),
                     i(&[1], Op::F64Const(0.0)),
-                    i(&[2], Op::Call(FuncId(1), vec![Val(0), Val(0), Val(1)])),
-                    i(&[], Op::PrintReal(Val(2))),
+                    i(
+                        &[2],
+                        Op::Call(FuncId::new(1), vec![Val::new(0), Val::new(0), Val::new(1)]),
+                    ),
+                    i(&[], Op::PrintReal(Val::new(2))),
                 ],
                 term: Term::Return(vec![]),
             },
@@ -362,32 +366,35 @@ mod tests {
             body: Block {
                 insts: vec![
                     i(&[3], Op::F64Const(10.0)),
-                    i(&[4], Op::FCmp(Cmp::Lt, Val(0), Val(3))),
+                    i(&[4], Op::FCmp(Cmp::Lt, Val::new(0), Val::new(3))),
                     i(
                         &[5],
                         Op::If {
-                            cond: Val(4),
+                            cond: Val::new(4),
                             then_: Block {
                                 insts: vec![
                                     i(&[6], Op::F64Const(1.0)),
-                                    i(&[7], Op::FBin(FBin::Add, Val(0), Val(6))),
-                                    i(&[8], Op::FBin(FBin::Add, Val(1), Val(6))),
+                                    i(&[7], Op::FBin(FBin::Add, Val::new(0), Val::new(6))),
+                                    i(&[8], Op::FBin(FBin::Add, Val::new(1), Val::new(6))),
                                 ],
-                                term: Term::TailCall(FuncId(1), vec![Val(7), Val(8), Val(2)]),
+                                term: Term::TailCall(
+                                    FuncId::new(1),
+                                    vec![Val::new(7), Val::new(8), Val::new(2)],
+                                ),
                             },
                             else_: Block {
-                                insts: vec![i(&[9], Op::FBin(FBin::Add, Val(0), Val(1)))],
-                                term: Term::Yield(vec![Val(9)]),
+                                insts: vec![i(&[9], Op::FBin(FBin::Add, Val::new(0), Val::new(1)))],
+                                term: Term::Yield(vec![Val::new(9)]),
                             },
                         },
                     ),
                 ],
-                term: Term::Return(vec![Val(5)]),
+                term: Term::Return(vec![Val::new(5)]),
             },
         };
         let mut m = Module {
             funcs: vec![main, lp],
-            main: Some(FuncId(0)),
+            main: Some(FuncId::new(0)),
             strings: vec!["eof".into()],
         };
         let run = |m: &Module| {

@@ -183,6 +183,7 @@ fn schedule_run(run: Vec<Inst>, used_after: &HashSet<Val>, out: &mut Vec<Inst>) 
 mod tests {
     use super::*;
     use crate::{Term, Ty};
+    use base::EntityRef;
 
     use crate::testing::inst as i;
 
@@ -197,17 +198,17 @@ mod tests {
             types: vec![Ty::F64; 7],
             body: Block {
                 insts: vec![
-                    i(&[2], Op::FBin(FBin::Add, Val(0), Val(1))),
-                    i(&[3], Op::FBin(FBin::Add, Val(2), Val(1))),
-                    i(&[4], Op::FUn(FUn::Sqrt, Val(0))),
-                    i(&[5], Op::FBin(FBin::Div, Val(4), Val(1))),
-                    i(&[6], Op::FBin(FBin::Div, Val(5), Val(3))),
+                    i(&[2], Op::FBin(FBin::Add, Val::new(0), Val::new(1))),
+                    i(&[3], Op::FBin(FBin::Add, Val::new(2), Val::new(1))),
+                    i(&[4], Op::FUn(FUn::Sqrt, Val::new(0))),
+                    i(&[5], Op::FBin(FBin::Div, Val::new(4), Val::new(1))),
+                    i(&[6], Op::FBin(FBin::Div, Val::new(5), Val::new(3))),
                 ],
-                term: Term::Return(vec![Val(6), Val(3)]),
+                term: Term::Return(vec![Val::new(6), Val::new(3)]),
             },
         };
         schedule_func(&mut f);
-        let order: Vec<u32> = f.body.insts.iter().map(|i| i.results[0].0).collect();
+        let order: Vec<u32> = f.body.insts.iter().map(|i| i.results[0].number()).collect();
         assert_eq!(order[0], 4);
         let pos = |v: u32| order.iter().position(|x| *x == v).unwrap();
         assert!(pos(4) < pos(5) && pos(5) < pos(6));

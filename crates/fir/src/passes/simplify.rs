@@ -22,6 +22,7 @@
 //! Calls, printing, reading and errors are never removed or reordered.
 
 use crate::{Block, Cmp, ErrPart, FBin, FUn, Func, Inst, Module, Op, Term, Val};
+use base::EntityRef;
 use std::collections::HashMap;
 
 pub fn simplify(m: &mut Module) {
@@ -127,30 +128,30 @@ enum Flow {
 
 impl Fwd {
     fn r(&self, v: Val) -> Val {
-        self.subst[v.0 as usize].unwrap_or(v)
+        self.subst[v.index()].unwrap_or(v)
     }
 
     fn f(&self, v: Val) -> Option<f64> {
-        match self.konst[v.0 as usize] {
+        match self.konst[v.index()] {
             Some(K::F(x)) => Some(x),
             _ => None,
         }
     }
 
     fn b(&self, v: Val) -> Option<bool> {
-        match self.konst[v.0 as usize] {
+        match self.konst[v.index()] {
             Some(K::B(x)) => Some(x),
             _ => None,
         }
     }
 
     fn nnz(&self, v: Val) -> bool {
-        self.not_neg_zero[v.0 as usize]
+        self.not_neg_zero[v.index()]
     }
 
     /// A new `F64` value.
     fn fresh(&mut self) -> Val {
-        let v = Val(self.next as u32);
+        let v = Val::new(self.next);
         self.next += 1;
         self.subst.push(None);
         self.konst.push(None);
@@ -159,7 +160,7 @@ impl Fwd {
     }
 
     fn replace(&mut self, v: Val, by: Val) {
-        self.subst[v.0 as usize] = Some(by);
+        self.subst[v.index()] = Some(by);
     }
 
     fn lookup(&self, k: &Key) -> Option<Val> {
@@ -221,8 +222,8 @@ impl Fwd {
     }
 
     fn set_f(&mut self, v: Val, x: f64) {
-        self.konst[v.0 as usize] = Some(K::F(x));
-        self.not_neg_zero[v.0 as usize] = !(x == 0.0 && x.is_sign_negative());
+        self.konst[v.index()] = Some(K::F(x));
+        self.not_neg_zero[v.index()] = !(x == 0.0 && x.is_sign_negative());
     }
 
     fn inst(&mut self, mut inst: Inst, out: &mut Vec<Inst>) -> Flow {
@@ -237,7 +238,7 @@ impl Fwd {
             }
             Op::BoolConst(x) => {
                 let v = one.expect("const result");
-                self.konst[v.0 as usize] = Some(K::B(x));
+                self.konst[v.index()] = Some(K::B(x));
                 if self.available(Key::B(x), v) {
                     out.push(inst);
                 }
@@ -286,7 +287,7 @@ impl Fwd {
                     }
                 }
                 // -0 only from -0 + -0; from -0 - +0; sqrt(-0) = -0.
-                self.not_neg_zero[v.0 as usize] = match op {
+                self.not_neg_zero[v.index()] = match op {
                     FBin::Add => self.nnz(a) || self.nnz(b),
                     FBin::Sub => self.nnz(a),
                     FBin::Mul => a == b,
@@ -308,7 +309,7 @@ impl Fwd {
                     inst.op = Op::F64Const(FUn::Sqrt.apply(x));
                     return self.inst(inst, out);
                 }
-                self.not_neg_zero[v.0 as usize] = match op {
+                self.not_neg_zero[v.index()] = match op {
                     FUn::Sqrt => self.nnz(a),
                     FUn::Exp => true,
                     _ => false,
@@ -393,8 +394,8 @@ impl Fwd {
                         Term::Yield(vs) => {
                             for (r, v) in inst.results.iter().zip(vs) {
                                 self.replace(*r, v);
-                                self.not_neg_zero[r.0 as usize] = self.nnz(v);
-                                self.konst[r.0 as usize] = self.konst[v.0 as usize];
+                                self.not_neg_zero[r.index()] = self.nnz(v);
+                                self.konst[r.index()] = self.konst[v.index()];
                             }
                             Flow::Continue
                         }
@@ -402,16 +403,16 @@ impl Fwd {
                     };
                 }
                 // Inside an arm, the condition is known.
-                let known = self.konst[cond.0 as usize];
+                let known = self.konst[cond.index()];
                 self.scopes.push(HashMap::new());
-                self.konst[cond.0 as usize] = Some(K::B(true));
+                self.konst[cond.index()] = Some(K::B(true));
                 let then_ = self.block(then_);
                 self.scopes.pop();
                 self.scopes.push(HashMap::new());
-                self.konst[cond.0 as usize] = Some(K::B(false));
+                self.konst[cond.index()] = Some(K::B(false));
                 let else_ = self.block(else_);
                 self.scopes.pop();
-                self.konst[cond.0 as usize] = known;
+                self.konst[cond.index()] = known;
                 let (ty, ey) = (yields(&then_), yields(&else_));
                 for (i, r) in inst.results.iter().enumerate() {
                     let (tv, ev) = (ty.map(|y| y[i]), ey.map(|y| y[i]));
@@ -419,11 +420,11 @@ impl Fwd {
                         (Some(t), Some(e)) if t == e => {
                             // Defined before the `If`: visible after it.
                             self.replace(*r, t);
-                            self.konst[r.0 as usize] = self.konst[t.0 as usize];
-                            self.not_neg_zero[r.0 as usize] = self.nnz(t);
+                            self.konst[r.index()] = self.konst[t.index()];
+                            self.not_neg_zero[r.index()] = self.nnz(t);
                         }
                         _ => {
-                            self.not_neg_zero[r.0 as usize] =
+                            self.not_neg_zero[r.index()] =
                                 tv.is_none_or(|t| self.nnz(t)) && ev.is_none_or(|e| self.nnz(e));
                         }
                     }
@@ -444,7 +445,7 @@ fn yields(b: &Block) -> Option<&[Val]> {
 }
 
 fn mark(live: &mut [bool], v: Val) {
-    live[v.0 as usize] = true;
+    live[v.index()] = true;
 }
 
 fn mark_term(t: &Term, live: &mut [bool]) {
@@ -459,14 +460,14 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
     let insts = std::mem::take(&mut b.insts);
     let mut kept = Vec::with_capacity(insts.len());
     for mut inst in insts.into_iter().rev() {
-        let used = inst.results.iter().any(|r| live[r.0 as usize]);
+        let used = inst.results.iter().any(|r| live[r.index()]);
         if Op::is_pure(&inst.op) && !used {
             continue;
         }
         match &mut inst.op {
             Op::If { cond, then_, else_ } => {
                 // Drop the results nobody uses, and what only they needed.
-                let keep: Vec<bool> = inst.results.iter().map(|r| live[r.0 as usize]).collect();
+                let keep: Vec<bool> = inst.results.iter().map(|r| live[r.index()]).collect();
                 if keep.iter().any(|k| !k) {
                     let mut k = keep.iter();
                     inst.results.retain(|_| *k.next().expect("keep"));
@@ -537,20 +538,23 @@ mod tests {
             Block {
                 insts: vec![
                     i(&[1], Op::F64Const(1.0)),
-                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
+                    i(&[2], Op::FBin(FBin::Mul, Val::new(0), Val::new(1))),
                     i(&[3], Op::F64Const(0.0)),
-                    i(&[4], Op::FBin(FBin::Add, Val(2), Val(3))),
-                    i(&[5], Op::FBin(FBin::Sub, Val(4), Val(3))),
+                    i(&[4], Op::FBin(FBin::Add, Val::new(2), Val::new(3))),
+                    i(&[5], Op::FBin(FBin::Sub, Val::new(4), Val::new(3))),
                 ],
-                term: Term::Return(vec![Val(5)]),
+                term: Term::Return(vec![Val::new(5)]),
             },
         );
         simplify_func(&mut f);
         assert_eq!(
             ops(&f),
-            vec![Op::F64Const(0.0), Op::FBin(FBin::Add, Val(0), Val(3))]
+            vec![
+                Op::F64Const(0.0),
+                Op::FBin(FBin::Add, Val::new(0), Val::new(3))
+            ]
         );
-        assert_eq!(f.body.term, Term::Return(vec![Val(4)]));
+        assert_eq!(f.body.term, Term::Return(vec![Val::new(4)]));
     }
 
     #[test]
@@ -562,17 +566,17 @@ mod tests {
             5,
             Block {
                 insts: vec![
-                    i(&[1], Op::FBin(FBin::Mul, Val(0), Val(0))),
+                    i(&[1], Op::FBin(FBin::Mul, Val::new(0), Val::new(0))),
                     i(&[2], Op::F64Const(0.0)),
-                    i(&[3], Op::FBin(FBin::Add, Val(2), Val(1))),
-                    i(&[4], Op::FBin(FBin::Mul, Val(2), Val(0))),
+                    i(&[3], Op::FBin(FBin::Add, Val::new(2), Val::new(1))),
+                    i(&[4], Op::FBin(FBin::Mul, Val::new(2), Val::new(0))),
                 ],
-                term: Term::Return(vec![Val(3), Val(4)]),
+                term: Term::Return(vec![Val::new(3), Val::new(4)]),
             },
         );
         simplify_func(&mut f);
-        assert_eq!(f.body.term, Term::Return(vec![Val(1), Val(4)]));
-        assert!(ops(&f).contains(&Op::FBin(FBin::Mul, Val(2), Val(0))));
+        assert_eq!(f.body.term, Term::Return(vec![Val::new(1), Val::new(4)]));
+        assert!(ops(&f).contains(&Op::FBin(FBin::Mul, Val::new(2), Val::new(0))));
     }
 
     #[test]
@@ -584,13 +588,13 @@ mod tests {
             Block {
                 insts: vec![
                     i(&[1], Op::F64Const(2.0)),
-                    i(&[2], Op::FBin(FBin::Mul, Val(0), Val(1))),
-                    i(&[3], Op::FBin(FBin::Mul, Val(1), Val(0))),
+                    i(&[2], Op::FBin(FBin::Mul, Val::new(0), Val::new(1))),
+                    i(&[3], Op::FBin(FBin::Mul, Val::new(1), Val::new(0))),
                     i(&[4], Op::F64Const(3.0)),
-                    i(&[5], Op::FBin(FBin::Add, Val(1), Val(4))),
-                    i(&[6], Op::FBin(FBin::Add, Val(2), Val(3))),
+                    i(&[5], Op::FBin(FBin::Add, Val::new(1), Val::new(4))),
+                    i(&[6], Op::FBin(FBin::Add, Val::new(2), Val::new(3))),
                 ],
-                term: Term::Return(vec![Val(5), Val(6)]),
+                term: Term::Return(vec![Val::new(5), Val::new(6)]),
             },
         );
         simplify_func(&mut f);
@@ -598,9 +602,9 @@ mod tests {
             ops(&f),
             vec![
                 Op::F64Const(2.0),
-                Op::FBin(FBin::Mul, Val(0), Val(1)),
+                Op::FBin(FBin::Mul, Val::new(0), Val::new(1)),
                 Op::F64Const(5.0),
-                Op::FBin(FBin::Add, Val(2), Val(2)),
+                Op::FBin(FBin::Add, Val::new(2), Val::new(2)),
             ]
         );
     }
@@ -614,11 +618,11 @@ mod tests {
             Block {
                 insts: vec![
                     i(&[1], Op::F64Const(4.0)),
-                    i(&[2], Op::FBin(FBin::Div, Val(0), Val(1))),
+                    i(&[2], Op::FBin(FBin::Div, Val::new(0), Val::new(1))),
                     i(&[3], Op::F64Const(3.0)),
-                    i(&[4], Op::FBin(FBin::Div, Val(0), Val(3))),
+                    i(&[4], Op::FBin(FBin::Div, Val::new(0), Val::new(3))),
                 ],
-                term: Term::Return(vec![Val(2), Val(4)]),
+                term: Term::Return(vec![Val::new(2), Val::new(4)]),
             },
         );
         simplify_func(&mut f);
@@ -626,9 +630,9 @@ mod tests {
             ops(&f),
             vec![
                 Op::F64Const(0.25),
-                Op::FBin(FBin::Mul, Val(0), Val(5)),
+                Op::FBin(FBin::Mul, Val::new(0), Val::new(5)),
                 Op::F64Const(3.0),
-                Op::FBin(FBin::Div, Val(0), Val(3)),
+                Op::FBin(FBin::Div, Val::new(0), Val::new(3)),
             ]
         );
         assert_eq!(f.types.len(), 6);
@@ -638,7 +642,7 @@ mod tests {
     fn dead_if_results_and_effects() {
         // v1, v2 = if (v0 < v0) { print; yield v0, v0 } else { yield v0, v0 }
         // only v1 is used; the print keeps the If.
-        let cond = i(&[3], Op::FCmp(Cmp::Lt, Val(0), Val(0)));
+        let cond = i(&[3], Op::FCmp(Cmp::Lt, Val::new(0), Val::new(0)));
         let mut f = func(
             1,
             4,
@@ -648,25 +652,25 @@ mod tests {
                     i(
                         &[1, 2],
                         Op::If {
-                            cond: Val(3),
+                            cond: Val::new(3),
                             then_: Block {
-                                insts: vec![i(&[], Op::PrintStr(StrId(0)))],
-                                term: Term::Yield(vec![Val(0), Val(0)]),
+                                insts: vec![i(&[], Op::PrintStr(StrId::new(0)))],
+                                term: Term::Yield(vec![Val::new(0), Val::new(0)]),
                             },
                             else_: Block {
                                 insts: vec![],
-                                term: Term::Yield(vec![Val(0), Val(0)]),
+                                term: Term::Yield(vec![Val::new(0), Val::new(0)]),
                             },
                         },
                     ),
                 ],
-                term: Term::Return(vec![Val(1)]),
+                term: Term::Return(vec![Val::new(1)]),
             },
         );
         simplify_func(&mut f);
         // Both arms yield v0: the result is v0, the If stays for its print
         // with no results.
-        assert_eq!(f.body.term, Term::Return(vec![Val(0)]));
+        assert_eq!(f.body.term, Term::Return(vec![Val::new(0)]));
         match &f.body.insts[1] {
             Inst {
                 results,

@@ -3,6 +3,7 @@
 
 use super::verify;
 use crate::{Block, Cmp, FBin, Func, FuncId, Module, Op, StrId, Term, Ty, Val};
+use base::EntityRef;
 
 use crate::testing::inst as i;
 
@@ -24,8 +25,8 @@ fn good() -> Module {
         vec![Ty::F64],
         vec![Ty::F64, Ty::F64],
         Block {
-            insts: vec![i(&[1], Op::FBin(FBin::Add, Val(0), Val(0)))],
-            term: Term::Return(vec![Val(1)]),
+            insts: vec![i(&[1], Op::FBin(FBin::Add, Val::new(0), Val::new(0)))],
+            term: Term::Return(vec![Val::new(1)]),
         },
     );
     let main = func(
@@ -35,31 +36,31 @@ fn good() -> Module {
         vec![Ty::F64, Ty::F64, Ty::Bool, Ty::F64],
         Block {
             insts: vec![
-                i(&[0], Op::ReadReal(StrId(0))),
-                i(&[1], Op::Call(FuncId(0), vec![Val(0)])),
-                i(&[2], Op::FCmp(Cmp::Lt, Val(0), Val(1))),
+                i(&[0], Op::ReadReal(StrId::new(0))),
+                i(&[1], Op::Call(FuncId::new(0), vec![Val::new(0)])),
+                i(&[2], Op::FCmp(Cmp::Lt, Val::new(0), Val::new(1))),
                 i(
                     &[3],
                     Op::If {
-                        cond: Val(2),
+                        cond: Val::new(2),
                         then_: Block {
                             insts: vec![],
-                            term: Term::Yield(vec![Val(1)]),
+                            term: Term::Yield(vec![Val::new(1)]),
                         },
                         else_: Block {
                             insts: vec![],
-                            term: Term::Error(StrId(0)),
+                            term: Term::Error(StrId::new(0)),
                         },
                     },
                 ),
-                i(&[], Op::PrintReal(Val(3))),
+                i(&[], Op::PrintReal(Val::new(3))),
             ],
             term: Term::Return(vec![]),
         },
     );
     Module {
         funcs: vec![double, main],
-        main: Some(FuncId(1)),
+        main: Some(FuncId::new(1)),
         strings: vec!["error: end of input".into()],
     }
 }
@@ -94,7 +95,7 @@ fn rejects_a_value_used_after_the_if_that_defined_it() {
     if let Op::If { then_, .. } = &mut m.funcs[1].body.insts[3].op {
         then_.insts.push(i(&[4], Op::F64Const(1.0)));
     }
-    m.funcs[1].body.insts[4] = i(&[], Op::PrintReal(Val(4)));
+    m.funcs[1].body.insts[4] = i(&[], Op::PrintReal(Val::new(4)));
     rejects(&m, "v4 is used where it is not defined");
 }
 
@@ -108,28 +109,28 @@ fn rejects_a_value_defined_twice() {
 #[test]
 fn rejects_an_operand_of_the_wrong_type() {
     let mut m = good();
-    m.funcs[1].body.insts[4] = i(&[], Op::PrintReal(Val(2)));
+    m.funcs[1].body.insts[4] = i(&[], Op::PrintReal(Val::new(2)));
     rejects(&m, "v2 is Bool where F64 is needed");
 }
 
 #[test]
 fn rejects_a_call_with_the_wrong_arguments() {
     let mut m = good();
-    m.funcs[1].body.insts[1] = i(&[1], Op::Call(FuncId(0), vec![]));
+    m.funcs[1].body.insts[1] = i(&[1], Op::Call(FuncId::new(0), vec![]));
     rejects(&m, "call of `double`: 0 values where 1 are needed");
 }
 
 #[test]
 fn rejects_a_tail_call_to_a_function_with_other_returns() {
     let mut m = good();
-    m.funcs[1].body.term = Term::TailCall(FuncId(0), vec![Val(0)]);
+    m.funcs[1].body.term = Term::TailCall(FuncId::new(0), vec![Val::new(0)]);
     rejects(&m, "which returns [F64], from a function returning []");
 }
 
 #[test]
 fn rejects_a_body_that_yields() {
     let mut m = good();
-    m.funcs[0].body.term = Term::Yield(vec![Val(1)]);
+    m.funcs[0].body.term = Term::Yield(vec![Val::new(1)]);
     rejects(&m, "a function body ends in `Yield`");
 }
 
@@ -137,7 +138,7 @@ fn rejects_a_body_that_yields() {
 fn rejects_arms_that_yield_different_types() {
     let mut m = good();
     if let Op::If { else_, .. } = &mut m.funcs[1].body.insts[3].op {
-        else_.term = Term::Yield(vec![Val(2)]);
+        else_.term = Term::Yield(vec![Val::new(2)]);
     }
     rejects(&m, "v2 is Bool where F64 is needed");
 }
@@ -152,16 +153,16 @@ fn rejects_a_result_of_the_wrong_type() {
 #[test]
 fn rejects_ids_out_of_range() {
     let mut m = good();
-    m.funcs[1].body.insts[0] = i(&[0], Op::ReadReal(StrId(7)));
+    m.funcs[1].body.insts[0] = i(&[0], Op::ReadReal(StrId::new(7)));
     rejects(&m, "string s7 of 1");
     let mut m = good();
-    m.funcs[1].body.insts[1] = i(&[1], Op::Call(FuncId(9), vec![Val(0)]));
+    m.funcs[1].body.insts[1] = i(&[1], Op::Call(FuncId::new(9), vec![Val::new(0)]));
     rejects(&m, "call of function 9 of 2");
 }
 
 #[test]
 fn rejects_a_main_with_parameters() {
     let mut m = good();
-    m.main = Some(FuncId(0));
+    m.main = Some(FuncId::new(0));
     rejects(&m, "main must take and return nothing");
 }

@@ -2,6 +2,7 @@
 //! run-time checks of constants and patterns.
 
 use super::*;
+use base::EntityRef;
 
 impl Lowerer<'_> {
     /// Emits a run-time check that symbolic value `x` equals the datum.
@@ -9,14 +10,14 @@ impl Lowerer<'_> {
         match (self.ops.dom.get(x).clone(), d) {
             (Av::Sym(v, SymKind::Real), ir::ConstDatum::Real(c)) => {
                 let k = fb.emit1(Op::F64Const(*c), Ty::F64);
-                let ok = fb.emit1(Op::FCmp(Cmp::Eq, Val(v), k), Ty::Bool);
+                let ok = fb.emit1(Op::FCmp(Cmp::Eq, Val::from_number(v), k), Ty::Bool);
                 self.guard(fb, ok, err);
             }
             (Av::Sym(v, SymKind::Bool), ir::ConstDatum::Bool(c)) => {
                 let ok = if *c {
-                    Val(v)
+                    Val::from_number(v)
                 } else {
-                    fb.emit1(Op::Not(Val(v)), Ty::Bool)
+                    fb.emit1(Op::Not(Val::from_number(v)), Ty::Bool)
                 };
                 self.guard(fb, ok, err);
             }
@@ -75,7 +76,7 @@ impl Lowerer<'_> {
                     (None, Some(s)) => self.call_spec(fb, s, e, nil, tail),
                     (Some(st), Some(se)) => {
                         let cond = match self.ops.dom.get(c) {
-                            Av::Sym(v, SymKind::Bool) => Val(*v),
+                            Av::Sym(v, SymKind::Bool) => Val::from_number(*v),
                             _ => {
                                 return Flow::Done(Term::Error(
                                     self.string("error: internal error: if condition"),
@@ -153,7 +154,7 @@ impl Lowerer<'_> {
             }
         }
         self.coerce(fb, arg, spec.arg, &mut args);
-        let callee = FuncId(s.index() as u32);
+        let callee = FuncId::new(s.index());
         if tail && fb.result == Some(spec.result) {
             return Flow::Done(Term::TailCall(callee, args));
         }

@@ -3,6 +3,7 @@
 //! FIR terminator.
 
 use super::*;
+use base::EntityRef;
 
 impl Lowerer<'_> {
     /// The run-time error term for `msg` at `span`: values known only at
@@ -65,9 +66,9 @@ impl Lowerer<'_> {
             }
             let n = piece[1..].parse::<u32>().unwrap_or(0);
             parts.push(if piece.starts_with('R') {
-                fir::ErrPart::Real(Val(n))
+                fir::ErrPart::Real(Val::from_number(n))
             } else {
-                fir::ErrPart::Bool(Val(n))
+                fir::ErrPart::Bool(Val::from_number(n))
             });
         }
         Term::ErrorWith(parts)

@@ -8,7 +8,7 @@ impl Lowerer<'_> {
     /// A real operand: its FIR value, materialising a constant.
     pub(super) fn real(&mut self, fb: &mut Fb, x: AvId) -> Option<Val> {
         match self.ops.dom.get(x) {
-            Av::Sym(v, SymKind::Real) => Some(Val(*v)),
+            Av::Sym(v, SymKind::Real) => Some(Val::from_number(*v)),
             Av::Real(Some(c)) => {
                 let c = f64::from_bits(*c);
                 Some(fb.emit1(Op::F64Const(c), Ty::F64))
@@ -18,7 +18,7 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn sym(&mut self, v: Val, k: SymKind) -> AvId {
-        self.ops.dom.intern(Av::Sym(v.0, k))
+        self.ops.dom.intern(Av::Sym(v.number(), k))
     }
 
     pub(super) fn lower_prim(
@@ -155,11 +155,11 @@ impl Lowerer<'_> {
             let args: Vec<Val> = p
                 .args
                 .iter()
-                .map(|a| Val(subst.get(a).copied().unwrap_or(*a)))
+                .map(|a| Val::from_number(subst.get(a).copied().unwrap_or(*a)))
                 .collect();
             let (f, _) = self.union_fn(UnionFn::Map(p.op, p.unions.0, p.unions.1, p.result_union));
             let v = fb.emit1(Op::Call(f, args), Ty::Ptr);
-            subst.insert(p.result, v.0);
+            subst.insert(p.result, v.number());
         }
         r.map(|av| self.substitute(av, &subst))
     }

@@ -3,6 +3,7 @@
 //! union.
 
 use super::*;
+use base::EntityRef;
 
 impl Lowerer<'_> {
     /// The function printing a value of union `u` (as the tail of a list,
@@ -13,7 +14,7 @@ impl Lowerer<'_> {
         if let Some(f) = self.printers.get(&(u, tail)) {
             return *f;
         }
-        let id = FuncId(self.module.funcs.len() as u32);
+        let id = FuncId::new(self.module.funcs.len());
         let name = format!("print_u{}{}", u.index(), if tail { "_tail" } else { "" });
         let empty = Block {
             insts: vec![],
@@ -33,7 +34,7 @@ impl Lowerer<'_> {
             result: None,
             site: None,
         };
-        self.switch(&mut fb, Val(0), u, &[], &mut |this, fb, _, sym| {
+        self.switch(&mut fb, Val::new(0), u, &[], &mut |this, fb, _, sym| {
             let mut pieces = Vec::new();
             if tail {
                 this.tail_pieces(sym, &mut pieces);
@@ -43,7 +44,7 @@ impl Lowerer<'_> {
             this.emit_pieces(fb, pieces);
             Term::Yield(vec![])
         });
-        self.module.funcs[id.0 as usize] = fir::Func {
+        self.module.funcs[id.index()] = fir::Func {
             name,
             params: vec![Ty::Ptr],
             returns: vec![],
@@ -133,13 +134,13 @@ impl Lowerer<'_> {
         match self.ops.dom.get(av).clone() {
             Av::Sym(v, SymKind::Union(u)) => {
                 let f = self.printer(u, false);
-                out.push(Piece::Call(f, Val(v)));
+                out.push(Piece::Call(f, Val::from_number(v)));
             }
             Av::Real(Some(x)) => {
                 out.push(Piece::Text(syntax::number::format_real(f64::from_bits(x))))
             }
-            Av::Sym(v, SymKind::Real) => out.push(Piece::Real(Val(v))),
-            Av::Sym(v, SymKind::Bool) => out.push(Piece::Bool(Val(v))),
+            Av::Sym(v, SymKind::Real) => out.push(Piece::Real(Val::from_number(v))),
+            Av::Sym(v, SymKind::Bool) => out.push(Piece::Bool(Val::from_number(v))),
             Av::Bool(Some(b)) => out.push(Piece::Text(if b { "#t" } else { "#f" }.into())),
             Av::Nil => out.push(Piece::Text("()".into())),
             Av::Prim(_) | Av::Closure(..) => out.push(Piece::Text("#<procedure>".into())),
@@ -172,7 +173,7 @@ impl Lowerer<'_> {
                 Av::Nil => {}
                 Av::Sym(v, SymKind::Union(u)) => {
                     let f = self.printer(u, true);
-                    out.push(Piece::Call(f, Val(v)));
+                    out.push(Piece::Call(f, Val::from_number(v)));
                     return;
                 }
                 _ => {

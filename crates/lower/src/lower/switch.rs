@@ -2,6 +2,7 @@
 //! a chain of tag tests whose arms load the member's scalars.
 
 use super::*;
+use base::EntityRef;
 
 impl Lowerer<'_> {
     /// A binding split on a union operand: dispatches on the tag and lowers
@@ -20,7 +21,7 @@ impl Lowerer<'_> {
     ) -> Flow {
         let whole = vals.get(&var).copied().unwrap_or(AvId::new(0));
         let (ptr, u) = match self.ops.dom.get(self.ops.part_at(whole, path)) {
-            Av::Sym(p, SymKind::Union(u)) => (Val(*p), *u),
+            Av::Sym(p, SymKind::Union(u)) => (Val::from_number(*p), *u),
             _ => {
                 return Flow::Done(Term::Error(
                     self.string("error: internal error: switch on a value that is not a union"),

@@ -3,6 +3,7 @@
 //! each member's result.
 
 use super::*;
+use base::EntityRef;
 
 impl Lowerer<'_> {
     /// `zero` of a symbolic value: no code, but for the unions inside,
@@ -14,7 +15,7 @@ impl Lowerer<'_> {
         match self.ops.dom.get(v).clone() {
             Av::Sym(p, SymKind::Union(u)) => {
                 let (f, z) = self.union_fn(UnionFn::Zero(u));
-                let r = fb.emit1(Op::Call(f, vec![Val(p)]), Ty::Ptr);
+                let r = fb.emit1(Op::Call(f, vec![Val::from_number(p)]), Ty::Ptr);
                 self.sym(r, SymKind::Union(z))
             }
             Av::Pair(a, b) => {
@@ -58,7 +59,7 @@ impl Lowerer<'_> {
         if let Some(f) = self.union_fns.get(&what) {
             return (*f, result);
         }
-        let id = FuncId(self.module.funcs.len() as u32);
+        let id = FuncId::new(self.module.funcs.len());
         let (name, params) = match what {
             UnionFn::Zero(u) => (format!("zero_u{}", u.index()), vec![Ty::Ptr]),
             UnionFn::Plus(u, w) => (
@@ -92,48 +93,66 @@ impl Lowerer<'_> {
         };
         let target = self.ops.dom.union_av(result);
         let results = match what {
-            UnionFn::Zero(u) => {
-                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, m| {
+            UnionFn::Zero(u) => self.switch(
+                &mut fb,
+                Val::new(0),
+                u,
+                &[Ty::Ptr],
+                &mut |this, fb, _, m| {
                     let z = this.zero(fb, m);
                     let mut out = Vec::new();
                     this.coerce(fb, z, target, &mut out);
                     Term::Yield(out)
-                })
-            }
-            UnionFn::Map(op, u, None, _) => {
-                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, m| {
+                },
+            ),
+            UnionFn::Map(op, u, None, _) => self.switch(
+                &mut fb,
+                Val::new(0),
+                u,
+                &[Ty::Ptr],
+                &mut |this, fb, _, m| {
                     let r = this.ops.union_op(op, m, None);
                     this.map_arm(fb, r, target)
-                })
-            }
-            UnionFn::Map(op, u, Some(w), _) => {
-                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
-                    let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
-                        let r = this.ops.union_op(op, mu, Some(mw));
-                        this.map_arm(fb, r, target)
-                    });
+                },
+            ),
+            UnionFn::Map(op, u, Some(w), _) => self.switch(
+                &mut fb,
+                Val::new(0),
+                u,
+                &[Ty::Ptr],
+                &mut |this, fb, _, mu| {
+                    let arm =
+                        this.switch(fb, Val::new(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
+                            let r = this.ops.union_op(op, mu, Some(mw));
+                            this.map_arm(fb, r, target)
+                        });
                     Term::Yield(arm)
-                })
-            }
-            UnionFn::Plus(u, w) => {
-                self.switch(&mut fb, Val(0), u, &[Ty::Ptr], &mut |this, fb, _, mu| {
-                    let arm = this.switch(fb, Val(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
-                        let r = if this.ops.dom.kind(mu) == this.ops.dom.kind(mw) {
-                            this.plus(fb, mu, mw)
-                        } else if let Some(r) = this.ops.nil_sum(mu, mw) {
-                            r
-                        } else {
-                            return this.plus_mismatch(mu, mw);
-                        };
-                        let mut out = Vec::new();
-                        this.coerce(fb, r, target, &mut out);
-                        Term::Yield(out)
-                    });
+                },
+            ),
+            UnionFn::Plus(u, w) => self.switch(
+                &mut fb,
+                Val::new(0),
+                u,
+                &[Ty::Ptr],
+                &mut |this, fb, _, mu| {
+                    let arm =
+                        this.switch(fb, Val::new(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
+                            let r = if this.ops.dom.kind(mu) == this.ops.dom.kind(mw) {
+                                this.plus(fb, mu, mw)
+                            } else if let Some(r) = this.ops.nil_sum(mu, mw) {
+                                r
+                            } else {
+                                return this.plus_mismatch(mu, mw);
+                            };
+                            let mut out = Vec::new();
+                            this.coerce(fb, r, target, &mut out);
+                            Term::Yield(out)
+                        });
                     Term::Yield(arm)
-                })
-            }
+                },
+            ),
         };
-        self.module.funcs[id.0 as usize] = fir::Func {
+        self.module.funcs[id.index()] = fir::Func {
             name,
             params,
             returns: vec![Ty::Ptr],
@@ -192,7 +211,10 @@ impl Lowerer<'_> {
                     return a;
                 };
                 let (f, p) = self.union_fn(UnionFn::Plus(u, w));
-                let r = fb.emit1(Op::Call(f, vec![Val(pa), Val(pb)]), Ty::Ptr);
+                let r = fb.emit1(
+                    Op::Call(f, vec![Val::from_number(pa), Val::from_number(pb)]),
+                    Ty::Ptr,
+                );
                 return self.sym(r, SymKind::Union(p));
             }
             (Some(u), None) => return self.plus_member(fb, u, a, b, true),
@@ -278,23 +300,29 @@ impl Lowerer<'_> {
         };
         let target = self.ops.dom.widen(sum);
         let tys = layout_of(&self.ops.dom, target);
-        let results = self.switch(fb, Val(p), u, &tys, &mut |this, fb, m, msym| {
-            if m != member {
-                return if union_first {
-                    this.plus_mismatch(msym, x)
+        let results = self.switch(
+            fb,
+            Val::from_number(p),
+            u,
+            &tys,
+            &mut |this, fb, m, msym| {
+                if m != member {
+                    return if union_first {
+                        this.plus_mismatch(msym, x)
+                    } else {
+                        this.plus_mismatch(x, msym)
+                    };
+                }
+                let r = if union_first {
+                    this.plus(fb, msym, x)
                 } else {
-                    this.plus_mismatch(x, msym)
+                    this.plus(fb, x, msym)
                 };
-            }
-            let r = if union_first {
-                this.plus(fb, msym, x)
-            } else {
-                this.plus(fb, x, msym)
-            };
-            let mut out = Vec::new();
-            this.coerce(fb, r, target, &mut out);
-            Term::Yield(out)
-        });
+                let mut out = Vec::new();
+                this.coerce(fb, r, target, &mut out);
+                Term::Yield(out)
+            },
+        );
         let mut it = results.into_iter();
         self.symbolize(fb, target, &mut it)
     }
@@ -318,15 +346,21 @@ impl Lowerer<'_> {
         };
         let target = self.ops.dom.widen(sum);
         let tys = layout_of(&self.ops.dom, target);
-        let results = self.switch(fb, Val(p), u, &tys, &mut |this, fb, _, msym| {
-            let (a, b) = if union_first { (msym, x) } else { (x, msym) };
-            let Some(r) = this.ops.nil_sum(a, b) else {
-                return this.plus_mismatch(a, b);
-            };
-            let mut out = Vec::new();
-            this.coerce(fb, r, target, &mut out);
-            Term::Yield(out)
-        });
+        let results = self.switch(
+            fb,
+            Val::from_number(p),
+            u,
+            &tys,
+            &mut |this, fb, _, msym| {
+                let (a, b) = if union_first { (msym, x) } else { (x, msym) };
+                let Some(r) = this.ops.nil_sum(a, b) else {
+                    return this.plus_mismatch(a, b);
+                };
+                let mut out = Vec::new();
+                this.coerce(fb, r, target, &mut out);
+                Term::Yield(out)
+            },
+        );
         let mut it = results.into_iter();
         self.symbolize(fb, target, &mut it)
     }
