@@ -39,6 +39,10 @@ mod counters;
 #[allow(dead_code)]
 mod message;
 
+#[path = "../../crates/base/src/flush.rs"]
+#[allow(dead_code)]
+mod flush_policy;
+
 mod gc;
 
 use core::cell::UnsafeCell;
@@ -83,12 +87,60 @@ const OUT_CAP: usize = 1 << 16;
 struct Out {
     buf: [u8; OUT_CAP],
     len: usize,
+    /// Is standard output a terminal: 1 yes, 0 no, -1 not asked yet.
+    terminal: i8,
+    /// When the buffer was last flushed (monotonic nanoseconds; 0: never).
+    flushed_at: u64,
 }
 
 static OUT: Global<Out> = Global::new(Out {
     buf: [0; OUT_CAP],
     len: 0,
+    terminal: -1,
+    flushed_at: 0,
 });
+
+/// `struct timespec`.
+#[cfg(not(test))]
+#[repr(C)]
+struct Timespec {
+    sec: i64,
+    nsec: i64,
+}
+
+#[cfg(not(test))]
+extern "C" {
+    fn isatty(fd: i32) -> i32;
+    fn clock_gettime(clock: i32, t: *mut Timespec) -> i32;
+}
+
+/// Monotonic time in nanoseconds.
+#[cfg(not(test))]
+fn now_ns() -> u64 {
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: `t` is a valid, writable `struct timespec`; 1 is
+    // CLOCK_MONOTONIC.
+    unsafe { clock_gettime(1, &mut t) };
+    (t.sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.nsec as u64)
+}
+
+#[cfg(test)]
+fn now_ns() -> u64 {
+    0
+}
+
+#[cfg(not(test))]
+fn stdout_is_terminal() -> bool {
+    // SAFETY: `isatty` only inspects the descriptor.
+    unsafe { isatty(1) == 1 }
+}
+
+#[cfg(test)]
+fn stdout_is_terminal() -> bool {
+    false
+}
 
 /// Writes all of `bytes` to `fd`, giving up on an error (a closed pipe:
 /// there is nobody left to tell).
@@ -138,6 +190,18 @@ fn print_bytes(bytes: &[u8]) {
     }
     out.buf[out.len..out.len + bytes.len()].copy_from_slice(bytes);
     out.len += bytes.len();
+    // Long runs show their progress (`base::flush`); the clock is read
+    // only at the end of a line.
+    if bytes.contains(&b'\n') {
+        if out.terminal < 0 {
+            out.terminal = i8::from(stdout_is_terminal());
+        }
+        let now = now_ns();
+        if flush_policy::due(out.terminal == 1, bytes, now.saturating_sub(out.flushed_at)) {
+            flush();
+            OUT.get().flushed_at = now;
+        }
+    }
 }
 
 /// # Safety
@@ -321,6 +385,9 @@ impl In {
             if self.eof {
                 return None;
             }
+            // A program waiting for input shows what it printed first (a
+            // prompt, the results so far).
+            flush();
             loop {
                 // SAFETY: `buf` is a valid writable buffer of `IN_CAP` bytes.
                 let n = unsafe { read(0, self.buf.as_mut_ptr(), IN_CAP) };

@@ -6,6 +6,8 @@
 //! - [`entity`]: typed ids into arenas.
 //! - [`message`]: how values are shortened in error messages.
 //! - [`scalar`]: the arithmetic of reals, for every stage that computes it.
+//! - [`flush`]: when printed output leaves its buffer (`run` and the
+//!   runtime).
 //! - [`memory`]: the memory budget, and out-of-memory as a clean error.
 //! - [`stack`]: the stack a thread may recurse on, checked where the
 //!   interpreter and the analysis recurse.
@@ -21,6 +23,8 @@
 /// Core-only.
 pub mod counters;
 pub mod entity;
+/// Core-only.
+pub mod flush;
 pub mod memory;
 /// Core-only.
 pub mod message;

@@ -492,6 +492,8 @@ impl<'io> Interp<'io> {
             if let Some(w) = self.pending.pop_front() {
                 return Ok(Some(w));
             }
+            // A program waiting for input shows what it printed first.
+            let _ = self.out.flush();
             let mut line = String::new();
             let n = self
                 .input

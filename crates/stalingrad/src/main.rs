@@ -32,6 +32,8 @@ A tiny program (gradient.vlad):
   (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
   ((gradient-R f) '(3 4))   ===> (24 9)";
 
+mod output;
+
 #[derive(Parser, Clone)]
 #[command(name = "stalingrad", version, about = ABOUT, after_help = EXAMPLES)]
 struct Cli {
@@ -220,8 +222,7 @@ fn run(a: RunArgs) -> ExitCode {
     base::memory::set_phase(base::memory::Phase::Running);
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = output::stdout();
     let mut it = interp::Interp::new(prog, &mut input, &mut out);
     let result = it.run_main(interp::Mode::Run, &map);
     let counters = it.counters.clone();

@@ -1,0 +1,89 @@
+//! Output that shows up: a long run shows its progress. A program that
+//! prints a line and then waits (here, for input that the test sends only
+//! once it has seen the line) must have printed that line already, under
+//! `run` and compiled, with standard output a pipe. Buffering until exit
+//! would leave this test waiting until its deadline.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Starts `program ARGS`, waits for its first line of output, then sends
+/// `2` on its standard input; gives the first line (or why not) and the
+/// rest of the output.
+fn first_line_before_input(program: &Path, args: &[&str]) -> Result<(String, String), String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("start {}: {e}", program.display()))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(|l| l.ok());
+        let _ = tx.send(first);
+        let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+        let _ = tx.send(Some(rest.join("\n")));
+    });
+    let first = rx.recv_timeout(Duration::from_secs(20));
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let _ = stdin.write_all(b"2\n");
+    drop(stdin);
+    let _ = child.wait();
+    let first = match first {
+        Ok(Some(l)) => l,
+        Ok(None) => return Err("no output at all".into()),
+        Err(_) => {
+            return Err("the first line did not arrive while the program waited".into());
+        }
+    };
+    let rest = rx
+        .recv_timeout(Duration::from_secs(20))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Ok((first, rest))
+}
+
+#[test]
+fn printed_lines_show_up_before_the_program_waits() {
+    let dir = std::env::temp_dir().join(format!("stalingrad-output-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let src = dir.join("prompt.vlad");
+    std::fs::write(&src, "(write-real 1)\n(* 10 (read-real))\n").expect("write the program");
+    let src_s = src.to_string_lossy().into_owned();
+    let exe = dir.join("prompt");
+    let build = run_stalingrad(
+        &[
+            "build".into(),
+            src_s.clone(),
+            "-o".into(),
+            exe.to_string_lossy().into_owned(),
+        ],
+        None,
+    );
+    assert!(build.success(), "{}", build.transcript());
+    let mut failures = Failures::default();
+    let runs: [(&str, &Path, Vec<&str>); 2] = [
+        ("run", Path::new(binary()), vec!["run", src_s.as_str()]),
+        ("compiled", exe.as_path(), vec![]),
+    ];
+    for (what, program, args) in runs {
+        match first_line_before_input(program, &args) {
+            Ok((first, rest)) if first == "1" && rest.trim_end() == "1\n20" => {}
+            Ok((first, rest)) => failures.add(format!("{what}: printed {first:?} then {rest:?}")),
+            Err(e) => failures.add(format!("{what}: {e}")),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    failures.finish("output before waiting for input", 2);
+}
