@@ -23,6 +23,12 @@ pub struct Ops {
     pub memo: AdMemo,
     pub dom: Domain,
     pub(crate) zero_memo: HashMap<AvId, AvId>,
+    /// `zero` of a union, and the domain's generation when it was
+    /// computed: valid while no union has changed since, so that a union
+    /// reached twice in a value (a shared structure) is walked once.
+    pub(crate) zero_union_memo: HashMap<UnionId, (u64, AvId)>,
+    /// `plus` of two unions, likewise.
+    pub(crate) plus_unions_memo: HashMap<(UnionId, UnionId), (u64, AvId)>,
     pub(crate) consts: HashMap<ConstId, AvId>,
     /// Set when an operation met a union where it needs a fixed shape
     /// (names the operation): the analysis then stops with a limit error.
@@ -426,6 +432,11 @@ impl Ops {
     /// `zero` of a union: the union of its members' zeros ([`Site::Zero`]).
     pub fn zero_union(&mut self, u: UnionId) -> AvId {
         let u = self.dom.find(u);
+        if let Some((g, r)) = self.zero_union_memo.get(&u) {
+            if *g == self.dom.generation {
+                return *r;
+            }
+        }
         let z = self.dom.site_union(Site::Zero(u));
         if self.active.insert((u, None)) {
             for m in self.dom.members(u).to_vec() {
@@ -433,6 +444,9 @@ impl Ops {
                 self.dom.add_member(z, zm);
             }
             self.active.remove(&(u, None));
+            let r = self.dom.union_av(z);
+            self.zero_union_memo.insert(u, (self.dom.generation, r));
+            return r;
         }
         self.dom.union_av(z)
     }
@@ -570,6 +584,11 @@ impl Ops {
     /// an error at run time.
     pub fn plus_unions(&mut self, u: UnionId, w: UnionId) -> AvId {
         let (u, w) = (self.dom.find(u), self.dom.find(w));
+        if let Some((g, r)) = self.plus_unions_memo.get(&(u, w)) {
+            if *g == self.dom.generation {
+                return *r;
+            }
+        }
         let p = self.dom.site_union(Site::Plus(u, w));
         if self.active.insert((u, Some(w))) {
             for mu in self.dom.members(u).to_vec() {
@@ -588,6 +607,10 @@ impl Ops {
                 }
             }
             self.active.remove(&(u, Some(w)));
+            let r = self.dom.union_av(p);
+            self.plus_unions_memo
+                .insert((u, w), (self.dom.generation, r));
+            return r;
         }
         self.dom.union_av(p)
     }

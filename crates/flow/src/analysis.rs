@@ -153,6 +153,8 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             memo: AdMemo::default(),
             dom: Domain::new(),
             zero_memo: HashMap::new(),
+            zero_union_memo: HashMap::new(),
+            plus_unions_memo: HashMap::new(),
             consts: HashMap::new(),
             union_hit: std::cell::Cell::new(None),
             active: std::collections::HashSet::new(),
