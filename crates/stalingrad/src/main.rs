@@ -45,7 +45,7 @@ struct Cli {
 enum Command {
     /// Evaluate a program with the reference interpreter, printing the value
     /// of each top-level expression on its own line.
-    #[command(after_help = "Example:\n  stalingrad run examples/saddle.vlad -I lib")]
+    #[command(after_help = "Example:\n  stalingrad run examples/13-include.vlad -I examples/lib")]
     Run(RunArgs),
     /// Check the `===>` expectations of one or more programs; prints PASS or
     /// FAIL per expectation and `N passed, M failed`.
