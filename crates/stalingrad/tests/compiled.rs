@@ -157,10 +157,11 @@ fn compiled_programs_behave_like_the_interpreter() {
     failures.finish("compiled vs interpreted", compared);
 }
 
-/// Programs `run` answers that `build` cannot compile yet
-/// (`tests/corpus/pending/`): each still fails to build with the error its
-/// `;; build-fails:` line names, cleanly (no panic), and `run` still
-/// succeeds. When one builds, this test fails and asks for it to be moved
+/// Programs `run` answers that `build` cannot compile yet, or compiles to
+/// a wrong answer (`tests/corpus/pending/`): each still fails to build with
+/// the error its `;; build-fails:` line names, cleanly (no panic), or still
+/// prints the wrong answer its `;; wrong-answer:` line records; and `run`
+/// still succeeds. When one builds, this test fails and asks for it to be moved
 /// to `tests/corpus/`, where it is compared with `run`.
 #[test]
 fn pending_programs_fail_as_documented() {
@@ -170,10 +171,14 @@ fn pending_programs_fail_as_documented() {
     for path in &programs {
         let name = rel(path);
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let Some(want) = header(&text, "build-fails").into_iter().next() else {
-            failures.add(format!("{name}: no `;; build-fails:` line"));
+        let want = header(&text, "build-fails").into_iter().next();
+        let wrong = header(&text, "wrong-answer").into_iter().next();
+        if want.is_none() && wrong.is_none() {
+            failures.add(format!(
+                "{name}: no `;; build-fails:` or `;; wrong-answer:` line"
+            ));
             continue;
-        };
+        }
         let input = stdin_for(path);
         let interp = run_stalingrad(&["run".into(), name.clone()], input.as_deref());
         if !interp.success() {
@@ -189,6 +194,20 @@ fn pending_programs_fail_as_documented() {
             ],
             None,
         );
+        if let Some(wrong) = wrong {
+            // Still builds, and still answers wrongly (as documented).
+            let native = run_program(&exe, &[], input.as_deref());
+            let _ = std::fs::remove_file(&exe);
+            if !build.success() || native.stdout.trim() != wrong {
+                failures.add(format!(
+                    "{name}: no longer answers `{wrong}`; if it now prints what `run` prints, move it to tests/corpus/:\n{}\n{}",
+                    build.transcript(),
+                    native.transcript()
+                ));
+            }
+            continue;
+        }
+        let want = want.unwrap_or_default();
         let _ = std::fs::remove_file(&exe);
         if build.success() {
             failures.add(format!(

@@ -75,6 +75,10 @@ pub(crate) enum Kind {
     Recursion,
     HelperCall,
     NestedAd,
+    Staged,
+    Stream,
+    ChosenProcedure,
+    ChosenDerivative,
 }
 
 impl<'r> Gen<'r> {
@@ -145,6 +149,14 @@ impl<'r> Gen<'r> {
         }
         if self.opts.nested_ad && self.ad_level == 0 {
             table.push((1, Kind::NestedAd));
+        }
+        if self.opts.runtime_shapes && self.opts.branches {
+            table.push((1, Kind::Staged));
+            table.push((1, Kind::Stream));
+            table.push((1, Kind::ChosenProcedure));
+            if self.opts.nested_ad && self.ad_level == 0 {
+                table.push((1, Kind::ChosenDerivative));
+            }
         }
         let total: u32 = table.iter().map(|(w, _)| w).sum();
         let mut r = self.rng.below(total as usize) as u32;
@@ -257,6 +269,10 @@ impl<'r> Gen<'r> {
                 }
             }
             Kind::NestedAd => self.nested_ad(d1, sc),
+            Kind::Staged => self.staged(d1, sc),
+            Kind::Stream => self.stream(d1, sc),
+            Kind::ChosenProcedure => self.chosen_procedure(d1, sc),
+            Kind::ChosenDerivative => self.chosen_derivative(d1, sc),
         }
     }
 

@@ -26,7 +26,12 @@
 //!   recursive `letrec`s, each with a fixed trip count of at most 3;
 //! - optionally, derivatives taken *inside* `f` (`derivative-F`,
 //!   `derivative-R`, `gradient-R` of closures over the outer variables), so
-//!   that differentiating `f` exercises nested AD.
+//!   that differentiating `f` exercises nested AD;
+//! - values of run-time shape: closures returned by recursion on a count
+//!   chosen by a run-time comparison (a closure compiler), streams of
+//!   thunks indexed by such a count, primitives and closures chosen at run
+//!   time (from a conditional or a list), and derivative operators chosen
+//!   at run time and applied to closures.
 //!
 //! # Branch signatures
 //!
@@ -53,6 +58,7 @@
 use std::fmt::Write as _;
 
 mod gen;
+mod shapes;
 
 use gen::*;
 
@@ -124,6 +130,10 @@ pub struct Options {
     pub nested_ad: bool,
     /// How many top-level helper procedures to generate at most.
     pub helpers: usize,
+    /// Emit values of run-time shape (`shapes.rs`): closures returned by
+    /// recursion on a run-time count, streams of thunks, primitives and
+    /// closures chosen at run time, derivative operators as values.
+    pub runtime_shapes: bool,
 }
 
 impl Default for Options {
@@ -134,6 +144,7 @@ impl Default for Options {
             loops: true,
             nested_ad: true,
             helpers: 2,
+            runtime_shapes: true,
         }
     }
 }
