@@ -484,15 +484,23 @@ impl Ops {
                 _ => None,
             };
             if let Some(b) = back {
-                if !self.symbolic {
-                    return b;
-                }
-                // In lowering, a call converts the cell to one of the
-                // union given back (its tags differ).
                 let (inner, tag) = match self.dom.get(b).clone() {
                     Av::Wrap(t, x) => (x, Some(t)),
                     _ => (b, None),
                 };
+                if !self.symbolic {
+                    // The union given back must hold the operation's result
+                    // on every member: `u` may have gained members (or
+                    // wider ones) by joins that did not come from the union
+                    // given back, and a narrower member would make lowering
+                    // take a run-time value for a constant.
+                    if let Some(ub) = self.dom.as_union_id(inner) {
+                        self.map_members(op, u, wu, ub, tag.is_some());
+                    }
+                    return b;
+                }
+                // In lowering, a call converts the cell to one of the
+                // union given back (its tags differ).
                 if let Some(ub) = self.dom.as_union_id(inner) {
                     let r = self.pending_map(op, v, w, (u, wu), ub);
                     return match tag {
@@ -507,26 +515,43 @@ impl Ops {
         if self.symbolic {
             return self.pending_map(op, v, w, (u, wu), r);
         }
-        if self.active_maps.insert((op, u, wu)) {
-            for mu in self.dom.members(u).to_vec() {
-                match wu {
-                    None => {
-                        if let Ok(x) = self.union_op(op, mu, None) {
-                            self.dom.add_member(r, x);
-                        }
-                    }
-                    Some(wu) => {
-                        for mw in self.dom.members(wu).to_vec() {
-                            if let Ok(x) = self.union_op(op, mu, Some(mw)) {
-                                self.dom.add_member(r, x);
-                            }
-                        }
+        self.map_members(op, u, wu, r, false);
+        self.dom.union_av(r)
+    }
+
+    /// Adds to union `r` the result of `op` on every member of `u` (paired
+    /// with every member of `wu`); `unwrap` takes a perturbation tag off
+    /// each result first (a map given back as the union it came from,
+    /// wrapped).
+    fn map_members(
+        &mut self,
+        op: UnionOp,
+        u: UnionId,
+        wu: Option<UnionId>,
+        r: UnionId,
+        unwrap: bool,
+    ) {
+        if !self.active_maps.insert((op, u, wu)) {
+            return;
+        }
+        for mu in self.dom.members(u).to_vec() {
+            let others = match wu {
+                None => vec![None],
+                Some(wu) => self.dom.members(wu).iter().map(|m| Some(*m)).collect(),
+            };
+            for mw in others {
+                let Ok(mut x) = self.union_op(op, mu, mw) else {
+                    continue;
+                };
+                if unwrap {
+                    if let Av::Wrap(_, inner) = self.dom.get(x).clone() {
+                        x = inner;
                     }
                 }
+                self.dom.add_member(r, x);
             }
-            self.active_maps.remove(&(op, u, wu));
         }
-        self.dom.union_av(r)
+        self.active_maps.remove(&(op, u, wu));
     }
 
     /// A map that lowering will call, giving a cell of union `r`.
