@@ -48,10 +48,6 @@
 //!   (e.g. `x20` for a long local run).
 //! - `VLAD_PROPTEST_CASE=I`: run only case I of each property (with the
 //!   same seed, to reproduce a failure quickly).
-//! - `VLAD_PROPTEST_SHAPES=1`: the compiled-versus-interpreted property
-//!   generates values of run-time shape too (vladgen's `shapes.rs`; the
-//!   other properties always do). Off by default while it still finds
-//!   wrong compiled answers (`tests/corpus/pending/`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -653,10 +649,6 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
     let opts = Options {
         depth: 3 + rng.below(2) as u32,
         branches: !case.is_multiple_of(4),
-        // Values of run-time shape find wrong compiled answers still
-        // (tests/corpus/pending/staged-closure-gradient.vlad): on where
-        // `VLAD_PROPTEST_SHAPES` is set, until they are fixed.
-        runtime_shapes: std::env::var_os("VLAD_PROPTEST_SHAPES").is_some(),
         ..Options::default()
     };
     let derivatives = rng.chance(0.5);
