@@ -59,12 +59,20 @@ fn rounds(m: &mut Module) {
         if let Some(main) = m.main {
             sites[main.index()] += 1;
         }
-        let snapshot = m.funcs.clone();
+        // The callees as they were at the start of the round: only those
+        // the round may inline (a deep copy of the whole module per round
+        // was most of the build time of large programs).
+        let snapshot: Vec<Option<Func>> = m
+            .funcs
+            .iter()
+            .enumerate()
+            .map(|(g, f)| (sizes[g] <= SMALL || sites[g] == 1).then(|| f.clone()))
+            .collect();
         let mut changed = false;
         for (i, f) in m.funcs.iter_mut().enumerate() {
             let mut cx = Inliner {
                 me: FuncId::new(i),
-                funcs: &snapshot,
+                funcs: Callees::Snapshot(&snapshot),
                 policy: Policy::Rounds {
                     sizes: &sizes,
                     sites: &sites,
@@ -142,7 +150,7 @@ fn bottom_up(m: &mut Module) {
             let types = std::mem::take(&mut m.funcs[i].types);
             let mut cx = Inliner {
                 me: FuncId::new(i),
-                funcs: &m.funcs,
+                funcs: Callees::Module(&m.funcs),
                 policy: Policy::BottomUp {
                     sizes: &sizes,
                     scc: &scc,
@@ -255,9 +263,27 @@ enum Policy<'a> {
     },
 }
 
+/// Where an [`Inliner`] reads callees from.
+#[derive(Clone, Copy)]
+enum Callees<'a> {
+    /// The module as it was at the start of a round: the callees the
+    /// round may inline, `None` for the others.
+    Snapshot(&'a [Option<Func>]),
+    Module(&'a [Func]),
+}
+
+impl<'a> Callees<'a> {
+    fn get(self, g: FuncId) -> Option<&'a Func> {
+        match self {
+            Callees::Snapshot(fs) => fs.get(g.index()).and_then(Option::as_ref),
+            Callees::Module(fs) => fs.get(g.index()),
+        }
+    }
+}
+
 struct Inliner<'a> {
     me: FuncId,
-    funcs: &'a [Func],
+    funcs: Callees<'a>,
     policy: Policy<'a>,
     size: usize,
     max_size: usize,
@@ -298,9 +324,15 @@ impl Inliner<'_> {
                     self.block(else_);
                     out.push(inst);
                 }
-                Op::Call(g, args) if self.worth(*g) && single_exit(&self.funcs[g.index()].body) => {
+                Op::Call(g, args)
+                    if self.worth(*g)
+                        && self.funcs.get(*g).is_some_and(|c| single_exit(&c.body)) =>
+                {
                     let g = *g;
-                    let callee = &self.funcs[g.index()];
+                    let Some(callee) = self.funcs.get(g) else {
+                        out.push(inst);
+                        continue;
+                    };
                     let body = self.renamed(callee, args);
                     self.size += self.callee_size(g);
                     self.changed = true;
@@ -329,9 +361,8 @@ impl Inliner<'_> {
         }
         b.insts = out;
         if let Term::TailCall(g, args) = &b.term {
-            if self.worth(*g) {
+            if let Some(callee) = self.funcs.get(*g).filter(|_| self.worth(*g)) {
                 let g = *g;
-                let callee = &self.funcs[g.index()];
                 let body = self.renamed(callee, args);
                 self.size += self.callee_size(g);
                 self.changed = true;

@@ -28,8 +28,18 @@ pub const PIPELINE: &[Pass] = &[
 /// pass, so a pass that breaks an invariant is named at once instead of
 /// surfacing as a code generation error.
 pub fn optimize(m: &mut Module) {
+    let trace = std::env::var_os("VLAD_PASS_TRACE").is_some();
     for (name, pass) in PIPELINE {
+        let start = std::time::Instant::now();
         pass(m);
+        if trace {
+            let insts: usize = m.funcs.iter().map(|f| f.types.len()).sum();
+            eprintln!(
+                "pass {name}: {:.2?}, {} functions, {insts} values",
+                start.elapsed(),
+                m.funcs.len()
+            );
+        }
         if cfg!(debug_assertions) {
             if let Err(e) = crate::verify::verify(m) {
                 panic!("internal error: the FIR pass `{name}` broke an invariant: {e}");
