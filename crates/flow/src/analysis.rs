@@ -34,7 +34,6 @@
 use crate::adops::{Op, Ops};
 use crate::domain::{Av, AvId, Domain, Site, UnionId};
 use ad::AdMemo;
-use ir::EntityRef;
 use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{Diagnostic, Span};
@@ -520,7 +519,9 @@ impl Analyzer {
                  and holds itself (such as a list of run-time length): {shapes}"
             ));
         }
-        let whole = vals.get(&x).copied().unwrap_or(AvId::new(0));
+        let Some(whole) = vals.get(&x).copied() else {
+            return limit("internal error: a split operand without a value");
+        };
         let members = self.ops.dom.members(u).to_vec();
         let mut narrowed = vals.clone();
         let mut av = self.ops.dom.bottom();
@@ -595,7 +596,20 @@ impl Analyzer {
         env: &[AvId],
         group: Option<ir::GroupId>,
     ) -> R<BindInfo> {
-        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId::new(0));
+        // ANF conversion (`ir::anf`) binds every variable before its uses;
+        // a variable without a value here is a bug of the analysis, said
+        // so, not read as bottom.
+        if let Some(x) = rhs_operands(rhs)
+            .into_iter()
+            .find(|x| !vals.contains_key(x))
+        {
+            return limit(format!(
+                "internal error: the analysis has no value for `{}`",
+                ir::print::var(&self.ops.prog, x)
+            ));
+        }
+        let bottom = self.ops.dom.bottom();
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(bottom);
         let plain = |r: Op<AvId>, dom: &Domain| match r {
             Ok(av) => BindInfo {
                 av,
