@@ -375,16 +375,21 @@ impl Inliner<'_> {
     /// The callee's body with its parameters replaced by `args` and its
     /// other values renumbered into this function.
     fn renamed(&mut self, callee: &Func, args: &[Val]) -> Block {
-        let mut map: HashMap<Val, Val> = HashMap::new();
-        for (i, a) in args.iter().enumerate() {
-            map.insert(Val::new(i), *a);
-        }
-        for (i, t) in callee.types.iter().enumerate().skip(callee.params.len()) {
+        // Every value of the callee is renamed: a dense map.
+        let mut map: Vec<Val> = Vec::with_capacity(callee.types.len());
+        map.extend(args.iter().take(callee.params.len()));
+        for t in callee.types.iter().skip(callee.params.len()) {
             self.types.push(*t);
-            map.insert(Val::new(i), Val::new(self.types.len() - 1));
+            map.push(Val::new(self.types.len() - 1));
         }
         let mut b = callee.body.clone();
-        rename_block(&mut b, &map);
+        let mut r = |v: &mut Val| {
+            if let Some(n) = map.get(v.index()) {
+                *v = *n;
+            }
+        };
+        rename_results(&mut b, &mut r);
+        b.for_each_use_mut(&mut r);
         b
     }
 }
