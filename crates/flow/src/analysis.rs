@@ -500,7 +500,7 @@ impl Analyzer {
         let Some((op, u)) = self.ops.union_hit.take() else {
             return Ok(info);
         };
-        let found = rhs_operands(rhs).into_iter().find_map(|x| {
+        let found = rhs.uses().into_iter().find_map(|x| {
             let mut path = Vec::new();
             let whole = vals.get(&x).copied()?;
             self.path_to(whole, u, &mut path, SPLIT_DEPTH)
@@ -599,10 +599,7 @@ impl Analyzer {
         // ANF conversion (`ir::anf`) binds every variable before its uses;
         // a variable without a value here is a bug of the analysis, said
         // so, not read as bottom.
-        if let Some(x) = rhs_operands(rhs)
-            .into_iter()
-            .find(|x| !vals.contains_key(x))
-        {
+        if let Some(x) = rhs.uses().into_iter().find(|x| !vals.contains_key(x)) {
             return limit(format!(
                 "internal error: the analysis has no value for `{}`",
                 ir::print::var(&self.ops.prog, x)
@@ -845,20 +842,6 @@ impl Analyzer {
 }
 
 /// The variables a binding's right-hand side reads.
-fn rhs_operands(rhs: &Rhs) -> Vec<Var> {
-    match rhs {
-        Rhs::App { f, arg } => vec![*f, *arg],
-        Rhs::Cons { car, cdr, .. } => vec![*car, *cdr],
-        Rhs::Car { pair, .. } | Rhs::Cdr { pair, .. } => vec![*pair],
-        Rhs::Check { var, .. } => vec![*var],
-        Rhs::EnvRef { closure, .. } => vec![*closure],
-        Rhs::EnvUpdate { closure, value, .. } => vec![*closure, *value],
-        Rhs::Copy(x) => vec![*x],
-        Rhs::Closure { env, .. } => env.clone(),
-        Rhs::Const(_) | Rhs::Sibling(_) => vec![],
-    }
-}
-
 /// Cuts `s` to at most `max` bytes, ending in `...` when cut, (a list of shapes in an analysis error).
 pub(crate) fn shorten(s: &mut String, max: usize) {
     if s.len() > max {

@@ -409,7 +409,15 @@ impl Lowerer<'_> {
         group: Option<ir::GroupId>,
         tail: bool,
     ) -> Flow {
-        let v = |x: &Var| vals.get(x).copied().unwrap_or(AvId::new(0));
+        // The analysis gave every operand a value (it fails otherwise); a
+        // missing one is a bug of lowering, said so, not read as bottom.
+        if b.rhs.uses().iter().any(|x| !vals.contains_key(x)) {
+            return Flow::Done(Term::Error(
+                self.string("error: internal error: an operand without a value"),
+            ));
+        }
+        let bottom = self.ops.dom.bottom();
+        let v = |x: &Var| vals.get(x).copied().unwrap_or(bottom);
         match &info.plan {
             Plan::Dead => {
                 return Flow::Done(Term::Error(
