@@ -39,6 +39,10 @@ mod counters;
 #[allow(dead_code)]
 mod message;
 
+#[path = "../../crates/base/src/stack_sizes.rs"]
+#[allow(dead_code)]
+mod stack_sizes;
+
 #[path = "../../crates/base/src/flush.rs"]
 #[allow(dead_code)]
 mod flush_policy;
@@ -190,17 +194,16 @@ fn print_bytes(bytes: &[u8]) {
     }
     out.buf[out.len..out.len + bytes.len()].copy_from_slice(bytes);
     out.len += bytes.len();
-    // Long runs show their progress (`base::flush`); the clock is read
-    // only at the end of a line.
-    if bytes.contains(&b'\n') {
-        if out.terminal < 0 {
-            out.terminal = i8::from(stdout_is_terminal());
-        }
-        let now = now_ns();
-        if flush_policy::due(out.terminal == 1, bytes, now.saturating_sub(out.flushed_at)) {
-            flush();
-            OUT.get().flushed_at = now;
-        }
+    // Long runs show their progress (`base::flush`).
+    if out.terminal < 0 {
+        out.terminal = i8::from(stdout_is_terminal());
+    }
+    let flushed_at = out.flushed_at;
+    if flush_policy::due(out.terminal == 1, bytes, || {
+        now_ns().saturating_sub(flushed_at)
+    }) {
+        flush();
+        OUT.get().flushed_at = now_ns();
     }
 }
 
@@ -482,23 +485,10 @@ fn counts_json(c: &[u64; counters::SLOTS], out: &mut dyn core::fmt::Write) -> co
 
 // ------------------------------------------------------------------ main
 
-/// The program runs on a thread with as much of these stacks as can be
-/// had (address space; pages are only touched when used), as the
-/// interpreter does: non-tail VLAD recursion is non-tail machine
-/// recursion. Under an address-space cap (`ulimit -v`) at most half the
-/// cap and 256 MiB less than it are asked for (`base::stack` chooses the
-/// same for the driver), and the stack check uses the size obtained.
-#[cfg(not(test))]
-const STACK_SIZES: [usize; 8] = [
-    4 << 30,
-    2 << 30,
-    1 << 30,
-    512 << 20,
-    256 << 20,
-    128 << 20,
-    64 << 20,
-    16 << 20,
-];
+// The program runs on a thread with the largest stack `stack_sizes`
+// allows (address space; pages are only touched when used), as the CLI
+// does: non-tail VLAD recursion is non-tail machine recursion. The stack
+// check uses the size obtained.
 
 /// `struct rlimit`: soft and hard limits.
 #[cfg(not(test))]
@@ -591,12 +581,11 @@ extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
 #[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
-    let cap =
-        soft_limit(RLIMIT_AS).map_or(usize::MAX, |a| (a / 2).min(a.saturating_sub(256 << 20)));
+    let cap = soft_limit(RLIMIT_AS);
     let mut thread = 0usize;
     let mut started = false;
-    for size in STACK_SIZES {
-        if size > cap && size != STACK_SIZES[STACK_SIZES.len() - 1] {
+    for size in stack_sizes::SIZES {
+        if !stack_sizes::fits(size, cap) {
             continue;
         }
         let mut attr = PthreadAttr([0; 64]);

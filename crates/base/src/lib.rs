@@ -9,6 +9,7 @@
 //! - [`flush`]: when printed output leaves its buffer (`run` and the
 //!   runtime).
 //! - [`memory`]: the memory budget, and out-of-memory as a clean error.
+//! - [`stack_sizes`]: the stacks the CLI and compiled programs ask for.
 //! - [`stack`]: the stack a thread may recurse on, checked where the
 //!   interpreter and the analysis recurse.
 //! - [`scc`]: strongly connected components (the top level's `letrec*`
@@ -33,5 +34,7 @@ pub mod number_core;
 pub mod scalar;
 pub mod scc;
 pub mod stack;
+/// Core-only.
+pub mod stack_sizes;
 
 pub use entity::{Arena, EntityRef};

@@ -47,29 +47,14 @@ pub fn size_mib() -> usize {
 }
 
 /// The stack sizes a thread that recurses deeply should ask for, largest
-/// first: up to 4 GiB, and at most half of the address space the process
-/// may have (`ulimit -v`) and 256 MiB less than it, so that the heap
-/// keeps the rest.
+/// first, under this process's address-space cap ([`crate::stack_sizes`]).
 pub fn sizes_to_try() -> Vec<usize> {
-    const SIZES: [usize; 8] = [
-        4 << 30,
-        2 << 30,
-        1 << 30,
-        512 << 20,
-        256 << 20,
-        128 << 20,
-        64 << 20,
-        16 << 20,
-    ];
-    // The rest of the process (code, heap, the allocator's per-thread
-    // arenas, which reserve address space too) needs its share.
-    let cap =
-        address_space_limit().map_or(usize::MAX, |a| (a / 2).min(a.saturating_sub(256 << 20)));
-    let mut v: Vec<usize> = SIZES.iter().copied().filter(|s| *s <= cap).collect();
-    if v.is_empty() {
-        v.push(SIZES[SIZES.len() - 1]);
-    }
-    v
+    let cap = address_space_limit();
+    crate::stack_sizes::SIZES
+        .iter()
+        .copied()
+        .filter(|s| crate::stack_sizes::fits(*s, cap))
+        .collect()
 }
 
 /// The soft limit on the process's address space in bytes, where the

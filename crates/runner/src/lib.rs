@@ -36,6 +36,18 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
+/// A command that runs `program` with its address space capped at `kib`
+/// KiB, as `ulimit -v` does: `sh` sets the limit and execs the program
+/// (the standard library has no safe way to call `setrlimit` in a child).
+/// Add the program's arguments to it as usual.
+pub fn capped_command(program: &std::path::Path, kib: u64) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(program);
+    cmd
+}
+
 /// Runs `cmd` with `stdin` as its standard input until it exits or passes
 /// a limit (then it is killed). Standard output and error are read while it
 /// runs, so a process that prints much cannot block on a full pipe.

@@ -34,9 +34,12 @@ pub fn stdout() -> Progress<std::io::StdoutLock<'static>> {
 impl<W: Write> Write for Progress<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        let since = self.flushed.map_or(u64::MAX, |t| {
-            u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
-        });
+        let flushed = self.flushed;
+        let since = || {
+            flushed.map_or(u64::MAX, |t| {
+                u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+            })
+        };
         if base::flush::due(self.terminal, &buf[..n], since) {
             self.flush()?;
         }

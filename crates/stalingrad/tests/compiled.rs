@@ -185,15 +185,7 @@ fn pending_programs_fail_as_documented() {
             failures.add(format!("{name}: `run` fails:\n{}", interp.transcript()));
         }
         let exe = std::env::temp_dir().join(format!("stalingrad-pending-{}", std::process::id()));
-        let build = run_stalingrad(
-            &[
-                "build".into(),
-                name.clone(),
-                "-o".into(),
-                exe.to_string_lossy().into_owned(),
-            ],
-            None,
-        );
+        let build = build_to(&name, &exe);
         if let Some(wrong) = wrong {
             // Still builds, and still answers wrongly (as documented).
             let native = run_program(&exe, &[], input.as_deref());
@@ -244,15 +236,7 @@ fn union_cells_are_reclaimed() {
 ";
     std::fs::write(&src, program).expect("write the program");
     let exe = dir.join("lists");
-    let build = run_stalingrad(
-        &[
-            "build".into(),
-            src.to_string_lossy().into_owned(),
-            "-o".into(),
-            exe.to_string_lossy().into_owned(),
-        ],
-        None,
-    );
+    let build = build_to(&src.to_string_lossy(), &exe);
     assert!(build.success(), "{}", build.transcript());
     // 200 lists of 100000 cells of 24 bytes: 480 MB allocated in all.
     let out = std::process::Command::new(&exe)

@@ -312,15 +312,7 @@ fn complexity_programs_build_and_agree_with_run() {
             std::process::id(),
             path.file_stem().unwrap_or_default().to_string_lossy()
         ));
-        let build = run_stalingrad(
-            &[
-                "build".into(),
-                name.clone(),
-                "-o".into(),
-                exe.to_string_lossy().into_owned(),
-            ],
-            None,
-        );
+        let build = build_to(&name, &exe);
         if !build.success() {
             failures.add(format!("{name}: build failed:\n{}", build.transcript()));
             continue;

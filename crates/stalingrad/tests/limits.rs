@@ -97,15 +97,7 @@ fn deep_recursion_ends_cleanly_under_every_cap() {
     .expect("write the program");
     let exe = temp("deep");
     let src_s = src.to_string_lossy().into_owned();
-    let build = run_stalingrad(
-        &[
-            "build".into(),
-            src_s.clone(),
-            "-o".into(),
-            exe.to_string_lossy().into_owned(),
-        ],
-        None,
-    );
+    let build = build_to(&src_s, &exe);
     assert!(build.success(), "{}", build.transcript());
     let mut failures = Failures::default();
     let mut checked = 0;
@@ -212,15 +204,7 @@ fn memory_exhaustion_is_a_clean_error() {
     }
     // A compiled binary under an address-space cap.
     let exe = temp("big");
-    let build = run_stalingrad(
-        &[
-            "build".into(),
-            src_s,
-            "-o".into(),
-            exe.to_string_lossy().into_owned(),
-        ],
-        None,
-    );
+    let build = build_to(&src_s, &exe);
     if build.success() {
         let r = run_program_capped(&exe, &[], Some(b"100000000"), GIB);
         if !(clean(&r) && r.stderr.contains("out of memory")) {

@@ -62,15 +62,7 @@ fn printed_lines_show_up_before_the_program_waits() {
     std::fs::write(&src, "(write-real 1)\n(* 10 (read-real))\n").expect("write the program");
     let src_s = src.to_string_lossy().into_owned();
     let exe = dir.join("prompt");
-    let build = run_stalingrad(
-        &[
-            "build".into(),
-            src_s.clone(),
-            "-o".into(),
-            exe.to_string_lossy().into_owned(),
-        ],
-        None,
-    );
+    let build = build_to(&src_s, &exe);
     assert!(build.success(), "{}", build.transcript());
     let mut failures = Failures::default();
     let runs: [(&str, &Path, Vec<&str>); 2] = [

@@ -760,7 +760,7 @@ fn run_process(program: &Path, args: &[&str], dir: &Path, stdin: &[u8]) -> Ran {
 }
 
 /// [`run_process`], with the address space capped at `cap` KiB when given
-/// (`ulimit -v`, set by `sh` before it execs the program).
+/// ([`runner::capped_command`]).
 fn run_process_capped(
     program: &Path,
     args: &[&str],
@@ -770,13 +770,7 @@ fn run_process_capped(
 ) -> Ran {
     let mut cmd = match cap {
         None => Command::new(program),
-        Some(kib) => {
-            let mut c = Command::new("sh");
-            c.arg("-c")
-                .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-                .arg(program);
-            c
-        }
+        Some(kib) => runner::capped_command(program, kib),
     };
     cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE");
     let limits = runner::Limits {

@@ -79,19 +79,11 @@ pub fn load_source(
     if base::stack::size_mib() >= EXPAND_STACK >> 20 {
         return load_source_here(map, path, text, opts);
     }
-    let text = std::sync::Mutex::new(Some(text));
     let spawned = std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
             .name("expand".into())
             .stack_size(EXPAND_STACK)
-            .spawn_scoped(s, || {
-                let text = text
-                    .lock()
-                    .ok()
-                    .and_then(|mut t| t.take())
-                    .unwrap_or_default();
-                load_source_here(map, path, text, opts)
-            })
+            .spawn_scoped(s, || load_source_here(map, path, text.clone(), opts))
             .ok()?;
         Some(match worker.join() {
             Ok(r) => r,
@@ -102,10 +94,7 @@ pub fn load_source(
         Some(r) => r,
         // No room for the thread's stack (an address-space cap): expand
         // here; the reader's nesting bound keeps the recursion modest.
-        None => {
-            let text = text.into_inner().ok().flatten().unwrap_or_default();
-            load_source_here(map, path, text, opts)
-        }
+        None => load_source_here(map, path, text, opts),
     }
 }
 

@@ -271,7 +271,9 @@ impl Lowerer<'_> {
     }
 
     /// `plus` of union value `uv` (of union `u`) and a value `x` of one
-    /// shape: the member of `x`'s kind is summed, any other is an error.
+    /// shape: the member of `x`'s kind is summed, any other is an error;
+    /// when no member has `x`'s kind, the members that, like `x`, have no
+    /// reals sum to one of the two ([`flow::Ops::nil_sum_with_union`]).
     /// `union_first` says which operand the union was.
     pub(super) fn plus_member(
         &mut self,
@@ -284,19 +286,22 @@ impl Lowerer<'_> {
         let Av::Sym(p, _) = self.ops.dom.get(uv).clone() else {
             return x;
         };
-        let Some(i) = self.ops.dom.member_index(u, x) else {
-            return self.plus_nil_member(fb, u, uv, x, union_first);
-        };
-        let member = self.ops.dom.members(u)[i];
-        let (a, b) = if union_first {
-            (member, x)
-        } else {
-            (x, member)
-        };
-        let wx = self.ops.dom.widen(b);
-        let wa = self.ops.dom.widen(a);
-        let Ok(sum) = self.ops.plus(wa, wx) else {
-            return x;
+        let order = move |m: AvId| if union_first { (m, x) } else { (x, m) };
+        // The member of `x`'s kind, if any, and the shape of the sum.
+        let (member, sum) = match self.ops.dom.member_index(u, x) {
+            Some(i) => {
+                let member = self.ops.dom.members(u)[i];
+                let (a, b) = order(member);
+                let (wa, wb) = (self.ops.dom.widen(a), self.ops.dom.widen(b));
+                let Ok(sum) = self.ops.plus(wa, wb) else {
+                    return x;
+                };
+                (Some(member), sum)
+            }
+            None => match self.ops.nil_sum_with_union(uv, x, union_first) {
+                Some(sum) => (None, sum),
+                None => return x,
+            },
         };
         let target = self.ops.dom.widen(sum);
         let tys = layout_of(&self.ops.dom, target);
@@ -306,54 +311,13 @@ impl Lowerer<'_> {
             u,
             &tys,
             &mut |this, fb, m, msym| {
-                if m != member {
-                    return if union_first {
-                        this.plus_mismatch(msym, x)
-                    } else {
-                        this.plus_mismatch(x, msym)
-                    };
-                }
-                let r = if union_first {
-                    this.plus(fb, msym, x)
-                } else {
-                    this.plus(fb, x, msym)
+                let (a, b) = order(msym);
+                let r = match member {
+                    Some(kind) if m == kind => Some(this.plus(fb, a, b)),
+                    Some(_) => None,
+                    None => this.ops.nil_sum(a, b),
                 };
-                let mut out = Vec::new();
-                this.coerce(fb, r, target, &mut out);
-                Term::Yield(out)
-            },
-        );
-        let mut it = results.into_iter();
-        self.symbolize(fb, target, &mut it)
-    }
-
-    /// `plus` of union value `uv` and a value `x` of a kind none of its
-    /// members has: defined on the members that, like `x`, have no reals
-    /// ([`flow::Ops::nil_sum_with_union`]); the others are errors.
-    fn plus_nil_member(
-        &mut self,
-        fb: &mut Fb,
-        u: UnionId,
-        uv: AvId,
-        x: AvId,
-        union_first: bool,
-    ) -> AvId {
-        let Av::Sym(p, _) = self.ops.dom.get(uv).clone() else {
-            return x;
-        };
-        let Some(sum) = self.ops.nil_sum_with_union(uv, x, union_first) else {
-            return x;
-        };
-        let target = self.ops.dom.widen(sum);
-        let tys = layout_of(&self.ops.dom, target);
-        let results = self.switch(
-            fb,
-            Val::from_number(p),
-            u,
-            &tys,
-            &mut |this, fb, _, msym| {
-                let (a, b) = if union_first { (msym, x) } else { (x, msym) };
-                let Some(r) = this.ops.nil_sum(a, b) else {
+                let Some(r) = r else {
                     return this.plus_mismatch(a, b);
                 };
                 let mut out = Vec::new();

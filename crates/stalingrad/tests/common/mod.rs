@@ -172,17 +172,24 @@ pub fn run_program(program: &Path, args: &[String], stdin: Option<&[u8]>) -> Run
 }
 
 /// [`run_program`] with the address space of the process capped at
-/// `kib` KiB, as `ulimit -v` does (set by `sh` before it execs the
-/// program: the standard library has no safe way to call `setrlimit` in a
-/// child).
-#[allow(dead_code)]
+/// `kib` KiB ([`runner::capped_command`]).
 pub fn run_program_capped(program: &Path, args: &[String], stdin: Option<&[u8]>, kib: u64) -> Run {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-        .arg(program)
-        .args(args);
+    let mut cmd = runner::capped_command(program, kib);
+    cmd.args(args);
     run_command(cmd, program, stdin)
+}
+
+/// `stalingrad build SRC -o EXE`.
+pub fn build_to(src: &str, exe: &Path) -> Run {
+    run_stalingrad(
+        &[
+            "build".into(),
+            src.to_string(),
+            "-o".into(),
+            exe.to_string_lossy().into_owned(),
+        ],
+        None,
+    )
 }
 
 fn run_command(mut cmd: Command, program: &Path, stdin: Option<&[u8]>) -> Run {
