@@ -9,17 +9,16 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let root = manifest.join("../..");
     let src = root.join("runtime/src/lib.rs");
-    println!("cargo:rerun-if-changed={}", src.display());
+    // Every file of the runtime, and the files of `base` it includes (a
+    // directory counts as changed when any file in it changes).
     println!(
         "cargo:rerun-if-changed={}",
-        root.join("runtime/src/gc.rs").display()
+        root.join("runtime/src").display()
     );
-    for shared in ["number_core.rs", "counters.rs", "message.rs"] {
-        println!(
-            "cargo:rerun-if-changed={}",
-            root.join("crates/base/src/").join(shared).display()
-        );
-    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("crates/base/src").display()
+    );
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("libruntime.a");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let target = std::env::var("TARGET").expect("TARGET");

@@ -300,6 +300,8 @@ impl Heap {
 
     fn collect(&mut self) {
         self.collections += 1;
+        // The memo tables name cells this collection may free.
+        crate::memo::forget();
         let regs = spill_registers();
         let here = core::ptr::addr_of!(regs) as usize;
         if self.stack_top > here {

@@ -17,6 +17,8 @@
 //! - `rt_error(ptr, len)`: prints the message on standard error, exits 1;
 //! - `rt_alloc(bytes) -> ptr`: a union cell (see `lower::fir::Op::Alloc`),
 //!   from a heap with a conservative mark-sweep collector (`gc.rs`);
+//! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
+//!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.
 //!
 //! What it calls: `vlad_main` (the program) and `vlad_count_ops` (a byte,
@@ -48,6 +50,7 @@ mod stack_sizes;
 mod flush_policy;
 
 mod gc;
+mod memo;
 
 use core::cell::UnsafeCell;
 
@@ -480,7 +483,7 @@ fn finish_counts() {
 }
 
 fn counts_json(c: &[u64; counters::SLOTS], out: &mut dyn core::fmt::Write) -> core::fmt::Result {
-    counters::write_json(c, 0, 0, 0, out)
+    counters::write_json(c, out)
 }
 
 // ------------------------------------------------------------------ main
@@ -639,15 +642,16 @@ mod tests {
 
     #[test]
     fn json_matches_the_interpreter_layout() {
-        let mut c = [0u64; 11];
+        let mut c = [0u64; counters::SLOTS];
         c[0] = 3;
         c[9] = 1;
         c[10] = 7;
+        c[counters::PLUS] = 2;
         let mut s = String::new();
         counts_json(&c, &mut s).unwrap();
         assert_eq!(
             s,
-            "{\"arithmetic\":{\"+\":3,\"-\":0,\"*\":0,\"/\":0,\"atan\":0,\"sqrt\":0,\"exp\":0,\"log\":0,\"sin\":0,\"cos\":1},\"arithmetic_total\":4,\"comparisons\":7,\"zero\":0,\"plus\":0,\"transform\":0}"
+            "{\"arithmetic\":{\"+\":3,\"-\":0,\"*\":0,\"/\":0,\"atan\":0,\"sqrt\":0,\"exp\":0,\"log\":0,\"sin\":0,\"cos\":1},\"arithmetic_total\":4,\"comparisons\":7,\"zero\":0,\"plus\":2,\"transform\":0}"
         );
     }
 

@@ -131,6 +131,16 @@ impl FnBuilder<'_, '_> {
         Ok([ptr, len])
     }
 
+    /// The two pointers of a memo key (the second 0 for a key of one).
+    fn memo_key(&mut self, key: &[Val]) -> Result<[ClValue; 2], String> {
+        let a = self.val(key[0])?;
+        let b = match key.get(1) {
+            Some(v) => self.val(*v)?,
+            None => self.b.ins().iconst(types::I64, 0),
+        };
+        Ok([a, b])
+    }
+
     pub(crate) fn count(&mut self, index: usize) -> Result<(), String> {
         if !self.cg.opts.count_ops {
             return Ok(());
@@ -302,8 +312,10 @@ impl FnBuilder<'_, '_> {
                     .ok_or("internal error: read-real result")?;
                 self.set(one(&inst.results)?, v)?;
             }
-            Op::Alloc(tag, fields) => {
-                // A cell: the tag, then one 8-byte slot per scalar.
+            Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
+                // A cell: the tag word (the member's tag in its first four
+                // bytes, the zero mark in the next four), then one 8-byte
+                // slot per scalar.
                 let fields = self.vals(fields)?;
                 let size = self
                     .b
@@ -312,8 +324,11 @@ impl FnBuilder<'_, '_> {
                 let p = self
                     .call_import("rt_alloc", &[size])?
                     .ok_or("internal error: rt_alloc result")?;
-                let t = self.b.ins().iconst(types::I64, i64::from(*tag));
+                let t = self.b.ins().iconst(types::I32, i64::from(*tag));
                 self.b.ins().store(MemFlagsData::trusted(), t, p, 0);
+                let zero = i64::from(matches!(inst.op, Op::AllocZero(..)));
+                let z = self.b.ins().iconst(types::I32, zero);
+                self.b.ins().store(MemFlagsData::trusted(), z, p, 4);
                 for (i, x) in fields.into_iter().enumerate() {
                     let off = 8 * (1 + i as i32);
                     self.b.ins().store(MemFlagsData::trusted(), x, p, off);
@@ -322,10 +337,41 @@ impl FnBuilder<'_, '_> {
             }
             Op::TagIs(p, tag) => {
                 let p = self.val(*p)?;
-                let t = self.b.ins().load(types::I64, MemFlagsData::trusted(), p, 0);
+                let t = self.b.ins().load(types::I32, MemFlagsData::trusted(), p, 0);
                 let v = self.b.ins().icmp_imm_s(IntCC::Equal, t, i64::from(*tag));
                 self.set(one(&inst.results)?, v)?;
             }
+            Op::IsZero(p) => {
+                let p = self.val(*p)?;
+                let z = self.b.ins().load(types::I32, MemFlagsData::trusted(), p, 4);
+                let v = self.b.ins().icmp_imm_u(IntCC::NotEqual, z, 0);
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::MemoGet(table, key) => {
+                // The runtime answers 0 (no cell is there) when the key
+                // is not in the table.
+                let mut args = vec![self.b.ins().iconst(types::I64, i64::from(*table))];
+                args.extend(self.memo_key(key)?);
+                let r = self
+                    .call_import("rt_memo_get", &args)?
+                    .ok_or("internal error: rt_memo_get result")?;
+                let found = self.b.ins().icmp_imm_u(IntCC::NotEqual, r, 0);
+                let [f, p] = inst.results[..] else {
+                    return Err("internal error: `memo_get` gives two results".into());
+                };
+                self.set(f, found)?;
+                self.set(p, r)?;
+            }
+            Op::MemoPut(table, vals) => {
+                let Some((result, key)) = vals.split_last() else {
+                    return Err("internal error: `memo_put` without a result".into());
+                };
+                let mut args = vec![self.b.ins().iconst(types::I64, i64::from(*table))];
+                args.extend(self.memo_key(key)?);
+                args.push(self.val(*result)?);
+                self.call_import("rt_memo_put", &args)?;
+            }
+            Op::Count(slot) => self.count(*slot as usize)?,
             Op::Load(p, n) => {
                 let p = self.val(*p)?;
                 let r = one(&inst.results)?;

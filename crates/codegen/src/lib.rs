@@ -244,6 +244,8 @@ impl Codegen<'_> {
             "rt_print_bool" => (&[types::I32], &[]),
             "rt_read_real" => (&[types::I64, types::I64], &[types::F64]),
             "rt_alloc" => (&[types::I64], &[types::I64]),
+            "rt_memo_get" => (&[types::I64; 3], &[types::I64]),
+            "rt_memo_put" => (&[types::I64; 4], &[]),
             "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end"
             | "rt_err_site" => (&[], &[]),
             "rt_err_str" => (&[types::I64, types::I64], &[]),

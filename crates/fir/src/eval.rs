@@ -9,7 +9,7 @@
 
 use crate::{Block, FuncId, Module, Op, StrId, Term, Ty, Val};
 use base::EntityRef;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
 
 /// A real as VLAD prints it (the runtime's and the interpreter's format).
@@ -36,7 +36,7 @@ impl Counts {
     /// The interpreter's `--count-ops=json` line (without the newline).
     pub fn json(&self) -> String {
         let mut s = String::new();
-        let _ = base::counters::write_json(&self.slots, 0, 0, 0, &mut s);
+        let _ = base::counters::write_json(&self.slots, &mut s);
         s
     }
 }
@@ -63,6 +63,7 @@ pub fn run_counting(
         counts,
         sites: Vec::new(),
         heap: Vec::new(),
+        memo: HashMap::new(),
     };
     let r = ev.call(main, Vec::new()).map(|_| ());
     let _ = ev.out.flush();
@@ -91,8 +92,19 @@ struct Eval<'a> {
     counts: &'a mut Counts,
     /// Positions of the `CallAt`s running, innermost last.
     sites: Vec<crate::StrId>,
-    /// Union cells: tag and scalars.
-    heap: Vec<(u32, Vec<V>)>,
+    /// Union cells.
+    heap: Vec<Cell>,
+    /// The memo tables ([`Op::MemoGet`]): (table, key) to a cell. Nothing
+    /// is ever freed here, so nothing need be forgotten.
+    memo: HashMap<(u32, Vec<usize>), usize>,
+}
+
+#[derive(Clone)]
+struct Cell {
+    tag: u32,
+    /// Made by [`Op::AllocZero`].
+    zero: bool,
+    fields: Vec<V>,
 }
 
 type R<T> = Result<T, String>;
@@ -226,13 +238,15 @@ impl Eval<'_> {
             V::B(b) => Ok(b),
             _ => internal(format!("{v} is not a bool")),
         };
-        let cell = |v: Val, heap: &Vec<(u32, Vec<V>)>| match get(env, v)? {
-            V::P(i) => match heap.get(i) {
-                Some(c) => Ok(c.clone()),
-                None => internal(format!("{v} points nowhere")),
-            },
-            _ => internal(format!("{v} is not a pointer")),
-        };
+        fn cell<'h>(env: &[Option<V>], v: Val, heap: &'h [Cell]) -> R<&'h Cell> {
+            match get(env, v)? {
+                V::P(i) => match heap.get(i) {
+                    Some(c) => Ok(c),
+                    None => internal(format!("{v} points nowhere")),
+                },
+                _ => internal(format!("{v} is not a pointer")),
+            }
+        }
         Ok(Ok(match op {
             Op::F64Const(x) => vec![V::F(*x)],
             Op::BoolConst(b) => vec![V::B(*b)],
@@ -254,13 +268,48 @@ impl Eval<'_> {
                 vec![V::B(c.apply(x, y))]
             }
             Op::Not(b) => vec![V::B(!boolean(*b)?)],
-            Op::Alloc(tag, fields) => {
+            Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
                 let fields = fields.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
-                self.heap.push((*tag, fields));
+                self.heap.push(Cell {
+                    tag: *tag,
+                    zero: matches!(op, Op::AllocZero(..)),
+                    fields,
+                });
                 vec![V::P(self.heap.len() - 1)]
             }
-            Op::TagIs(p, tag) => vec![V::B(cell(*p, &self.heap)?.0 == *tag)],
-            Op::Load(p, n) => match cell(*p, &self.heap)?.1.get(*n as usize) {
+            Op::TagIs(p, tag) => vec![V::B(cell(env, *p, &self.heap)?.tag == *tag)],
+            Op::IsZero(p) => vec![V::B(cell(env, *p, &self.heap)?.zero)],
+            Op::MemoGet(n, key) => {
+                let key = key
+                    .iter()
+                    .map(|v| pointer(get(env, *v)?))
+                    .collect::<R<_>>()?;
+                match self.memo.get(&(*n, key)) {
+                    Some(r) => vec![V::B(true), V::P(*r)],
+                    // A found flag of false makes the pointer meaningless;
+                    // any cell index will do.
+                    None => vec![V::B(false), V::P(0)],
+                }
+            }
+            Op::MemoPut(n, vals) => {
+                let mut key = vals
+                    .iter()
+                    .map(|v| pointer(get(env, *v)?))
+                    .collect::<R<Vec<_>>>()?;
+                let Some(r) = key.pop() else {
+                    return internal("a memo entry without a result");
+                };
+                self.memo.insert((*n, key), r);
+                vec![]
+            }
+            Op::Count(n) => {
+                match self.counts.slots.get_mut(*n as usize) {
+                    Some(c) => *c += 1,
+                    None => return internal(format!("no counter slot {n}")),
+                }
+                vec![]
+            }
+            Op::Load(p, n) => match cell(env, *p, &self.heap)?.fields.get(*n as usize) {
                 Some(x) => vec![*x],
                 None => return internal(format!("load of scalar {n} out of range")),
             },
@@ -335,6 +384,13 @@ impl Eval<'_> {
             self.pending
                 .extend(line.split_whitespace().map(str::to_string));
         }
+    }
+}
+
+fn pointer(v: V) -> R<usize> {
+    match v {
+        V::P(i) => Ok(i),
+        _ => internal("a memo key that is not a pointer"),
     }
 }
 

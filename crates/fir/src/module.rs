@@ -133,8 +133,27 @@ pub enum Op {
     PrintBool(Val),
     /// A new union cell: tag, then the member's scalars. Gives a `Ptr`.
     Alloc(u32, Vec<Val>),
+    /// A new union cell known to hold a zero (what `zero` makes): as
+    /// `Alloc`, and marked so that [`Op::IsZero`] recognises it, which is
+    /// how `plus` skips a zero operand without walking it.
+    AllocZero(u32, Vec<Val>),
     /// Does the cell hold the member with this tag? Gives a `Bool`.
     TagIs(Val, u32),
+    /// Was the cell made by [`Op::AllocZero`]? Gives a `Bool`.
+    IsZero(Val),
+    /// Looks the key (cell pointers) up in memo table `n`: gives a `Bool`
+    /// (found) and the `Ptr` recorded (meaningless when not found). The
+    /// tables remember what `zero` and `plus` gave for cells already
+    /// walked, so a cell reached twice is walked once; they forget
+    /// everything at each collection, which may free and reuse the cells
+    /// named in them.
+    MemoGet(u32, Vec<Val>),
+    /// Records in memo table `n` the last operand (a `Ptr`) for the key
+    /// made of the others.
+    MemoPut(u32, Vec<Val>),
+    /// Adds one to the operation counter in slot `n` of `base::counters`
+    /// (code generation drops it unless counters are compiled in).
+    Count(u32),
     /// Scalar number `n` of the member a cell holds; its type is the
     /// result's.
     Load(Val, u32),

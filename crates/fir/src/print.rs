@@ -219,8 +219,23 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::Alloc(tag, fields) => {
             let _ = write!(out, "alloc #{tag}({})", vals(fields));
         }
+        Op::AllocZero(tag, fields) => {
+            let _ = write!(out, "alloc_zero #{tag}({})", vals(fields));
+        }
         Op::TagIs(p, tag) => {
             let _ = write!(out, "tag_is {p} #{tag}");
+        }
+        Op::IsZero(p) => {
+            let _ = write!(out, "is_zero {p}");
+        }
+        Op::MemoGet(n, key) => {
+            let _ = write!(out, "memo_get #{n}({})", vals(key));
+        }
+        Op::MemoPut(n, vals_) => {
+            let _ = write!(out, "memo_put #{n}({})", vals(vals_));
+        }
+        Op::Count(n) => {
+            let _ = write!(out, "count {}", base::counters::slot_name(*n as usize));
         }
         Op::Load(p, n) => {
             let _ = write!(out, "load {p}.{n}");

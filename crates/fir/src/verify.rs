@@ -260,15 +260,33 @@ impl<'a> Checker<'a> {
                 self.use_val(*a, Some(Bool))?;
                 vec![]
             }
-            Op::Alloc(_, vals) => {
+            Op::Alloc(_, vals) | Op::AllocZero(_, vals) => {
                 for v in vals {
                     self.use_val(*v, None)?;
                 }
                 vec![Ptr]
             }
-            Op::TagIs(p, _) => {
+            Op::TagIs(p, _) | Op::IsZero(p) => {
                 self.use_val(*p, Some(Ptr))?;
                 vec![Bool]
+            }
+            Op::MemoGet(_, key) => {
+                self.memo_key(key)?;
+                vec![Bool, Ptr]
+            }
+            Op::MemoPut(_, vals) => {
+                let Some((result, key)) = vals.split_last() else {
+                    return self.err("a `MemoPut` records a result for a key".into());
+                };
+                self.memo_key(key)?;
+                self.use_val(*result, Some(Ptr))?;
+                vec![]
+            }
+            Op::Count(n) => {
+                if *n as usize >= base::counters::SLOTS {
+                    return self.err(format!("no counter slot {n}"));
+                }
+                vec![]
             }
             Op::Load(p, _) => {
                 self.use_val(*p, Some(Ptr))?;
@@ -282,6 +300,17 @@ impl<'a> Checker<'a> {
                 vec![F64]
             }
         }))
+    }
+
+    /// A memo table's key: one or two cell pointers.
+    fn memo_key(&mut self, key: &[Val]) -> Result<(), VerifyError> {
+        if !(1..=2).contains(&key.len()) {
+            return self.err(format!("a memo key of {} values", key.len()));
+        }
+        for v in key {
+            self.use_val(*v, Some(Ty::Ptr))?;
+        }
+        Ok(())
     }
 
     /// Checks both arms of an `If` and gives its result types: what the

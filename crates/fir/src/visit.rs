@@ -10,7 +10,11 @@ impl Op {
     /// [`Block::for_each_use`]).
     pub fn for_each_operand(&self, mut f: impl FnMut(Val)) {
         match self {
-            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+            Op::F64Const(_)
+            | Op::BoolConst(_)
+            | Op::PrintStr(_)
+            | Op::ReadReal(_)
+            | Op::Count(_) => {}
             Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
                 f(*a);
                 f(*b);
@@ -20,10 +24,14 @@ impl Op {
             | Op::PrintReal(a)
             | Op::PrintBool(a)
             | Op::TagIs(a, _)
+            | Op::IsZero(a)
             | Op::Load(a, _) => f(*a),
-            Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
-                args.iter().copied().for_each(f)
-            }
+            Op::Call(_, args)
+            | Op::CallAt(_, args, _)
+            | Op::Alloc(_, args)
+            | Op::AllocZero(_, args)
+            | Op::MemoGet(_, args)
+            | Op::MemoPut(_, args) => args.iter().copied().for_each(f),
             Op::If { cond, .. } => f(*cond),
         }
     }
@@ -31,7 +39,11 @@ impl Op {
     /// [`Op::for_each_operand`], to change them.
     pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Val)) {
         match self {
-            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+            Op::F64Const(_)
+            | Op::BoolConst(_)
+            | Op::PrintStr(_)
+            | Op::ReadReal(_)
+            | Op::Count(_) => {}
             Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
                 f(a);
                 f(b);
@@ -41,10 +53,14 @@ impl Op {
             | Op::PrintReal(a)
             | Op::PrintBool(a)
             | Op::TagIs(a, _)
+            | Op::IsZero(a)
             | Op::Load(a, _) => f(a),
-            Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
-                args.iter_mut().for_each(f)
-            }
+            Op::Call(_, args)
+            | Op::CallAt(_, args, _)
+            | Op::Alloc(_, args)
+            | Op::AllocZero(_, args)
+            | Op::MemoGet(_, args)
+            | Op::MemoPut(_, args) => args.iter_mut().for_each(f),
             Op::If { cond, .. } => f(cond),
         }
     }

@@ -599,6 +599,12 @@ impl Ops {
         }
     }
 
+    /// The map that made union `r` ([`Ops::map_union`]): its operation
+    /// and operand unions.
+    pub fn map_origin(&self, r: UnionId) -> Option<(UnionOp, UnionId, Option<UnionId>)> {
+        self.map_origins.get(&r).copied()
+    }
+
     /// The maps of unions met since the last call (lowering only).
     pub fn take_pending(&mut self) -> Vec<PendingMap> {
         std::mem::take(&mut self.pending)

@@ -64,8 +64,11 @@ impl Counters {
             }
         }
         slots[base::counters::COMPARISONS] = self.comparisons();
+        slots[base::counters::ZERO] = self.zero;
+        slots[base::counters::PLUS] = self.plus;
+        slots[base::counters::TRANSFORM] = self.transform;
         let mut s = String::new();
-        let _ = base::counters::write_json(&slots, self.zero, self.plus, self.transform, &mut s);
+        let _ = base::counters::write_json(&slots, &mut s);
         s
     }
 

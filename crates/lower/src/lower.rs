@@ -20,7 +20,8 @@
 //! lowering and the bindings; the rest is one concept a module: `errors`
 //! (error terms), `calls` (applications and run-time checks), `prims`
 //! (primitives on symbolic values), `switch` (union switches and
-//! printers), `union_fns` (the maps of unions) and `print` (printing).
+//! printers), `union_fns` (the maps of unions), `sharing` (what keeps
+//! those maps from walking what they need not) and `print` (printing).
 
 use fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
 use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
@@ -32,6 +33,7 @@ mod calls;
 mod errors;
 mod prims;
 mod print;
+mod sharing;
 mod switch;
 mod union_fns;
 
@@ -80,6 +82,7 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
         strings: HashMap::new(),
         printers: HashMap::new(),
         union_fns: HashMap::new(),
+        sharing: sharing::Sharing::default(),
         map,
     };
     for (i, s) in lw.specs.iter().enumerate() {
@@ -136,6 +139,8 @@ struct Lowerer<'m> {
     printers: HashMap<(UnionId, bool), FuncId>,
     /// `zero` and `plus` functions of unions.
     union_fns: HashMap<UnionFn, FuncId>,
+    /// Representation classes and memo tables of the maps of unions.
+    sharing: sharing::Sharing,
     map: &'m SourceMap,
 }
 

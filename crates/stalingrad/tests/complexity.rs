@@ -1,8 +1,13 @@
-//! Operation counts (VLAD.md 6.4), measured with
-//! `stalingrad run --count-ops=json FILE` on the programs of
-//! `tests/complexity/`, with n on standard input. The counters are the one
-//! JSON line the binary prints on standard error after the run:
+//! Operation counts (VLAD.md 6.4) of the programs of `tests/complexity/`,
+//! with n on standard input, in both modes: `stalingrad run
+//! --count-ops=json FILE`, and the binary of `stalingrad build --count-ops
+//! FILE`. The counters are the one JSON line printed on standard error
+//! after the run:
 //! `{"arithmetic":{...},"arithmetic_total":N,"comparisons":N,"zero":N,"plus":N,"transform":N}`.
+//! The interpreter counts a step of `zero`, `plus` or a transformation per
+//! value node it walks, compiled code per union cell (values of a shape
+//! known at compile time cost it nothing): the two are compared by how
+//! they grow with n, each against itself.
 //!
 //! - The forward phase of reverse mode does exactly the primal arithmetic.
 //! - A reverse-mode gradient costs a constant factor more arithmetic than
@@ -14,6 +19,18 @@
 mod common;
 
 use common::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How a program is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Mode {
+    Interpreted,
+    Compiled,
+}
+
+const MODES: [Mode; 2] = [Mode::Interpreted, Mode::Compiled];
 
 /// The counters of one run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,47 +75,116 @@ fn parse_counts(stderr: &str) -> Result<Counts, String> {
     })
 }
 
-/// Runs one program with n on standard input, checks its output, and
-/// returns its counters.
-fn measure(
-    program: &str,
-    n: u32,
-    expected_stdout: &str,
-    failures: &mut Failures,
-) -> Option<Counts> {
-    let path = repo_root().join("tests").join("complexity").join(program);
-    let args = vec![
-        "run".to_string(),
-        "--count-ops=json".to_string(),
-        rel(&path),
-    ];
-    let input = format!("{n}\n");
-    let run = run_stalingrad(&args, Some(input.as_bytes()));
-    if !run.success() {
-        failures.add(format!(
-            "{program} with n = {n}: run failed ({})\n{}",
-            run.describe_status(),
-            run.transcript()
-        ));
-        return None;
-    }
-    if run.stdout.trim_end() != expected_stdout {
-        failures.add(format!(
-            "{program} with n = {n}: expected output {expected_stdout:?}, got {:?}",
-            run.stdout
-        ));
-    }
-    match parse_counts(&run.stderr) {
-        Ok(c) => {
-            println!(
-                "{program:22} n = {n:5}: arithmetic {:8}  zero {:6}  plus {:6}  transform {:6}  ({:?})",
-                c.arithmetic_total, c.zero, c.plus, c.transform, run.elapsed
-            );
-            Some(c)
+/// Runs the programs of `tests/complexity/`, building each at most once.
+#[derive(Default)]
+struct Runner {
+    /// Binaries built with counters (`None`: the build failed).
+    built: HashMap<String, Option<PathBuf>>,
+    /// Names this runner's binaries (0: not yet given).
+    id: usize,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        for exe in self.built.values().flatten() {
+            let _ = std::fs::remove_file(exe);
         }
-        Err(e) => {
-            failures.add(format!("{program} with n = {n}: {e}\n{}", run.transcript()));
+    }
+}
+
+impl Runner {
+    /// The binary of `program` built with counters.
+    fn binary(&mut self, program: &str, failures: &mut Failures) -> Option<PathBuf> {
+        if let Some(exe) = self.built.get(program) {
+            return exe.clone();
+        }
+        let path = repo_root().join("tests").join("complexity").join(program);
+        // Tests run side by side: each runner has binaries of its own.
+        static RUNNERS: AtomicUsize = AtomicUsize::new(0);
+        if self.id == 0 {
+            self.id = RUNNERS.fetch_add(1, Ordering::Relaxed) + 1;
+        }
+        let exe = std::env::temp_dir().join(format!(
+            "stalingrad-complexity-{}-{}-{}",
+            std::process::id(),
+            self.id,
+            program.trim_end_matches(".vlad")
+        ));
+        let args = vec![
+            "build".to_string(),
+            "--count-ops".to_string(),
+            rel(&path),
+            "-o".to_string(),
+            exe.to_string_lossy().into_owned(),
+        ];
+        let build = run_stalingrad(&args, None);
+        let exe = if build.success() {
+            Some(exe)
+        } else {
+            failures.add(format!("{program}: build failed\n{}", build.transcript()));
             None
+        };
+        self.built.insert(program.to_string(), exe.clone());
+        exe
+    }
+
+    /// Runs one program with n on standard input, checks its output
+    /// (`None`: whatever the other mode prints), and returns its counters.
+    fn measure(
+        &mut self,
+        mode: Mode,
+        program: &str,
+        n: u32,
+        expected_stdout: Option<&str>,
+        failures: &mut Failures,
+    ) -> Option<(Counts, String)> {
+        let path = repo_root().join("tests").join("complexity").join(program);
+        let input = format!("{n}\n");
+        let run = match mode {
+            Mode::Interpreted => {
+                let args = vec![
+                    "run".to_string(),
+                    "--count-ops=json".to_string(),
+                    rel(&path),
+                ];
+                run_stalingrad(&args, Some(input.as_bytes()))
+            }
+            Mode::Compiled => {
+                let exe = self.binary(program, failures)?;
+                run_program(&exe, &[], Some(input.as_bytes()))
+            }
+        };
+        if !run.success() {
+            failures.add(format!(
+                "{program} ({mode:?}) with n = {n}: run failed ({})\n{}",
+                run.describe_status(),
+                run.transcript()
+            ));
+            return None;
+        }
+        if let Some(expected) = expected_stdout {
+            if run.stdout.trim_end() != expected {
+                failures.add(format!(
+                    "{program} ({mode:?}) with n = {n}: expected output {expected:?}, got {:?}",
+                    run.stdout
+                ));
+            }
+        }
+        match parse_counts(&run.stderr) {
+            Ok(c) => {
+                println!(
+                    "{program:24} {mode:11?} n = {n:5}: arithmetic {:8}  zero {:6}  plus {:6}  transform {:6}  ({:?})",
+                    c.arithmetic_total, c.zero, c.plus, c.transform, run.elapsed
+                );
+                Some((c, run.stdout))
+            }
+            Err(e) => {
+                failures.add(format!(
+                    "{program} ({mode:?}) with n = {n}: {e}\n{}",
+                    run.transcript()
+                ));
+                None
+            }
         }
     }
 }
@@ -116,6 +202,8 @@ const SIZES: [u32; 3] = [10, 100, 1000];
 
 /// Checks one family (`NAME-primal`, `NAME-forward`, `NAME-gradient`).
 fn check_family(
+    runner: &mut Runner,
+    mode: Mode,
     family: &str,
     primal_out: [&str; 3],
     gradient_out: &str,
@@ -125,31 +213,26 @@ fn check_family(
     let mut primal = Vec::new();
     let mut gradient = Vec::new();
     for (i, &n) in SIZES.iter().enumerate() {
-        let p = measure(&format!("{family}-primal.vlad"), n, primal_out[i], failures);
-        let f = measure(
-            &format!("{family}-forward.vlad"),
-            n,
-            primal_out[i],
-            failures,
-        );
-        let g = measure(
-            &format!("{family}-gradient.vlad"),
-            n,
-            gradient_out,
-            failures,
-        );
+        let mut measure = |program: String, out: &str| {
+            runner
+                .measure(mode, &program, n, Some(out), failures)
+                .map(|(c, _)| c)
+        };
+        let p = measure(format!("{family}-primal.vlad"), primal_out[i]);
+        let f = measure(format!("{family}-forward.vlad"), primal_out[i]);
+        let g = measure(format!("{family}-gradient.vlad"), gradient_out);
         checks += 3;
         if let (Some(p), Some(f)) = (p, f) {
             checks += 1;
             if p.arithmetic_total != f.arithmetic_total {
                 failures.add(format!(
-                    "{family}, n = {n}: forward phase does {} arithmetic operations, \
+                    "{family} ({mode:?}), n = {n}: forward phase does {} arithmetic operations, \
                      the primal {}; they must be equal",
                     f.arithmetic_total, p.arithmetic_total
                 ));
             } else {
                 println!(
-                    "ok   {family}, n = {n}: forward phase arithmetic = primal arithmetic = {}",
+                    "ok   {family} ({mode:?}), n = {n}: forward phase arithmetic = primal arithmetic = {}",
                     p.arithmetic_total
                 );
             }
@@ -173,19 +256,19 @@ fn check_family(
     let (r10, r100, r1000) = (ratio(0), ratio(1), ratio(2));
     let (m1, m2) = (marginal(0), marginal(1));
     println!(
-        "{family}: gradient/primal arithmetic ratio {r10:.3} (n=10), {r100:.3} (n=100), \
+        "{family} ({mode:?}): gradient/primal arithmetic ratio {r10:.3} (n=10), {r100:.3} (n=100), \
          {r1000:.3} (n=1000); per added element {m1:.3} (10..100), {m2:.3} (100..1000)"
     );
     checks += 2;
     if !close(r100, r1000, 0.10) {
         failures.add(format!(
-            "{family}: gradient/primal ratio changes with n: {r100:.3} at n = 100, \
+            "{family} ({mode:?}): gradient/primal ratio changes with n: {r100:.3} at n = 100, \
              {r1000:.3} at n = 1000 (more than 10% apart)"
         ));
     }
     if !close(m1, m2, 0.10) || !m1.is_finite() {
         failures.add(format!(
-            "{family}: gradient arithmetic per added element relative to the primal's \
+            "{family} ({mode:?}): gradient arithmetic per added element relative to the primal's \
              changes with n: {m1:.3} from 10 to 100, {m2:.3} from 100 to 1000"
         ));
     }
@@ -200,12 +283,12 @@ fn check_family(
         close(d2 / d1, 10.0, 0.10)
     };
     println!(
-        "{family}: gradient zero+plus+transform steps {} / {} / {} for n = 10 / 100 / 1000",
+        "{family} ({mode:?}): gradient zero+plus+transform steps {} / {} / {} for n = 10 / 100 / 1000",
         s[0], s[1], s[2]
     );
     if !linear {
         failures.add(format!(
-            "{family}: the gradient's zero+plus+transform steps are not linear in n: \
+            "{family} ({mode:?}): the gradient's zero+plus+transform steps are not linear in n: \
              {} / {} / {} for n = 10 / 100 / 1000",
             s[0], s[1], s[2]
         ));
@@ -216,19 +299,26 @@ fn check_family(
 #[test]
 fn reverse_mode_has_the_complexity_of_the_primal() {
     let mut failures = Failures::default();
+    let mut runner = Runner::default();
     let mut checks = 0;
-    checks += check_family(
-        "sumsq",
-        ["332.5", "333325", "333333250"],
-        "1",
-        &mut failures,
-    );
-    checks += check_family(
-        "dot",
-        ["357.5", "335825", "333583250"],
-        "(1 0.5)",
-        &mut failures,
-    );
+    for mode in MODES {
+        checks += check_family(
+            &mut runner,
+            mode,
+            "sumsq",
+            ["332.5", "333325", "333333250"],
+            "1",
+            &mut failures,
+        );
+        checks += check_family(
+            &mut runner,
+            mode,
+            "dot",
+            ["357.5", "335825", "333583250"],
+            "(1 0.5)",
+            &mut failures,
+        );
+    }
     failures.finish("reverse-mode complexity", checks);
 }
 
@@ -237,47 +327,54 @@ fn ad_operations_preserve_sharing() {
     const N: [u32; 3] = [10, 20, 40];
     const SLACK: u64 = 50;
     let mut failures = Failures::default();
+    let mut runner = Runner::default();
     let mut checks = 0;
     let cases: [ChainCase; 3] = [
         ("chain-zero.vlad", "0", "zero", |c| c.zero),
         ("chain-plus.vlad", "2", "plus", |c| c.plus),
         ("chain-transform.vlad", "1", "transform", |c| c.transform),
     ];
-    for (program, out, key, get) in cases {
-        let counts: Vec<Option<Counts>> = N
-            .iter()
-            .map(|&n| measure(program, n, out, &mut failures))
-            .collect();
-        checks += 3;
-        let Some(counts) = counts.into_iter().collect::<Option<Vec<Counts>>>() else {
-            continue;
-        };
-        let c: Vec<u64> = counts.iter().map(get).collect();
-        checks += 2;
-        let (d1, d2) = (c[1] as f64 - c[0] as f64, c[2] as f64 - c[1] as f64);
-        let linear = if d1 == 0.0 {
-            d2 == 0.0
-        } else {
-            close(d2, 2.0 * d1, 0.10)
-        };
-        if !linear {
-            failures.add(format!(
-                "{program}: `{key}` counts {} / {} / {} for n = 10 / 20 / 40 do not grow \
-                 linearly (count(40) - count(20) should be 2 (count(20) - count(10)))",
-                c[0], c[1], c[2]
-            ));
-        }
-        if c[2] >= 10 * 40 + SLACK {
-            failures.add(format!(
-                "{program}: `{key}` count {} for n = 40 is not below 10 n + {SLACK}",
-                c[2]
-            ));
-        }
-        if linear && c[2] < 10 * 40 + SLACK {
-            println!(
-                "ok   {program}: `{key}` steps {} / {} / {} for n = 10 / 20 / 40: linear",
-                c[0], c[1], c[2]
-            );
+    for mode in MODES {
+        for (program, out, key, get) in cases {
+            let counts: Vec<Option<Counts>> = N
+                .iter()
+                .map(|&n| {
+                    runner
+                        .measure(mode, program, n, Some(out), &mut failures)
+                        .map(|(c, _)| c)
+                })
+                .collect();
+            checks += 3;
+            let Some(counts) = counts.into_iter().collect::<Option<Vec<Counts>>>() else {
+                continue;
+            };
+            let c: Vec<u64> = counts.iter().map(get).collect();
+            checks += 2;
+            let (d1, d2) = (c[1] as f64 - c[0] as f64, c[2] as f64 - c[1] as f64);
+            let linear = if d1 == 0.0 {
+                d2 == 0.0
+            } else {
+                close(d2, 2.0 * d1, 0.10)
+            };
+            if !linear {
+                failures.add(format!(
+                    "{program} ({mode:?}): `{key}` counts {} / {} / {} for n = 10 / 20 / 40 do \
+                     not grow linearly (count(40) - count(20) should be 2 (count(20) - count(10)))",
+                    c[0], c[1], c[2]
+                ));
+            }
+            if c[2] >= 10 * 40 + SLACK {
+                failures.add(format!(
+                    "{program} ({mode:?}): `{key}` count {} for n = 40 is not below 10 n + {SLACK}",
+                    c[2]
+                ));
+            }
+            if linear && c[2] < 10 * 40 + SLACK {
+                println!(
+                    "ok   {program} ({mode:?}): `{key}` steps {} / {} / {} for n = 10 / 20 / 40: linear",
+                    c[0], c[1], c[2]
+                );
+            }
         }
     }
     failures.finish("sharing in zero, plus and *j", checks);
@@ -295,38 +392,29 @@ fn json_counter_line_parses() {
     assert_eq!(json_number(r#"{"a":1}"#, "b"), None);
 }
 
-/// Every program here also builds (the analysis and lowering treat a
-/// shared structure as a DAG, not a tree: the chains once never finished
-/// building), and its binary prints what `run` prints at a small n. (That
-/// compiled `zero` and `plus` preserve sharing at run time too is not yet
-/// so: the binaries are run only where the tree is small.)
+/// Every program here builds (the analysis and lowering treat a shared
+/// structure as a DAG, not a tree: the chains once never finished
+/// building), and its binary prints what `run` prints, at a small n and
+/// at one where a walk of the chains as trees would never end.
 #[test]
 fn complexity_programs_build_and_agree_with_run() {
     let dir = repo_root().join("tests/complexity");
     let mut failures = Failures::default();
+    let mut runner = Runner::default();
     let files = vlad_files(&dir);
     for path in &files {
         let name = rel(path);
-        let exe = std::env::temp_dir().join(format!(
-            "stalingrad-complexity-{}-{}",
-            std::process::id(),
-            path.file_stem().unwrap_or_default().to_string_lossy()
-        ));
-        let build = build_to(&name, &exe);
-        if !build.success() {
-            failures.add(format!("{name}: build failed:\n{}", build.transcript()));
-            continue;
-        }
-        let n = b"12";
-        let native = run_program(&exe, &[], Some(n));
-        let interp = run_stalingrad(&["run".into(), name.clone()], Some(n));
-        let _ = std::fs::remove_file(&exe);
-        if native.stdout != interp.stdout || !native.success() {
-            failures.add(format!(
-                "{name}: compiled differs from run:\n{}\n{}",
-                native.transcript(),
-                interp.transcript()
-            ));
+        let program = path.file_name().unwrap_or_default().to_string_lossy();
+        for n in [12, 60] {
+            let interp = runner.measure(Mode::Interpreted, &program, n, None, &mut failures);
+            let native = runner.measure(Mode::Compiled, &program, n, None, &mut failures);
+            if let (Some((_, a)), Some((_, b))) = (interp, native) {
+                if a != b {
+                    failures.add(format!(
+                        "{name} with n = {n}: compiled prints {b:?}, run prints {a:?}"
+                    ));
+                }
+            }
         }
     }
     failures.finish("tests/complexity programs built", files.len());

@@ -356,8 +356,13 @@ impl Fwd {
                 inst.op = Op::Alloc(tag, fields.into_iter().map(|v| self.r(v)).collect());
                 out.push(inst);
             }
-            Op::TagIs(p, tag) => {
-                inst.op = Op::TagIs(self.r(p), tag);
+            Op::TagIs(..)
+            | Op::IsZero(_)
+            | Op::AllocZero(..)
+            | Op::MemoGet(..)
+            | Op::MemoPut(..)
+            | Op::Count(_) => {
+                inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 out.push(inst);
             }
             Op::Load(p, n) => {
@@ -486,20 +491,7 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
                 }
                 mark(live, *cond);
             }
-            Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
-                mark(live, *a);
-                mark(live, *b);
-            }
-            Op::FUn(_, a)
-            | Op::Not(a)
-            | Op::PrintReal(a)
-            | Op::PrintBool(a)
-            | Op::TagIs(a, _)
-            | Op::Load(a, _) => mark(live, *a),
-            Op::Call(_, args) | Op::CallAt(_, args, _) | Op::Alloc(_, args) => {
-                args.iter().for_each(|v| mark(live, *v))
-            }
-            Op::F64Const(_) | Op::BoolConst(_) | Op::PrintStr(_) | Op::ReadReal(_) => {}
+            op => op.for_each_operand(|v| mark(live, v)),
         }
         kept.push(inst);
     }

@@ -92,66 +92,9 @@ impl Lowerer<'_> {
             site: None,
         };
         let target = self.ops.dom.union_av(result);
-        let results = match what {
-            UnionFn::Zero(u) => self.switch(
-                &mut fb,
-                Val::new(0),
-                u,
-                &[Ty::Ptr],
-                &mut |this, fb, _, m| {
-                    let z = this.zero(fb, m);
-                    let mut out = Vec::new();
-                    this.coerce(fb, z, target, &mut out);
-                    Term::Yield(out)
-                },
-            ),
-            UnionFn::Map(op, u, None, _) => self.switch(
-                &mut fb,
-                Val::new(0),
-                u,
-                &[Ty::Ptr],
-                &mut |this, fb, _, m| {
-                    let r = this.ops.union_op(op, m, None);
-                    this.map_arm(fb, r, target)
-                },
-            ),
-            UnionFn::Map(op, u, Some(w), _) => self.switch(
-                &mut fb,
-                Val::new(0),
-                u,
-                &[Ty::Ptr],
-                &mut |this, fb, _, mu| {
-                    let arm =
-                        this.switch(fb, Val::new(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
-                            let r = this.ops.union_op(op, mu, Some(mw));
-                            this.map_arm(fb, r, target)
-                        });
-                    Term::Yield(arm)
-                },
-            ),
-            UnionFn::Plus(u, w) => self.switch(
-                &mut fb,
-                Val::new(0),
-                u,
-                &[Ty::Ptr],
-                &mut |this, fb, _, mu| {
-                    let arm =
-                        this.switch(fb, Val::new(1), w, &[Ty::Ptr], &mut |this, fb, _, mw| {
-                            let r = if this.ops.dom.kind(mu) == this.ops.dom.kind(mw) {
-                                this.plus(fb, mu, mw)
-                            } else if let Some(r) = this.ops.nil_sum(mu, mw) {
-                                r
-                            } else {
-                                return this.plus_mismatch(mu, mw);
-                            };
-                            let mut out = Vec::new();
-                            this.coerce(fb, r, target, &mut out);
-                            Term::Yield(out)
-                        });
-                    Term::Yield(arm)
-                },
-            ),
-        };
+        let results = self.known_results(&mut fb, what, result, &mut |this, fb| {
+            this.walk(fb, what, target)
+        });
         self.module.funcs[id.index()] = fir::Func {
             name,
             params,
@@ -163,6 +106,58 @@ impl Lowerer<'_> {
             },
         };
         (id, result)
+    }
+
+    /// The walk of a map function over its operands' cells (parameters
+    /// 0 and 1), boxing each result in union value `target`.
+    fn walk(&mut self, fb: &mut Fb, what: UnionFn, target: AvId) -> Vec<Val> {
+        let ptr = &[Ty::Ptr];
+        match what {
+            UnionFn::Zero(u) => {
+                let r = self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, m| {
+                    let z = this.zero(fb, m);
+                    let mut out = Vec::new();
+                    this.coerce(fb, z, target, &mut out);
+                    Term::Yield(out)
+                });
+                // Every cell made here holds a zero (of a member, or of a
+                // part of one).
+                for inst in fb.blocks.iter_mut().flatten() {
+                    sharing::mark_zero(inst);
+                }
+                r
+            }
+            UnionFn::Map(op, u, None, _) => {
+                self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, m| {
+                    let r = this.ops.union_op(op, m, None);
+                    this.map_arm(fb, r, target)
+                })
+            }
+            UnionFn::Map(op, u, Some(w), _) => {
+                self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, mu| {
+                    let arm = this.switch(fb, Val::new(1), w, ptr, &mut |this, fb, _, mw| {
+                        let r = this.ops.union_op(op, mu, Some(mw));
+                        this.map_arm(fb, r, target)
+                    });
+                    Term::Yield(arm)
+                })
+            }
+            UnionFn::Plus(u, w) => self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, mu| {
+                let arm = this.switch(fb, Val::new(1), w, ptr, &mut |this, fb, _, mw| {
+                    let r = if this.ops.dom.kind(mu) == this.ops.dom.kind(mw) {
+                        this.plus(fb, mu, mw)
+                    } else if let Some(r) = this.ops.nil_sum(mu, mw) {
+                        r
+                    } else {
+                        return this.plus_mismatch(mu, mw);
+                    };
+                    let mut out = Vec::new();
+                    this.coerce(fb, r, target, &mut out);
+                    Term::Yield(out)
+                });
+                Term::Yield(arm)
+            }),
+        }
     }
 
     /// The end of an arm of a map function: the member's result boxed in

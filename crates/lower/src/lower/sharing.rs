@@ -1,0 +1,312 @@
+//! The maps of unions at the cost of the interpreter's (VLAD.md 6.4): a
+//! zero that costs nothing to add, a structure reached twice walked once,
+//! a round trip through a transformation that gives back what it started
+//! from.
+//!
+//! - A cell made by a `zero` function is marked (`fir::Op::AllocZero`):
+//!   the zero of a zero is itself, and `plus` with a zero operand is the
+//!   other operand, each after one test, where the interpreter remembers
+//!   its known zeros. The backpropagator of `(car l)` returns
+//!   `(cons ds (zero (cdr l)))`; adding that to the sensitivity from the
+//!   rest of the list costs O(1), not a walk of the list.
+//! - Over a union whose cells hold cells, a map remembers what it gave
+//!   for the cells it walked (`fir::Op::MemoGet`), so that shared
+//!   structure is walked once and a zero asked for again is not rebuilt.
+//!   Its table is shared by every map of the same operation whose result
+//!   has the same representation ([`Lowerer::class`]): the answer depends
+//!   only on the operand cells' values.
+//! - A map records its result in the tables of the maps that undo it
+//!   (`unwrap` of a `wrap`, `primal` and `tangent` of a `bundle`), so
+//!   that a round trip, as nested modes make at every step of a loop over
+//!   a list, gives back the very cells it started from, in O(1), and the
+//!   memos keyed by them keep hitting.
+//!
+//! Two unions have the same representation when their members, in tag
+//! order, are the same abstract values up to the unions inside them, which
+//! have the same representation in turn (a bisimulation: lists of one
+//! shape made at different sites are interchangeable).
+
+use super::*;
+use base::counters::{PLUS, TRANSFORM, ZERO};
+use base::EntityRef;
+use std::collections::HashSet;
+
+/// What a memo table remembers: the results of one operation, given in
+/// one representation class.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum MemoOp {
+    Zero,
+    Plus,
+    Map(UnionOp),
+}
+
+/// The state of this module in [`Lowerer`].
+#[derive(Default)]
+pub(super) struct Sharing {
+    /// Pairs of unions known to have (or not) the same representation.
+    interchangeable: HashMap<(UnionId, UnionId), bool>,
+    /// One union per representation class, and each union's class.
+    classes: Vec<UnionId>,
+    class_of: HashMap<UnionId, usize>,
+    /// The memo tables by (operation, class of result).
+    tables: HashMap<(MemoOp, usize), u32>,
+}
+
+impl Lowerer<'_> {
+    /// The body of the map function of a union (`zero`, `plus`, a
+    /// transformation) `what`, with result union `result`: what needs no
+    /// walk (see the module's documentation), else the walk `walk` makes.
+    /// Counts a step of the operation for each cell walked (the
+    /// interpreter counts one for each value node it walks).
+    pub(super) fn known_results(
+        &mut self,
+        fb: &mut Fb,
+        what: UnionFn,
+        result: UnionId,
+        walk: &mut dyn FnMut(&mut Self, &mut Fb) -> Vec<Val>,
+    ) -> Vec<Val> {
+        let (operands, op, slot) = match what {
+            UnionFn::Zero(u) => (vec![u], MemoOp::Zero, ZERO),
+            UnionFn::Plus(u, w) => (vec![u, w], MemoOp::Plus, PLUS),
+            UnionFn::Map(op, u, w, _) => (
+                [Some(u), w].into_iter().flatten().collect(),
+                MemoOp::Map(op),
+                TRANSFORM,
+            ),
+        };
+        let key: Vec<Val> = (0..operands.len()).map(Val::new).collect();
+        let memo = operands.iter().any(|u| self.holds_cells(*u));
+        let table = self.memo_table(op, result);
+        let inverses = self.inverses(what);
+        let mut body = |this: &mut Self, fb: &mut Fb| {
+            let mut counted_walk = |this: &mut Self, fb: &mut Fb| {
+                fb.emit(Op::Count(slot as u32), &[]);
+                walk(this, fb)
+            };
+            if !memo {
+                return counted_walk(this, fb);
+            }
+            let found = fb.emit(Op::MemoGet(table, key.clone()), &[Ty::Bool, Ty::Ptr]);
+            this.unless(fb, found[0], vec![found[1]], &mut |this, fb| {
+                let r = counted_walk(this, fb);
+                let mut put = key.clone();
+                put.extend(&r);
+                fb.emit(Op::MemoPut(table, put), &[]);
+                for (inverse, operand) in &inverses {
+                    let put = vec![r[0], Val::new(*operand)];
+                    fb.emit(Op::MemoPut(*inverse, put), &[]);
+                }
+                r
+            })
+        };
+        // The zero tests, outermost first: for `zero`, the operand itself
+        // is a zero; for `plus`, either operand is, giving the other.
+        let mut tests: Vec<(Val, Val)> = Vec::new();
+        match what {
+            UnionFn::Zero(u) if self.interchangeable(u, result) => {
+                tests.push((Val::new(0), Val::new(0)))
+            }
+            UnionFn::Plus(u, w) => {
+                if self.interchangeable(w, result) {
+                    tests.push((Val::new(0), Val::new(1)));
+                }
+                if self.interchangeable(u, result) {
+                    tests.push((Val::new(1), Val::new(0)));
+                }
+            }
+            _ => {}
+        }
+        self.zero_tests(fb, &tests, &mut body)
+    }
+
+    /// The memo table of operation `op` with results in union `result`.
+    fn memo_table(&mut self, op: MemoOp, result: UnionId) -> u32 {
+        let class = self.class(result);
+        let n = self.sharing.tables.len() as u32;
+        *self.sharing.tables.entry((op, class)).or_insert(n)
+    }
+
+    /// The tables of the maps that undo map `what`, each with the operand
+    /// they give back for `what`'s result: `unwrap` of a `wrap` and `wrap`
+    /// of an `unwrap` the cell itself, `primal` and `tangent` of a `bundle`
+    /// its two operands.
+    fn inverses(&mut self, what: UnionFn) -> Vec<(u32, usize)> {
+        let UnionFn::Map(op, u, w, _) = what else {
+            return Vec::new();
+        };
+        let undo = |op: UnionOp| MemoOp::Map(op);
+        let wanted = match (op, w) {
+            (UnionOp::Wrap(t), None) => vec![(undo(UnionOp::Unwrap(t)), u, 0)],
+            (UnionOp::Unwrap(t), None) => vec![(undo(UnionOp::Wrap(t)), u, 0)],
+            (UnionOp::Bundle(_), Some(w)) => vec![
+                (undo(UnionOp::Half(true)), u, 0),
+                (undo(UnionOp::Half(false)), w, 1),
+            ],
+            _ => Vec::new(),
+        };
+        wanted
+            .into_iter()
+            .map(|(op, given_back, operand)| (self.memo_table(op, given_back), operand))
+            .collect()
+    }
+
+    /// `if is_zero(a) { b } else if ... else { rest }`.
+    fn zero_tests(
+        &mut self,
+        fb: &mut Fb,
+        tests: &[(Val, Val)],
+        rest: &mut dyn FnMut(&mut Self, &mut Fb) -> Vec<Val>,
+    ) -> Vec<Val> {
+        let Some(((zero, other), more)) = tests.split_first() else {
+            return rest(self, fb);
+        };
+        let cond = fb.emit1(Op::IsZero(*zero), Ty::Bool);
+        self.unless(fb, cond, vec![*other], &mut |this, fb| {
+            this.zero_tests(fb, more, rest)
+        })
+    }
+
+    /// `if cond { known } else { otherwise }`, of `Ptr`s.
+    fn unless(
+        &mut self,
+        fb: &mut Fb,
+        cond: Val,
+        known: Vec<Val>,
+        otherwise: &mut dyn FnMut(&mut Self, &mut Fb) -> Vec<Val>,
+    ) -> Vec<Val> {
+        fb.blocks.push(Vec::new());
+        let vals = otherwise(self, fb);
+        let else_ = Block {
+            insts: fb.blocks.pop().unwrap_or_default(),
+            term: Term::Yield(vals),
+        };
+        let tys = vec![Ty::Ptr; known.len()];
+        let then_ = Block {
+            insts: vec![],
+            term: Term::Yield(known),
+        };
+        fb.emit(Op::If { cond, then_, else_ }, &tys)
+    }
+
+    /// Do the cells of union `u` hold cells (of unions inside its
+    /// members)? Only then can a walk over them meet a cell twice.
+    fn holds_cells(&self, u: UnionId) -> bool {
+        self.ops
+            .dom
+            .members(u)
+            .iter()
+            .any(|m| layout_of(&self.ops.dom, *m).contains(&Ty::Ptr))
+    }
+
+    /// The representation class of union `u`.
+    fn class(&mut self, u: UnionId) -> usize {
+        let u = self.ops.dom.find(u);
+        if let Some(c) = self.sharing.class_of.get(&u) {
+            return *c;
+        }
+        let reps = self.sharing.classes.clone();
+        let c = reps
+            .iter()
+            .position(|r| self.interchangeable(u, *r))
+            .unwrap_or_else(|| {
+                self.sharing.classes.push(u);
+                reps.len()
+            });
+        self.sharing.class_of.insert(u, c);
+        c
+    }
+
+    /// Can a cell of union `u` stand for a value of union `w`: the same
+    /// members with the same tags, whose representations mean the same
+    /// (unions inside them interchangeable in turn)?
+    pub(super) fn interchangeable(&mut self, u: UnionId, w: UnionId) -> bool {
+        let (u, w) = (self.ops.dom.find(u), self.ops.dom.find(w));
+        if u == w {
+            return true;
+        }
+        if let Some(r) = self.sharing.interchangeable.get(&(u, w)) {
+            return *r;
+        }
+        // Pairs met while comparing are assumed equal (a union holding
+        // itself, a list, is interchangeable with another when nothing
+        // else tells them apart); they are remembered only if the whole
+        // comparison holds, which makes every assumption true.
+        let mut assumed = HashSet::new();
+        let r = self.bisimilar(u, w, &mut assumed);
+        if r {
+            for pair in assumed {
+                self.sharing.interchangeable.insert(pair, true);
+            }
+        }
+        self.sharing.interchangeable.insert((u, w), r);
+        r
+    }
+
+    fn bisimilar(&self, u: UnionId, w: UnionId, assumed: &mut HashSet<(UnionId, UnionId)>) -> bool {
+        let dom = &self.ops.dom;
+        let (u, w) = (dom.find(u), dom.find(w));
+        if u == w || !assumed.insert((u, w)) {
+            return true;
+        }
+        if let Some(r) = self.sharing.interchangeable.get(&(u, w)) {
+            return *r;
+        }
+        let (mu, mw) = (dom.members(u), dom.members(w));
+        mu.len() == mw.len()
+            && mu
+                .iter()
+                .zip(mw)
+                .all(|(a, b)| self.same_representation(*a, *b, assumed))
+    }
+
+    /// Do abstract values `a` and `b` have one representation meaning the
+    /// same values?
+    fn same_representation(
+        &self,
+        a: AvId,
+        b: AvId,
+        assumed: &mut HashSet<(UnionId, UnionId)>,
+    ) -> bool {
+        if a == b {
+            return true;
+        }
+        let dom = &self.ops.dom;
+        match (dom.get(a), dom.get(b)) {
+            (Av::Union(u), Av::Union(w)) => self.bisimilar(*u, *w, assumed),
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) | (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                self.same_representation(*a1, *a2, assumed)
+                    && self.same_representation(*b1, *b2, assumed)
+            }
+            (Av::Wrap(t1, x), Av::Wrap(t2, y)) => {
+                t1 == t2 && self.same_representation(*x, *y, assumed)
+            }
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) => {
+                l1 == l2
+                    && e1.len() == e2.len()
+                    && e1
+                        .iter()
+                        .zip(e2.iter())
+                        .all(|(x, y)| self.same_representation(*x, *y, assumed))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Makes the cells an instruction allocates (in nested blocks too) zero
+/// cells.
+pub(super) fn mark_zero(inst: &mut Inst) {
+    match &mut inst.op {
+        Op::Alloc(tag, fields) => {
+            inst.op = Op::AllocZero(*tag, std::mem::take(fields));
+        }
+        Op::If { then_, else_, .. } => {
+            for b in [then_, else_] {
+                for i in &mut b.insts {
+                    mark_zero(i);
+                }
+            }
+        }
+        _ => {}
+    }
+}

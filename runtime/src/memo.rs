@@ -1,0 +1,158 @@
+//! The memo tables of `zero` and `plus` (`fir::Op::MemoGet`,
+//! `fir::Op::MemoPut`): what a union map gave for the cells it has
+//! already walked, so that a structure reached twice (shared, as the
+//! sensitivities of reverse mode are) is walked once, as the interpreter
+//! walks it.
+//!
+//! One open-addressing hash table holds every table's entries, keyed by
+//! (table, first cell, second cell or 0). The collector empties it at each
+//! collection (`forget`): a collection may free a cell named in a key and
+//! hand its memory out again, and the table must never keep a cell alive
+//! or name a freed one. Forgetting only costs walking again.
+
+#![cfg_attr(test, allow(dead_code))]
+
+use crate::Global;
+
+extern "C" {
+    fn calloc(n: usize, size: usize) -> *mut u8;
+    fn free(p: *mut u8);
+}
+
+/// (table, first cell, second cell, result); a table of 0 marks a free
+/// slot (table numbers start at 0, so they are stored plus one).
+type Entry = [usize; 4];
+
+struct Memo {
+    slots: *mut Entry,
+    /// A power of two, or 0 before the first entry.
+    cap: usize,
+    len: usize,
+}
+
+static MEMO: Global<Memo> = Global::new(Memo {
+    slots: core::ptr::null_mut(),
+    cap: 0,
+    len: 0,
+});
+
+fn hash(table: usize, a: usize, b: usize) -> usize {
+    // Cells are 8-byte aligned: the low bits carry nothing.
+    let x = (a >> 3) ^ (b >> 3).rotate_left(29) ^ table.rotate_left(47);
+    x.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (x >> 31)
+}
+
+impl Memo {
+    #[allow(clippy::mut_from_ref)]
+    fn slot(&self, i: usize) -> &mut Entry {
+        debug_assert!(i < self.cap);
+        // SAFETY: `i < cap` and `slots` holds `cap` entries; one thread,
+        // and no two of these references are alive at once.
+        unsafe { &mut *self.slots.add(i) }
+    }
+
+    /// The slot holding the key, or the free slot where it would go.
+    fn find(&self, key: [usize; 3]) -> usize {
+        let mask = self.cap - 1;
+        let mut i = hash(key[0], key[1], key[2]) & mask;
+        loop {
+            let e = self.slot(i);
+            if e[0] == 0 || e[..3] == key {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn get(&self, key: [usize; 3]) -> usize {
+        if self.len == 0 {
+            return 0;
+        }
+        let e = self.slot(self.find(key));
+        if e[0] == 0 {
+            0
+        } else {
+            e[3]
+        }
+    }
+
+    fn put(&mut self, key: [usize; 3], r: usize) {
+        if 2 * (self.len + 1) > self.cap {
+            self.grow();
+        }
+        let i = self.find(key);
+        if self.slot(i)[0] == 0 {
+            self.len += 1;
+        }
+        *self.slot(i) = [key[0], key[1], key[2], r];
+    }
+
+    fn grow(&mut self) {
+        let old = (self.slots, self.cap);
+        let cap = (self.cap * 2).max(1024);
+        // SAFETY: plain C allocation, zeroed (all slots free); checked.
+        let slots = unsafe { calloc(cap, core::mem::size_of::<Entry>()) } as *mut Entry;
+        if slots.is_null() {
+            crate::fail(&[b"error: out of memory"]);
+        }
+        self.slots = slots;
+        self.cap = cap;
+        self.len = 0;
+        for i in 0..old.1 {
+            // SAFETY: `i` is below the old capacity.
+            let e = unsafe { *old.0.add(i) };
+            if e[0] != 0 {
+                self.put([e[0], e[1], e[2]], e[3]);
+            }
+        }
+        if !old.0.is_null() {
+            // SAFETY: allocated by `calloc` above and no longer used.
+            unsafe { free(old.0 as *mut u8) };
+        }
+    }
+
+    fn forget(&mut self) {
+        if self.len > 0 {
+            // SAFETY: `slots` holds `cap` entries.
+            unsafe { core::ptr::write_bytes(self.slots, 0, self.cap) };
+            self.len = 0;
+        }
+    }
+}
+
+/// Empties every table (the collector calls this at each collection).
+pub fn forget() {
+    MEMO.get().forget();
+}
+
+/// What table `table` recorded for the key, or 0 (no cell) if nothing.
+#[no_mangle]
+pub extern "C" fn rt_memo_get(table: usize, a: usize, b: usize) -> usize {
+    MEMO.get().get([table + 1, a, b])
+}
+
+/// Records `r` in table `table` for the key.
+#[no_mangle]
+pub extern "C" fn rt_memo_put(table: usize, a: usize, b: usize, r: usize) {
+    MEMO.get().put([table + 1, a, b], r);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembers_until_forgotten() {
+        for i in 0..5000usize {
+            rt_memo_put(i % 3, 8 * i + 16, 8 * (i % 7), 8 * i + 1024);
+        }
+        for i in 0..5000usize {
+            assert_eq!(rt_memo_get(i % 3, 8 * i + 16, 8 * (i % 7)), 8 * i + 1024);
+        }
+        assert_eq!(rt_memo_get(0, 8, 0), 0);
+        // A different table is a different key.
+        assert_eq!(rt_memo_get(1, 16, 0), 0);
+        forget();
+        assert_eq!(rt_memo_get(0, 16, 0), 0);
+    }
+}
