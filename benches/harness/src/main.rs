@@ -102,6 +102,11 @@ const PROGRAMS: &[Program] = &[
         baseline: Some("backprop-R"),
     },
     Program {
+        name: "sumsq-R",
+        kind: Kind::Reps,
+        baseline: Some("sumsq-R"),
+    },
+    Program {
         name: "probabilistic-lambda-calculus-F",
         kind: PROB,
         baseline: None,

@@ -8,14 +8,12 @@
 //! through the `ad` crate (see [`crate::value`]).
 
 use crate::eval::{err, Interp, Result};
+use crate::memo::Transform;
 use crate::value::{Closure, Value};
 use ad::Untransformed;
 use ir::{ConstDatum, ConstId, PatId, Tag};
 use std::collections::HashMap;
 
-/// Entries of the `zero` cache before it is dropped, bounding its memory in
-/// long runs; dropping it only costs speed.
-const ZERO_CACHE_LIMIT: usize = 1 << 18;
 use std::rc::Rc;
 
 fn op_name(tag: Tag, wrap: bool) -> &'static str {
@@ -42,30 +40,30 @@ fn article(tag: Tag) -> &'static str {
 
 impl Interp<'_> {
     /// `perturb`, `sensitize` or `*j` of any value.
+    ///
+    /// Closures are transformed eagerly, environment and all, and
+    /// remembered (see [`crate::memo`]): a closure reached twice, in one
+    /// call or in two, is transformed once.
     pub fn tag_wrap(&mut self, tag: Tag, v: Value) -> Result<Value> {
-        let mut memo = HashMap::new();
-        self.wrap_memo(tag, v, &mut memo)
-    }
-
-    fn wrap_memo(&mut self, tag: Tag, v: Value, memo: &mut HashMap<usize, Value>) -> Result<Value> {
         crate::eval::check_stack()?;
         self.counters.transform += 1;
         match v {
-            Value::Closure(c) => {
-                let key = Rc::as_ptr(&c) as usize;
-                if let Some(r) = memo.get(&key) {
-                    return Ok(r.clone());
+            Value::Closure(ref c) => {
+                let op = Transform::Wrap(tag);
+                if let Some(r) = self.values.transformed(op, &v, None) {
+                    return Ok(r);
                 }
                 let l = ad::transform(&mut self.prog, &mut self.memo, tag, c.lambda);
                 let mut env = Vec::with_capacity(c.env.len());
                 for x in c.env.iter() {
-                    env.push(self.wrap_memo(tag, x.clone(), memo)?);
+                    env.push(self.tag_wrap(tag, x.clone())?);
                 }
                 let r = Value::Closure(Rc::new(Closure {
                     lambda: l,
                     env: env.into_boxed_slice(),
                 }));
-                memo.insert(key, r.clone());
+                self.values.remember(op, &v, None, &r);
+                self.values.remember_inverse(Transform::Unwrap(tag), &r, &v);
                 Ok(r)
             }
             Value::Prim(p) => Ok(self.prim_closure(tag, p)),
@@ -75,16 +73,6 @@ impl Interp<'_> {
 
     /// `unperturb`, `unsensitize` or `*j-inverse` of any value.
     pub fn tag_unwrap(&mut self, tag: Tag, v: Value) -> Result<Value> {
-        let mut memo = HashMap::new();
-        self.unwrap_memo(tag, v, &mut memo)
-    }
-
-    fn unwrap_memo(
-        &mut self,
-        tag: Tag,
-        v: Value,
-        memo: &mut HashMap<usize, Value>,
-    ) -> Result<Value> {
         crate::eval::check_stack()?;
         self.counters.transform += 1;
         match (&v, tag) {
@@ -92,16 +80,16 @@ impl Interp<'_> {
             | (Value::Sensitivity(x), Tag::Sensitize)
             | (Value::Reverse(x), Tag::Reverse) => Ok((**x).clone()),
             (Value::Closure(c), _) => {
-                let key = Rc::as_ptr(c) as usize;
-                if let Some(r) = memo.get(&key) {
-                    return Ok(r.clone());
+                let op = Transform::Unwrap(tag);
+                if let Some(r) = self.values.transformed(op, &v, None) {
+                    return Ok(r);
                 }
                 let r = match ad::untransform(&self.prog, tag, c.lambda) {
                     Some(Untransformed::Prim(p)) => Value::Prim(p),
                     Some(Untransformed::Lambda(l)) => {
                         let mut env = Vec::with_capacity(c.env.len());
                         for x in c.env.iter() {
-                            env.push(self.unwrap_memo(tag, x.clone(), memo)?);
+                            env.push(self.tag_unwrap(tag, x.clone())?);
                         }
                         Value::Closure(Rc::new(Closure {
                             lambda: l,
@@ -110,7 +98,8 @@ impl Interp<'_> {
                     }
                     None => return self.not_tagged(tag, &v),
                 };
-                memo.insert(key, r.clone());
+                self.values.remember(op, &v, None, &r);
+                self.values.remember_inverse(Transform::Wrap(tag), &r, &v);
                 Ok(r)
             }
             _ => self.not_tagged(tag, &v),
@@ -135,15 +124,22 @@ impl Interp<'_> {
                     == Some(Untransformed::Lambda(c.lambda))
                     && c.env.len() == d.env.len() =>
             {
+                if let Some(r) = self.values.transformed(Transform::Bundle, &p, Some(&t)) {
+                    return Ok(r);
+                }
                 let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, c.lambda);
                 let mut env = Vec::with_capacity(c.env.len());
                 for (a, b) in c.env.iter().zip(d.env.iter()) {
                     env.push(self.bundle(a.clone(), b.clone())?);
                 }
-                Ok(Value::Closure(Rc::new(Closure {
+                let r = Value::Closure(Rc::new(Closure {
                     lambda: l,
                     env: env.into_boxed_slice(),
-                })))
+                }));
+                self.values.remember(Transform::Bundle, &p, Some(&t), &r);
+                self.values.remember_inverse(Transform::Primal, &r, &p);
+                self.values.remember_inverse(Transform::Tangent, &r, &t);
+                Ok(r)
             }
             (Value::Prim(q), _) if self.nil_perturbation(&t) => {
                 Ok(self.prim_closure(Tag::Forward, *q))
@@ -203,6 +199,14 @@ impl Interp<'_> {
                     self.tag_wrap(Tag::Perturb, z)
                 }
                 Some(Untransformed::Lambda(l0)) => {
+                    let op = if primal {
+                        Transform::Primal
+                    } else {
+                        Transform::Tangent
+                    };
+                    if let Some(r) = self.values.transformed(op, &v, None) {
+                        return Ok(r);
+                    }
                     let l = if primal {
                         l0
                     } else {
@@ -212,10 +216,12 @@ impl Interp<'_> {
                     for x in c.env.iter() {
                         env.push(self.forward_half(x.clone(), primal)?);
                     }
-                    Ok(Value::Closure(Rc::new(Closure {
+                    let r = Value::Closure(Rc::new(Closure {
                         lambda: l,
                         env: env.into_boxed_slice(),
-                    })))
+                    }));
+                    self.values.remember(op, &v, None, &r);
+                    Ok(r)
                 }
                 None => self.not_forward(primal, &v),
             },
@@ -241,30 +247,18 @@ impl Interp<'_> {
     /// previous step's answer, and `plus` skips a known zero in O(1)
     /// (paper, section 4: "the AD primitives ... lazy").
     pub fn zero(&mut self, v: &Value) -> Result<Value> {
-        if self.zero_cache.len() > ZERO_CACHE_LIMIT {
-            self.zero_cache.clear();
-            self.known_zeros.clear();
-        }
-        if v.addr().is_some_and(|a| self.known_zeros.contains(&a)) {
+        if self.values.is_zero(v) {
             return Ok(v.clone());
         }
         let r = self.zero_memo(v)?;
-        if let Some(a) = r.addr() {
-            self.known_zeros.insert(a);
-        }
+        self.values.mark_zero(&r);
         Ok(r)
-    }
-
-    fn is_known_zero(&self, v: &Value) -> bool {
-        v.addr().is_some_and(|a| self.known_zeros.contains(&a))
     }
 
     fn zero_memo(&mut self, v: &Value) -> Result<Value> {
         crate::eval::check_stack()?;
-        if let Some(k) = v.addr() {
-            if let Some((_, r)) = self.zero_cache.get(&k) {
-                return Ok(r.clone());
-            }
+        if let Some(r) = self.values.zero_of(v) {
+            return Ok(r);
         }
         self.counters.zero += 1;
         let r = match v {
@@ -312,12 +306,7 @@ impl Interp<'_> {
                 Value::wrap(v.wrapper_tag().unwrap_or(Tag::Perturb), z)
             }
         };
-        if let Some(k) = v.addr() {
-            if let Some(a) = r.addr() {
-                self.known_zeros.insert(a);
-            }
-            self.zero_cache.insert(k, (v.clone(), r.clone()));
-        }
+        self.values.remember_zero(v, &r);
         Ok(r)
     }
 
@@ -351,10 +340,10 @@ impl Interp<'_> {
             }
         }
         self.counters.plus += 1;
-        if self.is_known_zero(a) {
+        if self.values.is_zero(a) {
             return Ok(b.clone());
         }
-        if self.is_known_zero(b) {
+        if self.values.is_zero(b) {
             return Ok(a.clone());
         }
         let r = match (a, b) {

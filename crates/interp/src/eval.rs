@@ -166,10 +166,8 @@ pub struct Interp<'io> {
     prim_closures: HashMap<(Tag, Prim), Value>,
     input: &'io mut dyn BufRead,
     pub(crate) out: &'io mut dyn Write,
-    /// `zero` results by the address of their argument (kept alive here).
-    pub(crate) zero_cache: HashMap<usize, (Value, Value)>,
-    /// Addresses of values known to be zeros.
-    pub(crate) known_zeros: std::collections::HashSet<usize>,
+    /// What `zero` and the transformations have met (VLAD.md 6.4).
+    pub(crate) values: crate::memo::ValueMemo,
     /// Non-tail calls in progress.
     depth: usize,
     /// Words read from input but not yet consumed.
@@ -189,8 +187,7 @@ impl<'io> Interp<'io> {
             out,
             pending: Default::default(),
             depth: 0,
-            zero_cache: HashMap::new(),
-            known_zeros: Default::default(),
+            values: Default::default(),
         }
     }
 

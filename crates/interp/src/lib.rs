@@ -9,6 +9,7 @@
 mod adops;
 pub mod count;
 pub mod eval;
+mod memo;
 mod prims;
 pub mod value;
 

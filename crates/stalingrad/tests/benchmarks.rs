@@ -1,6 +1,6 @@
 //! The benchmark programs of `benches/programs/` (see its README.md), run
 //! through the interpreter (`stalingrad run`), and compiled
-//! ([`compiled_programs_give_the_published_results`]: all 16 at the
+//! ([`compiled_programs_give_the_published_results`]: all 17 at the
 //! published workloads, one repetition each).
 //!
 //! The interpreter needs minutes for one full particle or saddle solve, so
@@ -119,6 +119,8 @@ const BACKPROP_1E6: f64 = 0.250_010_564_024_323_8;
 /// p0, p1 after 1000 ascent steps. BENCHMARKS.md lists these two numbers
 /// in the other order; see benches/programs/README.md.
 const PROBABILISTIC_P: [f64; 2] = [0.250_000_000_000_001_6, 0.333_333_333_498_399_7];
+/// The sum of the gradient of sumsq-R (twice 1 + 0.99999 + ... + 0.00001).
+const SUMSQ_TOTAL: f64 = 100_000.999_999_999_97;
 
 /// Every program loads, reads its input and prints nothing for N = 0.
 #[test]
@@ -131,6 +133,7 @@ fn zero_repetitions() {
     for name in BACKPROP.iter().chain(&PROBABILISTIC) {
         assert_eq!(run_program(name, "0 1"), Vec::<f64>::new(), "{name}");
     }
+    assert_eq!(run_program("sumsq-R", "0"), Vec::<f64>::new(), "sumsq-R");
 }
 
 /// backprop, 2 repetitions of 20 descent steps. The value agrees with an
@@ -263,6 +266,12 @@ fn probabilistic_published() {
     }
 }
 
+#[test]
+#[ignore = "about 15 s in the interpreter; run with --release -- --ignored"]
+fn sumsq_published() {
+    assert_close("sumsq-R", &run_program("sumsq-R", "1"), &[SUMSQ_TOTAL]);
+}
+
 /// Builds a benchmark program with `stalingrad build`; returns the
 /// executable.
 fn build_program(name: &str, dir: &Path) -> PathBuf {
@@ -324,5 +333,7 @@ fn compiled_programs_give_the_published_results() {
         let got = run_exe(&build_program(name, &dir), "1 1000");
         assert_close(name, &got, &PROBABILISTIC_P);
     }
+    let got = run_exe(&build_program("sumsq-R", &dir), "2");
+    assert_close("sumsq-R", &got, &[SUMSQ_TOTAL; 2]);
     let _ = std::fs::remove_dir_all(&dir);
 }

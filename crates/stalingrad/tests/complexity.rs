@@ -419,3 +419,129 @@ fn complexity_programs_build_and_agree_with_run() {
     }
     failures.finish("tests/complexity programs built", files.len());
 }
+
+/// A measure of a run, and its name.
+type Measure = (&'static str, fn(&Counts) -> u64);
+
+/// The sizes and expected outputs of a `grow-*` program, from its
+/// `;; n: N ===> OUTPUT` header lines.
+fn grow_cases(text: &str) -> Result<Vec<(u32, String)>, String> {
+    header(text, "n")
+        .iter()
+        .map(|line| {
+            let (n, out) = line
+                .split_once("===>")
+                .ok_or(format!("`;; n:` line without `===>`: {line:?}"))?;
+            let n = n
+                .trim()
+                .parse()
+                .map_err(|_| format!("`;; n:` line with a size that is not a count: {line:?}"))?;
+            Ok((n, out.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Whether counts at three increasing sizes grow linearly: the increment
+/// from the second size to the third is the increment from the first to
+/// the second scaled by the sizes' increments (within 10%).
+fn grows_linearly(n: &[u32], c: &[u64]) -> bool {
+    let (d1, d2) = (c[1] as f64 - c[0] as f64, c[2] as f64 - c[1] as f64);
+    let scale = (n[2] - n[1]) as f64 / (n[1] - n[0]) as f64;
+    if d1 == 0.0 {
+        d2 == 0.0
+    } else {
+        close(d2, scale * d1, 0.10)
+    }
+}
+
+/// The `grow-*` programs (lists of pairs, `map` with closures, trees,
+/// lists of closures, Hessian-vector products by forward over reverse and
+/// reverse over reverse, reverse over reverse through a loop): in both
+/// modes, at each size of the header, they print the expected output, and
+/// their structural AD work (`zero` + `plus` + `transform`) and their
+/// arithmetic grow linearly in n.
+#[test]
+fn ad_on_data_of_run_time_size_is_linear_in_both_modes() {
+    let dir = repo_root().join("tests/complexity");
+    let mut failures = Failures::default();
+    let mut runner = Runner::default();
+    let mut checks = 0;
+    let files: Vec<PathBuf> = vlad_files(&dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("grow-"))
+        })
+        .collect();
+    for path in &files {
+        let program = path.file_name().unwrap_or_default().to_string_lossy();
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let cases = match grow_cases(&text) {
+            Ok(c) if c.len() == 3 && c[0].0 < c[1].0 && c[1].0 < c[2].0 => c,
+            Ok(_) => {
+                failures.add(format!(
+                    "{program}: needs three `;; n: N ===> OUTPUT` lines with increasing N"
+                ));
+                continue;
+            }
+            Err(e) => {
+                failures.add(format!("{program}: {e}"));
+                continue;
+            }
+        };
+        let sizes: Vec<u32> = cases.iter().map(|(n, _)| *n).collect();
+        for mode in MODES {
+            let counts: Option<Vec<Counts>> = cases
+                .iter()
+                .map(|(n, out)| {
+                    runner
+                        .measure(mode, &program, *n, Some(out), &mut failures)
+                        .map(|(c, _)| c)
+                })
+                .collect();
+            checks += 3;
+            let Some(counts) = counts else { continue };
+            let measures: [Measure; 2] = [
+                ("zero+plus+transform steps", Counts::structural),
+                ("arithmetic operations", |c| c.arithmetic_total),
+            ];
+            for (what, get) in measures {
+                checks += 1;
+                let c: Vec<u64> = counts.iter().map(get).collect();
+                if grows_linearly(&sizes, &c) {
+                    println!(
+                        "ok   {program} ({mode:?}): {what} {} / {} / {} for n = {} / {} / {}: linear",
+                        c[0], c[1], c[2], sizes[0], sizes[1], sizes[2]
+                    );
+                } else {
+                    failures.add(format!(
+                        "{program} ({mode:?}): {what} {} / {} / {} for n = {} / {} / {} do not \
+                         grow linearly",
+                        c[0], c[1], c[2], sizes[0], sizes[1], sizes[2]
+                    ));
+                }
+            }
+        }
+    }
+    if files.len() < 6 {
+        failures.add(format!(
+            "expected the six grow-* programs in tests/complexity, found {}",
+            files.len()
+        ));
+    }
+    failures.finish("AD on data of run-time size", checks);
+}
+
+#[test]
+fn grow_headers_parse() {
+    let cases = grow_cases(";; n: 10 ===> (1 2)\n;; n: 20 ===> 3\n(car 1)").expect("parses");
+    assert_eq!(
+        cases,
+        vec![(10, "(1 2)".to_string()), (20, "3".to_string())]
+    );
+    assert!(grow_cases(";; n: ten ===> 1").is_err());
+    assert!(grow_cases(";; n: 10 1").is_err());
+    assert!(grows_linearly(&[100, 200, 400], &[10, 20, 40]));
+    assert!(grows_linearly(&[100, 200, 400], &[5, 5, 5]));
+    assert!(!grows_linearly(&[100, 200, 400], &[10, 40, 160]));
+}
