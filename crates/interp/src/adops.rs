@@ -50,7 +50,8 @@ impl Interp<'_> {
         match v {
             Value::Closure(ref c) => {
                 let op = Transform::Wrap(tag);
-                if let Some(r) = self.values.transformed(op, &v, None) {
+                let deep = holds_closures(c);
+                if let Some(r) = self.values.transformed(op, &v, None).filter(|_| deep) {
                     return Ok(r);
                 }
                 let l = ad::transform(&mut self.prog, &mut self.memo, tag, c.lambda);
@@ -62,8 +63,10 @@ impl Interp<'_> {
                     lambda: l,
                     env: env.into_boxed_slice(),
                 }));
-                self.values.remember(op, &v, None, &r);
-                self.values.remember_inverse(Transform::Unwrap(tag), &r, &v);
+                if deep {
+                    self.values.remember(op, &v, None, &r);
+                    self.values.remember_inverse(Transform::Unwrap(tag), &r, &v);
+                }
                 Ok(r)
             }
             Value::Prim(p) => Ok(self.prim_closure(tag, p)),
@@ -81,7 +84,8 @@ impl Interp<'_> {
             | (Value::Reverse(x), Tag::Reverse) => Ok((**x).clone()),
             (Value::Closure(c), _) => {
                 let op = Transform::Unwrap(tag);
-                if let Some(r) = self.values.transformed(op, &v, None) {
+                let deep = holds_closures(c);
+                if let Some(r) = self.values.transformed(op, &v, None).filter(|_| deep) {
                     return Ok(r);
                 }
                 let r = match ad::untransform(&self.prog, tag, c.lambda) {
@@ -98,8 +102,10 @@ impl Interp<'_> {
                     }
                     None => return self.not_tagged(tag, &v),
                 };
-                self.values.remember(op, &v, None, &r);
-                self.values.remember_inverse(Transform::Wrap(tag), &r, &v);
+                if deep {
+                    self.values.remember(op, &v, None, &r);
+                    self.values.remember_inverse(Transform::Wrap(tag), &r, &v);
+                }
                 Ok(r)
             }
             _ => self.not_tagged(tag, &v),
@@ -518,6 +524,14 @@ impl Interp<'_> {
             Err(self.pattern_error(pat, &v))
         }
     }
+}
+
+/// Whether transforming `c` recurses into closures: only then can it
+/// re-walk what an earlier call transformed, so only then is the result
+/// worth remembering (transforming a closure over data is O(its free
+/// variables), since tags on data are lazy).
+fn holds_closures(c: &Closure) -> bool {
+    c.env.iter().any(|x| matches!(x, Value::Closure(_)))
 }
 
 /// Is `t` (the inside of a perturbation) plausibly a tangent for `p`? Only
