@@ -313,7 +313,14 @@ impl Heap {
             let p = unsafe { *self.stack.add(self.stack_len) };
             let Some(i) = self.find(p) else { continue };
             let cell = self.chunk(i).cell;
-            self.scan(p, p + cell);
+            // The cell's header says how many pointer slots lead it
+            // (codegen's `Alloc`): its reals are never scanned, nor
+            // mistaken for pointers. A free cell a stale word pointed at
+            // holds the free list's link there instead, hence the bound.
+            // SAFETY: `p` is the start of a cell of this chunk.
+            let header = unsafe { core::ptr::read_volatile((p + 4) as *const u32) };
+            let slots = ((header >> 1) as usize).min(cell / 8 - 1);
+            self.scan(p + 8, p + 8 + 8 * slots);
         }
         // Sweep: every handed-out cell not marked is free again.
         self.free = [0; CLASSES];

@@ -313,9 +313,14 @@ impl FnBuilder<'_, '_> {
                 self.set(one(&inst.results)?, v)?;
             }
             Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
-                // A cell: the tag word (the member's tag in its first four
-                // bytes, the zero mark in the next four), then one 8-byte
-                // slot per scalar.
+                // A cell: the header word (the member's tag in its first
+                // four bytes; in the next four, the number of pointer
+                // slots, which lead, shifted left by one, and the zero
+                // mark in bit 0), then one 8-byte slot per scalar.
+                let pointers = fields
+                    .iter()
+                    .take_while(|v| self.f.types[v.index()] == fir::Ty::Ptr)
+                    .count() as i64;
                 let fields = self.vals(fields)?;
                 let size = self
                     .b
@@ -327,7 +332,7 @@ impl FnBuilder<'_, '_> {
                 let t = self.b.ins().iconst(types::I32, i64::from(*tag));
                 self.b.ins().store(MemFlagsData::trusted(), t, p, 0);
                 let zero = i64::from(matches!(inst.op, Op::AllocZero(..)));
-                let z = self.b.ins().iconst(types::I32, zero);
+                let z = self.b.ins().iconst(types::I32, pointers << 1 | zero);
                 self.b.ins().store(MemFlagsData::trusted(), z, p, 4);
                 for (i, x) in fields.into_iter().enumerate() {
                     let off = 8 * (1 + i as i32);
@@ -344,6 +349,7 @@ impl FnBuilder<'_, '_> {
             Op::IsZero(p) => {
                 let p = self.val(*p)?;
                 let z = self.b.ins().load(types::I32, MemFlagsData::trusted(), p, 4);
+                let z = self.b.ins().band_imm_u(z, 1);
                 let v = self.b.ins().icmp_imm_u(IntCC::NotEqual, z, 0);
                 self.set(one(&inst.results)?, v)?;
             }
@@ -372,7 +378,7 @@ impl FnBuilder<'_, '_> {
                 self.call_import("rt_memo_put", &args)?;
             }
             Op::Count(slot) => self.count(*slot as usize)?,
-            Op::Load(p, n) => {
+            Op::Load(p, _, n) => {
                 let p = self.val(*p)?;
                 let r = one(&inst.results)?;
                 let ty = cl_ty(self.f.types[r.index()]);

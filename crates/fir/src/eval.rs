@@ -309,10 +309,19 @@ impl Eval<'_> {
                 }
                 vec![]
             }
-            Op::Load(p, n) => match cell(env, *p, &self.heap)?.fields.get(*n as usize) {
-                Some(x) => vec![*x],
-                None => return internal(format!("load of scalar {n} out of range")),
-            },
+            Op::Load(p, tag, n) => {
+                let c = cell(env, *p, &self.heap)?;
+                if c.tag != *tag {
+                    return internal(format!(
+                        "load of a scalar of member #{tag} from a cell of member #{}",
+                        c.tag
+                    ));
+                }
+                match c.fields.get(*n as usize) {
+                    Some(x) => vec![*x],
+                    None => return internal(format!("load of scalar {n} out of range")),
+                }
+            }
             Op::Call(f, args) => {
                 let args = args.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
                 self.call(*f, args)?

@@ -25,6 +25,8 @@
 //!   made to a function with the caller's return types;
 //! - a `Load` from a cell reads a scalar of the member the cell holds,
 //!   with that scalar's type: code tests the tag (`TagIs`) first;
+//! - an `Alloc` lists a cell's pointers before its other scalars, so the
+//!   collector scans only the leading pointer slots of a cell;
 //! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
 //!   fused multiply-add, so results equal the interpreter's bit for bit.
 

@@ -131,7 +131,8 @@ pub enum Op {
     PrintReal(Val),
     /// Prints `#t` or `#f` (no newline).
     PrintBool(Val),
-    /// A new union cell: tag, then the member's scalars. Gives a `Ptr`.
+    /// A new union cell: tag, then the member's scalars, its `Ptr`s first
+    /// (the collector scans only those). Gives a `Ptr`.
     Alloc(u32, Vec<Val>),
     /// A new union cell known to hold a zero (what `zero` makes): as
     /// `Alloc`, and marked so that [`Op::IsZero`] recognises it, which is
@@ -154,9 +155,12 @@ pub enum Op {
     /// Adds one to the operation counter in slot `n` of `base::counters`
     /// (code generation drops it unless counters are compiled in).
     Count(u32),
-    /// Scalar number `n` of the member a cell holds; its type is the
-    /// result's.
-    Load(Val, u32),
+    /// Scalar number `slot` (the second number) of the member with tag
+    /// `tag` (the first) that a cell holds; code tests the tag first. Its
+    /// type is the result's. The tag says whose slot it is, so that a pass
+    /// can tell which slots of a member anything reads
+    /// ([`crate::passes::fields`]).
+    Load(Val, u32, u32),
     /// Reads the next real from standard input. The string is the whole
     /// error message for the end of input, `file:line:col: error: `read-real`
     /// reached the end of input` (position optional); when the next word is

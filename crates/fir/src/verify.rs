@@ -264,6 +264,16 @@ impl<'a> Checker<'a> {
                 for v in vals {
                     self.use_val(*v, None)?;
                 }
+                let pointers = vals.iter().take_while(|v| self.f.types[v.index()] == Ptr);
+                if let Some(v) = vals
+                    .iter()
+                    .skip(pointers.count())
+                    .find(|v| self.f.types[v.index()] == Ptr)
+                {
+                    return self.err(format!(
+                        "a cell's pointer {v} follows a scalar that is not one (pointers come first)"
+                    ));
+                }
                 vec![Ptr]
             }
             Op::TagIs(p, _) | Op::IsZero(p) => {
@@ -288,7 +298,7 @@ impl<'a> Checker<'a> {
                 }
                 vec![]
             }
-            Op::Load(p, _) => {
+            Op::Load(p, _, _) => {
                 self.use_val(*p, Some(Ptr))?;
                 if results.len() != 1 {
                     return self.err("a `Load` gives exactly one result".into());

@@ -25,7 +25,7 @@ impl Op {
             | Op::PrintBool(a)
             | Op::TagIs(a, _)
             | Op::IsZero(a)
-            | Op::Load(a, _) => f(*a),
+            | Op::Load(a, _, _) => f(*a),
             Op::Call(_, args)
             | Op::CallAt(_, args, _)
             | Op::Alloc(_, args)
@@ -54,7 +54,7 @@ impl Op {
             | Op::PrintBool(a)
             | Op::TagIs(a, _)
             | Op::IsZero(a)
-            | Op::Load(a, _) => f(a),
+            | Op::Load(a, _, _) => f(a),
             Op::Call(_, args)
             | Op::CallAt(_, args, _)
             | Op::Alloc(_, args)
@@ -77,6 +77,22 @@ impl Op {
                 | Op::FCmp(..)
                 | Op::Not(_)
         )
+    }
+
+    /// Can the instruction go when nothing uses its results? Pure ones,
+    /// and those that only read cells or the memo tables or allocate a
+    /// cell (which nothing can observe but memory).
+    pub fn is_removable(&self) -> bool {
+        self.is_pure()
+            || matches!(
+                self,
+                Op::Load(..)
+                    | Op::TagIs(..)
+                    | Op::IsZero(_)
+                    | Op::Alloc(..)
+                    | Op::AllocZero(..)
+                    | Op::MemoGet(..)
+            )
     }
 }
 

@@ -63,6 +63,23 @@ fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
     v
 }
 
+/// Where each scalar of a union member's layout lies in its cell: the
+/// pointers first, each group in layout order, so that the collector scans
+/// only a cell's leading pointer slots (the cell's header says how many),
+/// never its reals (a tape cell of particle-RR holds thousands).
+fn cell_slots(types: &[Ty]) -> Vec<u32> {
+    let pointers = types.iter().filter(|t| **t == Ty::Ptr).count() as u32;
+    let (mut p, mut s) = (0, pointers);
+    types
+        .iter()
+        .map(|t| {
+            let slot = if *t == Ty::Ptr { &mut p } else { &mut s };
+            *slot += 1;
+            *slot - 1
+        })
+        .collect()
+}
+
 /// Lowers an analysed program.
 pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let live: Vec<bool> = (0..analysis.specs.len())
@@ -261,15 +278,21 @@ impl Lowerer<'_> {
             (_, Av::Bottom) => {}
             (Av::Sym(v, SymKind::Union(_)), Av::Union(_)) => out.push(Val::from_number(v)),
             (_, Av::Union(u)) => {
-                let Some(tag) = dom.member_index(u, src) else {
+                let Some(k) = dom.member_index(u, src) else {
                     // Not a value of the union: the analysis never lets
                     // one reach here.
                     return;
                 };
-                let member = dom.members(u)[tag];
-                let mut fields = Vec::new();
-                self.coerce(fb, src, member, &mut fields);
-                out.push(fb.emit1(Op::Alloc(tag as u32, fields), Ty::Ptr));
+                let member = dom.members(u)[k];
+                let mut scalars = Vec::new();
+                self.coerce(fb, src, member, &mut scalars);
+                let types: Vec<Ty> = scalars.iter().map(|v| fb.types[v.index()]).collect();
+                let mut fields = scalars.clone();
+                for (v, slot) in scalars.into_iter().zip(cell_slots(&types)) {
+                    fields[slot as usize] = v;
+                }
+                let tag = self.cell_tag(u, k);
+                out.push(fb.emit1(Op::Alloc(tag, fields), Ty::Ptr));
             }
             (Av::Sym(v, _), Av::Real(None) | Av::Bool(None)) => out.push(Val::from_number(v)),
             (Av::Real(Some(x)), Av::Real(None)) => {

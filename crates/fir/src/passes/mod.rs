@@ -2,6 +2,7 @@
 //! module that satisfies the invariants of [`crate::verify`] and leaves one
 //! that does; in debug builds `optimize` checks that after every pass.
 
+pub mod fields;
 pub mod inline;
 pub mod params;
 pub mod schedule;
@@ -14,13 +15,18 @@ pub type Pass = (&'static str, fn(&mut Module));
 
 /// The optimisation pipeline: inlining (thunks first, turning loops back
 /// into self tail calls), simplification, inlining bottom up, again
-/// simplification, parameter merging, and scheduling last.
+/// simplification, parameter merging (which drops the parameters nothing
+/// reads, so the loads that fed them die), dropping the cell slots nothing
+/// reads and the code that computed them, and scheduling last.
 pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
     ("inline-bottom-up", inline::inline_bottom_up),
     ("simplify", simplify::simplify),
     ("params", params::shrink),
+    ("simplify", simplify::simplify),
+    ("fields", fields::drop_dead_slots),
+    ("simplify", simplify::simplify),
     ("schedule", schedule::schedule),
 ];
 

@@ -365,8 +365,8 @@ impl Fwd {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 out.push(inst);
             }
-            Op::Load(p, n) => {
-                inst.op = Op::Load(self.r(p), n);
+            Op::Load(p, tag, n) => {
+                inst.op = Op::Load(self.r(p), tag, n);
                 out.push(inst);
             }
             Op::Call(g, args) => {
@@ -466,7 +466,7 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
     let mut kept = Vec::with_capacity(insts.len());
     for mut inst in insts.into_iter().rev() {
         let used = inst.results.iter().any(|r| live[r.index()]);
-        if Op::is_pure(&inst.op) && !used {
+        if Op::is_removable(&inst.op) && !used {
             continue;
         }
         match &mut inst.op {

@@ -166,3 +166,19 @@ fn rejects_a_main_with_parameters() {
     m.main = Some(FuncId::new(0));
     rejects(&m, "main must take and return nothing");
 }
+
+#[test]
+fn rejects_a_cell_with_a_pointer_after_a_real() {
+    let mut m = good();
+    // main: v4 = alloc #0(v0), v5 = alloc #1(v0, v4) puts the pointer last.
+    m.funcs[1].types.extend([Ty::Ptr, Ty::Ptr, Ty::Ptr]);
+    let insts = &mut m.funcs[1].body.insts;
+    insts.push(i(&[4], Op::Alloc(0, vec![Val::new(0)])));
+    insts.push(i(&[5], Op::Alloc(1, vec![Val::new(4), Val::new(0)])));
+    assert_eq!(verify(&m), Ok(()));
+    m.funcs[1]
+        .body
+        .insts
+        .push(i(&[6], Op::Alloc(1, vec![Val::new(0), Val::new(4)])));
+    rejects(&m, "a cell's pointer v4 follows a scalar that is not one");
+}

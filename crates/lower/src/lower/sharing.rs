@@ -50,6 +50,8 @@ pub(super) struct Sharing {
     class_of: HashMap<UnionId, usize>,
     /// The memo tables by (operation, class of result).
     tables: HashMap<(MemoOp, usize), u32>,
+    /// The cells' tags by (class, member index).
+    tags: HashMap<(usize, usize), u32>,
 }
 
 impl Lowerer<'_> {
@@ -196,6 +198,18 @@ impl Lowerer<'_> {
             .members(u)
             .iter()
             .any(|m| layout_of(&self.ops.dom, *m).contains(&Ty::Ptr))
+    }
+
+    /// The tag of member `k` of union `u` in its cells: one number per
+    /// member of a representation class across the module, since a cell
+    /// of one union stands for a value of any interchangeable one (memo
+    /// tables and `plus` with a zero hand them across), and distinct
+    /// otherwise, so that a `Load` names the member whose slot it reads
+    /// (`fir::passes::fields` drops the slots nothing reads).
+    pub(super) fn cell_tag(&mut self, u: UnionId, k: usize) -> u32 {
+        let class = self.class(u);
+        let n = self.sharing.tags.len() as u32;
+        *self.sharing.tags.entry((class, k)).or_insert(n)
     }
 
     /// The representation class of union `u`.

@@ -67,13 +67,15 @@ impl Lowerer<'_> {
         arm: &mut dyn FnMut(&mut Self, &mut Fb, AvId, AvId) -> Term,
     ) -> Vec<Val> {
         let members = self.ops.dom.members(u).to_vec();
-        self.switch_from(fb, ptr, &members, 0, tys, arm)
+        self.switch_from(fb, ptr, u, &members, 0, tys, arm)
     }
 
-    pub(super) fn switch_from(
+    #[allow(clippy::too_many_arguments)]
+    fn switch_from(
         &mut self,
         fb: &mut Fb,
         ptr: Val,
+        u: UnionId,
         members: &[AvId],
         k: usize,
         tys: &[Ty],
@@ -96,13 +98,15 @@ impl Lowerer<'_> {
                 tys,
             );
         }
-        let cond = fb.emit1(Op::TagIs(ptr, k as u32), Ty::Bool);
+        let tag = self.cell_tag(u, k);
+        let cond = fb.emit1(Op::TagIs(ptr, tag), Ty::Bool);
         // The arm of member k.
         fb.blocks.push(Vec::new());
         let member = members[k];
         let mut loads = Vec::new();
-        for (i, t) in layout_of(&self.ops.dom, member).into_iter().enumerate() {
-            loads.push(fb.emit1(Op::Load(ptr, i as u32), t));
+        let types = layout_of(&self.ops.dom, member);
+        for (t, slot) in types.iter().zip(cell_slots(&types)) {
+            loads.push(fb.emit1(Op::Load(ptr, tag, slot), *t));
         }
         let sym = self.symbolize(fb, member, &mut loads.into_iter());
         let term = arm(self, fb, member, sym);
@@ -113,7 +117,7 @@ impl Lowerer<'_> {
         // The other members.
         fb.blocks.push(Vec::new());
         let term = if k + 1 < members.len() {
-            Term::Yield(self.switch_from(fb, ptr, members, k + 1, tys, arm))
+            Term::Yield(self.switch_from(fb, ptr, u, members, k + 1, tys, arm))
         } else {
             Term::Error(self.string("error: internal error: a union cell with an unknown tag"))
         };
