@@ -5,6 +5,8 @@
 //! ```text
 //! str s0 = "\n"
 //!
+//! cell #0 = 3 slots (1 pointer)
+//!
 //! func f1 dot(v0: f64, v1: f64) -> (f64) {
 //!   v2 = fmul v0 v1
 //!   v3 = flt v2 v0
@@ -24,13 +26,28 @@ use crate::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val
 use base::EntityRef;
 use std::fmt::Write;
 
-/// The whole module: strings, functions in id order, then the entry.
+/// The whole module: strings, the size of each member's cells, functions
+/// in id order, then the entry.
 pub fn module(m: &Module) -> String {
     let mut out = String::new();
     for (i, s) in m.strings.iter().enumerate() {
         let _ = writeln!(out, "str s{i} = {s:?}");
     }
     if !m.strings.is_empty() {
+        out.push('\n');
+    }
+    // What each cell holds: for a tape, the scalars kept per iteration.
+    let cells = cell_sizes(m);
+    for (tag, (slots, pointers)) in &cells {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let _ = writeln!(
+            out,
+            "cell #{tag} = {} ({})",
+            plural(*slots, "slot"),
+            plural(*pointers, "pointer")
+        );
+    }
+    if !cells.is_empty() {
         out.push('\n');
     }
     for (i, f) in m.funcs.iter().enumerate() {
@@ -42,6 +59,34 @@ pub fn module(m: &Module) -> String {
             let _ = writeln!(out, "main {}", f);
         }
         None => out.push_str("main none\n"),
+    }
+    out
+}
+
+/// The slots and pointer slots of the cells of each member tag, from the
+/// `Alloc`s that make them (all of one tag have one layout), by tag.
+pub fn cell_sizes(m: &Module) -> std::collections::BTreeMap<u32, (usize, usize)> {
+    fn walk(f: &Func, b: &Block, out: &mut std::collections::BTreeMap<u32, (usize, usize)>) {
+        for i in &b.insts {
+            match &i.op {
+                Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
+                    let pointers = fields
+                        .iter()
+                        .filter(|v| f.types[v.index()] == Ty::Ptr)
+                        .count();
+                    out.insert(*tag, (fields.len(), pointers));
+                }
+                Op::If { then_, else_, .. } => {
+                    walk(f, then_, out);
+                    walk(f, else_, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for f in &m.funcs {
+        walk(f, &f.body, &mut out);
     }
     out
 }
@@ -237,8 +282,8 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::Count(n) => {
             let _ = write!(out, "count {}", base::counters::slot_name(*n as usize));
         }
-        Op::Load(p, n) => {
-            let _ = write!(out, "load {p}.{n}");
+        Op::Load(p, tag, n) => {
+            let _ = write!(out, "load {p} #{tag}.{n}");
         }
     }
     out.push('\n');

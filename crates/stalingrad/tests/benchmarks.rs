@@ -337,3 +337,40 @@ fn compiled_programs_give_the_published_results() {
     assert_close("sumsq-R", &got, &[SUMSQ_TOTAL; 2]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The tape of particle-RR keeps only what the backward sweep reads: its
+/// largest cell (one Euler step of the inner reverse loop) holds at most
+/// 55 scalars (3,587 before `fir::passes::fields` dropped the unread
+/// ones). Read off `--emit=ir`'s `cell #N = K slots` lines.
+#[test]
+fn particle_rr_tape_holds_only_what_the_backward_sweep_reads() {
+    let out = Command::new(env!("CARGO_BIN_EXE_stalingrad"))
+        .arg("build")
+        .arg("--emit=ir")
+        .arg(programs_dir().join("particle-RR.vlad"))
+        .output()
+        .expect("cannot start stalingrad");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ir = String::from_utf8_lossy(&out.stdout);
+    let largest = ir
+        .lines()
+        .filter_map(|l| l.strip_prefix("cell #"))
+        .filter_map(|l| {
+            l.split(" = ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .max()
+        .expect("the IR lists the cells");
+    assert!(
+        largest <= 55,
+        "the largest cell of particle-RR holds {largest} scalars, more than 55"
+    );
+}
