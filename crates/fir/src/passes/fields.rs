@@ -1,77 +1,226 @@
-//! Dead cell slots: a scalar of a union member that no `Load` of the
-//! module reads is not stored.
+//! Cell slots worth storing: a scalar of a union member is stored only if
+//! some `Load` reads it, only once, and only if it is not a constant.
 //!
 //! Why: a backpropagator closure captures whole values (a closure's
 //! environment, the state of a loop), and lowering flattens all of it into
 //! the tape cell that holds the closure, although the backward sweep reads
-//! only some of its reals. The slots a `Load` names are the live ones
-//! (`Load` carries its member's tag for this); every `Alloc` of the member
-//! drops the others, and the loads are renumbered. The values no longer
-//! stored are then dead code for `simplify`. Pointers still lead a cell,
-//! since dropping keeps the order.
+//! only some of its reals, and nested closures capture the same values
+//! again. So for each member (a `Load` carries its member's tag for this):
+//! - a slot no `Load` reads is dropped;
+//! - a slot that every `Alloc` of the member fills with the same value as
+//!   an earlier slot is dropped, and its loads read the earlier one;
+//! - a slot that every `Alloc` fills with the same constant is dropped,
+//!   and its loads become that constant.
+//!
+//! The loads are renumbered, and the values no longer stored are dead code
+//! for `simplify`. Pointers still lead a cell, since dropping keeps the
+//! order.
 
-use crate::{Block, Module, Op};
-use std::collections::{HashMap, HashSet};
+use crate::{Block, Func, Module, Op, Val};
+use std::collections::HashMap;
 
-/// Drops the unread slots of every member.
-pub fn drop_dead_slots(m: &mut Module) {
-    let mut live: HashSet<(u32, u32)> = HashSet::new();
-    for f in &m.funcs {
-        loads(&f.body, &mut live);
-    }
-    // The new number of each live slot: its rank among its member's live
-    // slots.
-    let mut by_tag: HashMap<u32, Vec<u32>> = HashMap::new();
-    for &(tag, slot) in &live {
-        by_tag.entry(tag).or_default().push(slot);
-    }
-    let mut renumber: HashMap<(u32, u32), u32> = HashMap::new();
-    for (tag, mut slots) in by_tag {
-        slots.sort_unstable();
-        for (rank, slot) in slots.into_iter().enumerate() {
-            renumber.insert((tag, slot), rank as u32);
+/// What becomes of a slot a `Load` reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fate {
+    /// Stored at this new slot number.
+    Slot(u32),
+    /// Not stored: every cell holds this constant there.
+    Const(Constant),
+}
+
+/// A constant a slot may hold (reals by their bits, so `-0` and NaNs are
+/// told apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Constant {
+    Real(u64),
+    Bool(bool),
+}
+
+/// What one `Alloc` puts in each slot: the value, and the constant it is
+/// if it is one.
+type Site = Vec<(Val, Option<Constant>)>;
+
+/// How many rounds [`shrink_cells`] makes at most.
+const ROUNDS: usize = 8;
+
+/// [`drop_dead_slots`] and `simplify` until no cell shrinks: two slots of a
+/// cell hold the same value at every `Alloc` often only once the loads
+/// that fill them, from the previous cell of a loop's tape, read one slot
+/// and `simplify` has merged them.
+pub fn shrink_cells(m: &mut Module) {
+    let size = |m: &Module| -> usize {
+        crate::print::cell_sizes(m)
+            .values()
+            .map(|(slots, _)| slots)
+            .sum()
+    };
+    let mut before = size(m);
+    for _ in 0..ROUNDS {
+        drop_dead_slots(m);
+        super::simplify::simplify(m);
+        let after = size(m);
+        if after == before {
+            break;
         }
-    }
-    for f in &mut m.funcs {
-        rewrite(&mut f.body, &renumber);
+        before = after;
     }
 }
 
-fn loads(b: &Block, live: &mut HashSet<(u32, u32)>) {
+/// Keeps only the slots worth storing, for every member.
+pub fn drop_dead_slots(m: &mut Module) {
+    let mut read: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut sites: HashMap<u32, Vec<Site>> = HashMap::new();
+    for f in &m.funcs {
+        let consts = constants(f);
+        scan(&f.body, &consts, &mut read, &mut sites);
+    }
+    let mut fates: HashMap<(u32, u32), Fate> = HashMap::new();
+    for (tag, mut slots) in read {
+        slots.sort_unstable();
+        slots.dedup();
+        let sites = sites.remove(&tag).unwrap_or_default();
+        for (slot, fate) in fates_of(&slots, &sites) {
+            fates.insert((tag, slot), fate);
+        }
+    }
+    for f in &mut m.funcs {
+        rewrite(&mut f.body, &fates);
+    }
+}
+
+/// The fates of the slots `read` of one member, given what its `Alloc`s
+/// store. Without any `Alloc` (cells never made) every slot keeps its
+/// number.
+fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
+    let width = sites.first().map_or(0, Vec::len);
+    if sites.iter().any(|site| site.len() != width) || read.iter().any(|s| *s as usize >= width) {
+        // No cell is made, or the layouts disagree (which lowering never
+        // does): keep every slot where it is.
+        return (0..width as u32)
+            .chain(read.iter().copied())
+            .map(|s| (s, Fate::Slot(s)))
+            .collect();
+    }
+    let column = |s: u32| -> Vec<(Val, Option<Constant>)> {
+        sites.iter().map(|site| site[s as usize]).collect()
+    };
+    // The slot standing for each read slot: the first one filled with the
+    // same values at every site.
+    let mut first_of: HashMap<Vec<Val>, u32> = HashMap::new();
+    let mut kept: Vec<u32> = Vec::new();
+    let mut stands: Vec<(u32, Result<u32, Constant>)> = Vec::new();
+    for &s in read {
+        let col = column(s);
+        let same_constant = col[0].1.filter(|c| col.iter().all(|(_, d)| *d == Some(*c)));
+        if let Some(c) = same_constant {
+            stands.push((s, Err(c)));
+            continue;
+        }
+        let vals: Vec<Val> = col.iter().map(|(v, _)| *v).collect();
+        let rep = *first_of.entry(vals).or_insert(s);
+        if rep == s {
+            kept.push(s);
+        }
+        stands.push((s, Ok(rep)));
+    }
+    let rank: HashMap<u32, u32> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (*s, i as u32))
+        .collect();
+    stands
+        .into_iter()
+        .map(|(s, r)| {
+            let fate = match r {
+                Ok(rep) => Fate::Slot(rank[&rep]),
+                Err(c) => Fate::Const(c),
+            };
+            (s, fate)
+        })
+        .collect()
+}
+
+/// The constants a function defines, by value.
+fn constants(f: &Func) -> HashMap<Val, Constant> {
+    fn walk(b: &Block, out: &mut HashMap<Val, Constant>) {
+        for i in &b.insts {
+            match (&i.op, i.results.first()) {
+                (Op::F64Const(x), Some(r)) => {
+                    out.insert(*r, Constant::Real(x.to_bits()));
+                }
+                (Op::BoolConst(x), Some(r)) => {
+                    out.insert(*r, Constant::Bool(*x));
+                }
+                (Op::If { then_, else_, .. }, _) => {
+                    walk(then_, out);
+                    walk(else_, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    walk(&f.body, &mut out);
+    out
+}
+
+fn scan(
+    b: &Block,
+    consts: &HashMap<Val, Constant>,
+    read: &mut HashMap<u32, Vec<u32>>,
+    sites: &mut HashMap<u32, Vec<Site>>,
+) {
     for i in &b.insts {
         match &i.op {
-            Op::Load(_, tag, slot) => {
-                live.insert((*tag, *slot));
+            Op::Load(_, tag, slot) => read.entry(*tag).or_default().push(*slot),
+            Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
+                let site = fields
+                    .iter()
+                    .map(|v| (*v, consts.get(v).copied()))
+                    .collect();
+                sites.entry(*tag).or_default().push(site);
             }
             Op::If { then_, else_, .. } => {
-                loads(then_, live);
-                loads(else_, live);
+                scan(then_, consts, read, sites);
+                scan(else_, consts, read, sites);
             }
             _ => {}
         }
     }
 }
 
-fn rewrite(b: &mut Block, renumber: &HashMap<(u32, u32), u32>) {
+fn rewrite(b: &mut Block, fates: &HashMap<(u32, u32), Fate>) {
     for i in &mut b.insts {
         match &mut i.op {
-            Op::Load(_, tag, slot) => {
-                // Every load's slot is live, so it has a new number.
-                if let Some(n) = renumber.get(&(*tag, *slot)) {
-                    *slot = *n;
+            Op::Load(_, tag, slot) => match fates.get(&(*tag, *slot)) {
+                Some(Fate::Slot(n)) => *slot = *n,
+                Some(Fate::Const(Constant::Real(bits))) => {
+                    i.op = Op::F64Const(f64::from_bits(*bits))
                 }
-            }
+                Some(Fate::Const(Constant::Bool(x))) => i.op = Op::BoolConst(*x),
+                // Every load's slot has a fate.
+                None => {}
+            },
             Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
                 let tag = *tag;
-                let mut slot = 0;
-                fields.retain(|_| {
-                    slot += 1;
-                    renumber.contains_key(&(tag, slot - 1))
-                });
+                let old = std::mem::take(fields);
+                let mut kept: Vec<(u32, Val)> = old
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(s, v)| match fates.get(&(tag, s as u32)) {
+                        // A slot stands for itself where its new number is
+                        // first given; its duplicates map to the same one.
+                        Some(Fate::Slot(n)) => Some((*n, v)),
+                        _ => None,
+                    })
+                    .collect();
+                kept.sort_by_key(|(n, _)| *n);
+                kept.dedup_by_key(|(n, _)| *n);
+                *fields = kept.into_iter().map(|(_, v)| v).collect();
             }
             Op::If { then_, else_, .. } => {
-                rewrite(then_, renumber);
-                rewrite(else_, renumber);
+                rewrite(then_, fates);
+                rewrite(else_, fates);
             }
             _ => {}
         }
@@ -116,15 +265,48 @@ mod tests {
     }
 
     #[test]
-    fn drops_the_slots_nothing_reads_and_renumbers_the_loads() {
+    fn drops_unread_and_constant_slots() {
         let mut m = module();
         drop_dead_slots(&mut m);
         let v = Val::new;
         let ops: Vec<&Op> = m.funcs[0].body.insts.iter().map(|i| &i.op).collect();
         assert_eq!(ops[2], &Op::Alloc(1, vec![]));
-        assert_eq!(ops[3], &Op::Alloc(0, vec![v(2), v(0)]));
-        assert_eq!(ops[4], &Op::Load(v(3), 0, 1));
+        // Slot 3 always holds the constant 1.
+        assert_eq!(ops[3], &Op::Alloc(0, vec![v(2)]));
+        assert_eq!(ops[4], &Op::F64Const(1.0));
         assert_eq!(ops[5], &Op::Load(v(3), 0, 0));
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+    }
+
+    /// `f(x, y)` stores `(x, y, x)` and reads slots 2 and 0, which always
+    /// hold the same value, so the cell keeps one of them.
+    #[test]
+    fn stores_a_value_filled_into_two_slots_once() {
+        let v = Val::new;
+        let mut m = Module {
+            funcs: vec![Func {
+                name: "f".into(),
+                params: vec![Ty::F64, Ty::F64],
+                returns: vec![Ty::F64],
+                types: vec![Ty::F64, Ty::F64, Ty::Ptr, Ty::F64, Ty::F64, Ty::F64],
+                body: Block {
+                    insts: vec![
+                        i(&[2], Op::Alloc(0, vec![v(0), v(1), v(0)])),
+                        i(&[3], Op::Load(v(2), 0, 2)),
+                        i(&[4], Op::Load(v(2), 0, 0)),
+                        i(&[5], Op::FBin(crate::FBin::Add, v(3), v(4))),
+                    ],
+                    term: Term::Return(vec![v(5)]),
+                },
+            }],
+            main: None,
+            strings: vec![],
+        };
+        drop_dead_slots(&mut m);
+        let ops: Vec<&Op> = m.funcs[0].body.insts.iter().map(|i| &i.op).collect();
+        assert_eq!(ops[0], &Op::Alloc(0, vec![v(0)]));
+        assert_eq!(ops[1], &Op::Load(v(2), 0, 0));
+        assert_eq!(ops[2], &Op::Load(v(2), 0, 0));
         assert_eq!(crate::verify::verify(&m), Ok(()));
     }
 

@@ -25,8 +25,7 @@ pub const PIPELINE: &[Pass] = &[
     ("simplify", simplify::simplify),
     ("params", params::shrink),
     ("simplify", simplify::simplify),
-    ("fields", fields::drop_dead_slots),
-    ("simplify", simplify::simplify),
+    ("fields", fields::shrink_cells),
     ("schedule", schedule::schedule),
 ];
 
