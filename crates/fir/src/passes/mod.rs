@@ -5,6 +5,7 @@
 pub mod fields;
 pub mod inline;
 pub mod params;
+pub mod returns;
 pub mod schedule;
 pub mod simplify;
 
@@ -16,8 +17,9 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// The optimisation pipeline: inlining (thunks first, turning loops back
 /// into self tail calls), simplification, inlining bottom up, again
 /// simplification, parameter merging (which drops the parameters nothing
-/// reads, so the loads that fed them die), dropping the cell slots nothing
-/// reads and the code that computed them, and scheduling last.
+/// reads, so the loads that fed them die), merging results every return
+/// gives equal, keeping in cells only the slots worth storing, and
+/// scheduling last.
 pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
@@ -25,6 +27,7 @@ pub const PIPELINE: &[Pass] = &[
     ("simplify", simplify::simplify),
     ("params", params::shrink),
     ("simplify", simplify::simplify),
+    ("returns", returns::merge_equal_results),
     ("fields", fields::shrink_cells),
     ("schedule", schedule::schedule),
 ];

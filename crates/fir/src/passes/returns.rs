@@ -1,0 +1,212 @@
+//! Equal results: two results of a function are equal when every `Return`
+//! of it gives the same value for both, and every tail call it ends in
+//! gives equal results of its callee for both (a greatest fixpoint, by
+//! partition refinement over the whole module, so loops and mutual tail
+//! calls are handled). At every call, uses of such a result are replaced
+//! by the first equal one.
+//!
+//! Why: specialisation returns one value in several results (the parts of
+//! a closure that captured it more than once), and a tape cell filled from
+//! them stored each copy; with the copies merged, `fields` stores the value
+//! once.
+
+use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
+use base::EntityRef;
+use std::collections::HashMap;
+
+/// How many rounds [`merge_equal_results`] makes at most: a round sees
+/// results equal only once the previous one merged the results of the
+/// calls they come from.
+const ROUNDS: usize = 4;
+
+/// Merges equal results at every call, and `simplify` drops the copies,
+/// until no call has equal results left to merge.
+pub fn merge_equal_results(m: &mut Module) {
+    for _ in 0..ROUNDS {
+        if !merge_round(m) {
+            break;
+        }
+    }
+}
+
+fn merge_round(m: &mut Module) -> bool {
+    let classes = partition(m);
+    let mut changed = false;
+    for f in &mut m.funcs {
+        let mut rename: HashMap<Val, Val> = HashMap::new();
+        collect_renames(&f.body, &classes, &mut rename);
+        if rename.is_empty() {
+            continue;
+        }
+        changed = true;
+        f.body.for_each_use_mut(&mut |v| {
+            if let Some(r) = rename.get(v) {
+                *v = *r;
+            }
+        });
+    }
+    if changed {
+        super::simplify::simplify(m);
+    }
+    changed
+}
+
+/// The class of each result of each function.
+fn partition(m: &Module) -> Vec<Vec<u32>> {
+    let ty_class = |t: &Ty| match t {
+        Ty::F64 => 0,
+        Ty::Bool => 1,
+        Ty::Ptr => 2,
+    };
+    let mut classes: Vec<Vec<u32>> = m
+        .funcs
+        .iter()
+        .map(|f| f.returns.iter().map(ty_class).collect())
+        .collect();
+    let ends: Vec<Vec<End>> = m.funcs.iter().map(ends_of).collect();
+    loop {
+        let mut changed = false;
+        for (i, f) in m.funcs.iter().enumerate() {
+            let n = f.returns.len();
+            // What each result is at each end: a value, or a class of the
+            // tail-called callee's results.
+            let mut ids: HashMap<(u32, Vec<(bool, u32)>), u32> = HashMap::new();
+            let mut next = Vec::with_capacity(n);
+            for pos in 0..n {
+                let sig: Vec<(bool, u32)> = ends[i]
+                    .iter()
+                    .map(|e| match e {
+                        End::Return(vs) => (false, vs[pos].index() as u32),
+                        End::Tail(g) => (true, classes[g.index()][pos]),
+                    })
+                    .collect();
+                let len = ids.len() as u32;
+                next.push(*ids.entry((classes[i][pos], sig)).or_insert(len));
+            }
+            // Refinement only splits classes: the same number of classes
+            // is the same partition.
+            if distinct(&next) > distinct(&classes[i]) {
+                classes[i] = next;
+                changed = true;
+            }
+        }
+        if !changed {
+            return classes;
+        }
+    }
+}
+
+fn distinct(classes: &[u32]) -> usize {
+    let mut c = classes.to_vec();
+    c.sort_unstable();
+    c.dedup();
+    c.len()
+}
+
+/// How a function can end: returning values, or tail-calling a function
+/// (whose results it returns).
+enum End {
+    Return(Vec<Val>),
+    Tail(FuncId),
+}
+
+fn ends_of(f: &Func) -> Vec<End> {
+    fn walk(b: &Block, out: &mut Vec<End>) {
+        for i in &b.insts {
+            if let Op::If { then_, else_, .. } = &i.op {
+                walk(then_, out);
+                walk(else_, out);
+            }
+        }
+        match &b.term {
+            Term::Return(vs) => out.push(End::Return(vs.clone())),
+            Term::TailCall(g, _) => out.push(End::Tail(*g)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(&f.body, &mut out);
+    out
+}
+
+fn collect_renames(b: &Block, classes: &[Vec<u32>], rename: &mut HashMap<Val, Val>) {
+    for i in &b.insts {
+        match &i.op {
+            Op::Call(g, _) | Op::CallAt(g, _, _) => {
+                let mut first: HashMap<u32, Val> = HashMap::new();
+                for (pos, r) in i.results.iter().enumerate() {
+                    let Some(class) = classes[g.index()].get(pos) else {
+                        continue;
+                    };
+                    match first.get(class) {
+                        Some(f) => {
+                            rename.insert(*r, *f);
+                        }
+                        None => {
+                            first.insert(*class, *r);
+                        }
+                    }
+                }
+            }
+            Op::If { then_, else_, .. } => {
+                collect_renames(then_, classes, rename);
+                collect_renames(else_, classes, rename);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::inst as i;
+
+    /// `f(x) = (x, x * 2, x)`; `main` prints the third result of `f(1)`.
+    #[test]
+    fn a_result_always_equal_to_an_earlier_one_is_that_one() {
+        let v = Val::new;
+        let f = Func {
+            name: "f".into(),
+            params: vec![Ty::F64],
+            returns: vec![Ty::F64, Ty::F64, Ty::F64],
+            types: vec![Ty::F64, Ty::F64, Ty::F64],
+            body: Block {
+                insts: vec![
+                    i(&[1], Op::F64Const(2.0)),
+                    i(&[2], Op::FBin(crate::FBin::Mul, v(0), v(1))),
+                ],
+                term: Term::Return(vec![v(0), v(2), v(0)]),
+            },
+        };
+        let main = Func {
+            name: "main".into(),
+            params: vec![],
+            returns: vec![],
+            types: vec![Ty::F64, Ty::F64, Ty::F64, Ty::F64],
+            body: Block {
+                insts: vec![
+                    i(&[0], Op::F64Const(1.0)),
+                    i(&[1, 2, 3], Op::Call(FuncId::new(0), vec![v(0)])),
+                    i(&[], Op::PrintReal(v(3))),
+                ],
+                term: Term::Return(vec![]),
+            },
+        };
+        let mut m = Module {
+            funcs: vec![f, main],
+            main: Some(FuncId::new(1)),
+            strings: vec![],
+        };
+        assert_eq!(partition(&m), vec![vec![0, 1, 0], vec![]]);
+        merge_equal_results(&mut m);
+        let print = m.funcs[1]
+            .body
+            .insts
+            .iter()
+            .find(|i| matches!(i.op, Op::PrintReal(_)))
+            .map(|i| i.op.clone());
+        assert_eq!(print, Some(Op::PrintReal(v(1))));
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+    }
+}
