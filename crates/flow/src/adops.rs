@@ -4,13 +4,16 @@
 //! operations (`interp/src/adops.rs` and `prims.rs`) case for case, and
 //! call the same transformations of crate `ad`. The analysis applies them
 //! to abstract values; lowering applies them to symbolic values
-//! ([`Av::Sym`]) to find where each scalar of a result comes from.
+//! ([`Av::Sym`]) to find where each scalar of a result comes from. The
+//! primitives are in `adops/prims.rs`, beside the interpreter's `prims.rs`.
 
 use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
 use ad::{AdMemo, Untransformed};
 use ir::EntityRef;
-use ir::{ConstDatum, ConstId, Expects, LambdaId, Prim, PrimKind, Program, Scalar, Tag};
+use ir::{ConstDatum, ConstId, Program, Tag};
 use std::collections::HashMap;
+
+mod prims;
 
 /// The program, its AD memo tables and the abstract domain, with the
 /// structural operations on abstract values. Lowering keeps using these
@@ -218,27 +221,10 @@ impl Ops {
         format!("`{op}` expects {what}, found {}", self.describe(v))
     }
 
-    pub fn prim_chain(&self, mut l: LambdaId) -> Option<Vec<Tag>> {
-        let mut tags = Vec::new();
-        loop {
-            match self.prog.lambdas[l].origin {
-                ir::Origin::Transform { tag, of } => {
-                    tags.push(tag);
-                    l = of;
-                }
-                ir::Origin::PrimTransform { tag, .. } => {
-                    tags.push(tag);
-                    return Some(tags);
-                }
-                _ => return None,
-            }
-        }
-    }
-
     pub fn nil_like(&self, v: AvId) -> bool {
         match self.dom.get(v) {
             Av::Nil | Av::Prim(_) => true,
-            Av::Closure(l, env) => env.is_empty() && self.prim_chain(*l).is_some(),
+            Av::Closure(l, env) => env.is_empty() && self.prog.prim_chain(*l).is_some(),
             Av::Wrap(_, x) => self.nil_like(*x),
             Av::Bundle(p, t) => self.nil_like(*p) && self.nil_like(*t),
             // The zeros of a union of primitives are a union of nils.
@@ -314,7 +300,7 @@ impl Ops {
                 Ok(self.dom.closure(l, vec![]))
             }
             (Av::Closure(lc, ec), _)
-                if ec.is_empty() && self.prim_chain(lc).is_some() && self.nil_perturbation(t) =>
+                if ec.is_empty() && self.prog.prim_chain(lc).is_some() && self.nil_perturbation(t) =>
             {
                 let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, lc);
                 Ok(self.dom.closure(l, vec![]))
@@ -345,7 +331,7 @@ impl Ops {
                 // A transformed primitive has no tangent of its own: its
                 // tangent is a zero, as `bundle` built it.
                 Some(Untransformed::Lambda(l0))
-                    if !primal && env.is_empty() && self.prim_chain(l0).is_some() =>
+                    if !primal && env.is_empty() && self.prog.prim_chain(l0).is_some() =>
                 {
                     let p = self.dom.closure(l0, vec![]);
                     let z = self.zero(p);
@@ -403,7 +389,7 @@ impl Ops {
                 let x = self.zero(x);
                 self.dom.wrap(t, x)
             }
-            Av::Closure(l, env) => match self.prim_chain(l) {
+            Av::Closure(l, env) => match self.prog.prim_chain(l) {
                 Some(tags) if env.is_empty() => {
                     let mut z = self.dom.nil();
                     for t in tags.iter().rev() {
@@ -855,140 +841,6 @@ impl Ops {
             }
             None => format!("expected a pair, found {}", self.describe(found)),
         }
-    }
-
-    fn has_tag(&self, v: AvId, tag: Tag) -> bool {
-        match self.dom.get(v) {
-            Av::Closure(l, _) => self.prog.lambda_tag(*l) == Some(tag),
-            Av::Wrap(t, _) => *t == tag,
-            Av::Bundle(..) => tag == Tag::Forward,
-            _ => false,
-        }
-    }
-
-    /// An untagged primitive applied to an abstract argument.
-    pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
-        let bottom = self.dom.bottom();
-        // Arithmetic, comparisons and predicates look at their argument,
-        // or at the two parts of a pair argument. (`write` prints any
-        // value; the AD operations handle unions, or record the ones they
-        // cannot, themselves.)
-        if p.kind() != PrimKind::Ad && p != Prim::Write {
-            let name = "a primitive";
-            self.hit(name, arg);
-            if let Av::Pair(a, b) = self.dom.get(arg).clone() {
-                self.hit(name, a);
-                self.hit(name, b);
-            }
-            if self.union_hit.get().is_some() {
-                return Ok(bottom);
-            }
-        }
-        let describe = |s: &Self| s.describe(arg);
-        let reals2 = |s: &Self| -> Op<Option<(Option<f64>, Option<f64>)>> {
-            match s.dom.get(arg) {
-                Av::Pair(a, b) => match (s.dom.get(*a), s.dom.get(*b)) {
-                    (Av::Real(x), Av::Real(y)) => {
-                        Ok(Some((x.map(f64::from_bits), y.map(f64::from_bits))))
-                    }
-                    (Av::Bottom, _) | (_, Av::Bottom) => Ok(None),
-                    _ => Err(p.expects(Expects::TwoReals, &describe(s))),
-                },
-                _ => Err(p.expects(Expects::TwoReals, &describe(s))),
-            }
-        };
-        let real1 = |s: &Self| -> Op<Option<Option<f64>>> {
-            match s.dom.get(arg) {
-                Av::Real(x) => Ok(Some(x.map(f64::from_bits))),
-                _ => Err(p.expects(Expects::Real, &describe(s))),
-            }
-        };
-        let pair2 = |s: &Self| -> Op<(AvId, AvId)> {
-            match s.dom.get(arg) {
-                Av::Pair(a, b) => Ok((*a, *b)),
-                _ => Err(p.expects(Expects::TwoArguments, &describe(s))),
-            }
-        };
-        Ok(match p.kind() {
-            PrimKind::Binary | PrimKind::Compare => {
-                let Some((x, y)) = reals2(self)? else {
-                    return Ok(bottom);
-                };
-                match (x, y) {
-                    (Some(x), Some(y)) => match p.scalar() {
-                        Some(Scalar::Bin(op)) => self.dom.real(op.apply(x, y)),
-                        Some(Scalar::Cmp(op)) => self.dom.boolean(Some(op.apply(x, y))),
-                        _ => return Err(format!("internal error: `{p}` is not binary")),
-                    },
-                    _ if p.kind() == PrimKind::Binary => self.dom.any_real(),
-                    _ => self.dom.boolean(None),
-                }
-            }
-            PrimKind::Unary => match real1(self)? {
-                Some(Some(x)) => match p.scalar() {
-                    Some(Scalar::Un(op)) => self.dom.real(op.apply(x)),
-                    _ => return Err(format!("internal error: `{p}` is not unary")),
-                },
-                _ => self.dom.any_real(),
-            },
-            PrimKind::Predicate => {
-                let a = self.dom.get(arg).clone();
-                let known = |b: bool| Some(b);
-                let r = match p {
-                    Prim::IsZero | Prim::IsPositive | Prim::IsNegative => match real1(self)? {
-                        Some(Some(x)) => known(match p {
-                            Prim::IsZero => x == 0.0,
-                            Prim::IsPositive => x > 0.0,
-                            _ => x < 0.0,
-                        }),
-                        _ => None,
-                    },
-                    Prim::IsNull => known(matches!(a, Av::Nil)),
-                    Prim::IsBoolean => known(matches!(a, Av::Bool(_))),
-                    Prim::IsReal => known(matches!(a, Av::Real(_))),
-                    Prim::IsPair => known(matches!(a, Av::Pair(..))),
-                    Prim::IsProcedure => known(matches!(a, Av::Closure(..) | Av::Prim(_))),
-                    Prim::IsPerturbation => known(self.has_tag(arg, Tag::Perturb)),
-                    Prim::IsForward => known(self.has_tag(arg, Tag::Forward)),
-                    Prim::IsSensitivity => known(self.has_tag(arg, Tag::Sensitize)),
-                    _ => known(self.has_tag(arg, Tag::Reverse)),
-                };
-                self.dom.boolean(r)
-            }
-            PrimKind::Control => match p {
-                // `real` hides its argument's value from the compiler.
-                Prim::Real => match real1(self)? {
-                    Some(_) => self.dom.any_real(),
-                    None => bottom,
-                },
-                Prim::WriteReal => match real1(self)? {
-                    Some(_) => arg,
-                    None => bottom,
-                },
-                Prim::Write => arg,
-                Prim::ReadReal => self.dom.any_real(),
-                _ => unreachable!("if-procedure is applied by `if_procedure`"),
-            },
-            PrimKind::Ad => match p {
-                Prim::Zero => self.zero(arg),
-                Prim::Plus => {
-                    let (a, b) = pair2(self)?;
-                    self.plus(a, b)?
-                }
-                Prim::Perturb => self.tag_wrap(Tag::Perturb, arg),
-                Prim::Sensitize => self.tag_wrap(Tag::Sensitize, arg),
-                Prim::StarJ => self.tag_wrap(Tag::Reverse, arg),
-                Prim::Unperturb => self.tag_unwrap(Tag::Perturb, arg)?,
-                Prim::Unsensitize => self.tag_unwrap(Tag::Sensitize, arg)?,
-                Prim::StarJInverse => self.tag_unwrap(Tag::Reverse, arg)?,
-                Prim::Bundle => {
-                    let (a, b) = pair2(self)?;
-                    self.bundle(a, b)?
-                }
-                Prim::Primal => self.forward_half(arg, true)?,
-                _ => self.forward_half(arg, false)?,
-            },
-        })
     }
 
     /// An abstract value as the interpreter would print the value in an

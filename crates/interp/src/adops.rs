@@ -152,7 +152,7 @@ impl Interp<'_> {
             }
             (Value::Closure(c), _)
                 if c.env.is_empty()
-                    && self.prim_chain(c.lambda).is_some()
+                    && self.prog.prim_chain(c.lambda).is_some()
                     && self.nil_perturbation(&t) =>
             {
                 let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, c.lambda);
@@ -195,7 +195,7 @@ impl Interp<'_> {
                 // A transformed primitive has no tangent of its own: its
                 // tangent is a zero, as `bundle` built it.
                 Some(Untransformed::Lambda(l0))
-                    if !primal && c.env.is_empty() && self.prim_chain(l0).is_some() =>
+                    if !primal && c.env.is_empty() && self.prog.prim_chain(l0).is_some() =>
                 {
                     let p = Value::Closure(Rc::new(Closure {
                         lambda: l0,
@@ -282,10 +282,10 @@ impl Interp<'_> {
                 let b = self.zero_memo(&p.1)?;
                 Value::Bundle(Rc::new((a, b)))
             }
-            Value::Closure(c) if c.env.is_empty() && self.prim_chain(c.lambda).is_some() => {
+            Value::Closure(c) if c.env.is_empty() && self.prog.prim_chain(c.lambda).is_some() => {
                 // A transformed primitive: the zero of `T(p)` is `T(())`,
                 // as the tag model gives it, whichever way it was built.
-                let tags = self.prim_chain(c.lambda).unwrap_or_default();
+                let tags = self.prog.prim_chain(c.lambda).unwrap_or_default();
                 let mut z = Value::Nil;
                 for t in tags.iter().rev() {
                     z = match t {
@@ -402,31 +402,12 @@ impl Interp<'_> {
         Ok(r)
     }
 
-    /// The tags that took a primitive to lambda `l` (outermost first), if
-    /// `l` is a chain of transformations of an AD prelude entry.
-    fn prim_chain(&self, mut l: ir::LambdaId) -> Option<Vec<Tag>> {
-        let mut tags = Vec::new();
-        loop {
-            match self.prog.lambdas[l].origin {
-                ir::Origin::Transform { tag, of } => {
-                    tags.push(tag);
-                    l = of;
-                }
-                ir::Origin::PrimTransform { tag, .. } => {
-                    tags.push(tag);
-                    return Some(tags);
-                }
-                _ => return None,
-            }
-        }
-    }
-
     /// A value with no reals that stands for the sensitivity of a
     /// primitive: `()`, tagged `()`s, or a transformed primitive itself.
     fn nil_like(&self, v: &Value) -> bool {
         match v {
             Value::Nil | Value::Prim(_) => true,
-            Value::Closure(c) => c.env.is_empty() && self.prim_chain(c.lambda).is_some(),
+            Value::Closure(c) => c.env.is_empty() && self.prog.prim_chain(c.lambda).is_some(),
             Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => self.nil_like(x),
             Value::Bundle(p) => self.nil_like(&p.0) && self.nil_like(&p.1),
             _ => false,

@@ -248,6 +248,28 @@ impl Program {
             Origin::Source | Origin::Backprop { .. } => None,
         }
     }
+
+    /// The tags that took a primitive to lambda `l` (outermost first), if
+    /// `l` is a chain of transformations of an AD prelude entry: such a
+    /// closure is the transformed primitive itself (its zero is a nil
+    /// tangent, and `bundle` and `tangent` treat it as one), in the
+    /// interpreter and in the flow analysis alike.
+    pub fn prim_chain(&self, mut l: LambdaId) -> Option<Vec<Tag>> {
+        let mut tags = Vec::new();
+        loop {
+            match self.lambdas[l].origin {
+                Origin::Transform { tag, of } => {
+                    tags.push(tag);
+                    l = of;
+                }
+                Origin::PrimTransform { tag, .. } => {
+                    tags.push(tag);
+                    return Some(tags);
+                }
+                Origin::Source | Origin::Backprop { .. } => return None,
+            }
+        }
+    }
 }
 
 impl Rhs {

@@ -167,3 +167,71 @@ mod tests {
         assert!(run(&mut Command::new("/nonexistent/program"), b"", &GENEROUS).is_err());
     }
 }
+
+/// An [`Outcome`] with its output as text, for the tests: a process that
+/// could not start is a run with no status whose standard error says why.
+#[derive(Debug)]
+pub struct Run {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+    pub over_memory: bool,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// True when the process exited normally with status 0.
+    pub fn success(&self) -> bool {
+        !self.timed_out && !self.over_memory && self.status.is_some_and(|s| s.success())
+    }
+
+    /// The exit status, or how the process ended otherwise.
+    pub fn describe_status(&self) -> String {
+        if self.timed_out {
+            return format!("killed after the time limit ({:?})", self.elapsed);
+        }
+        if self.over_memory {
+            return "killed when it passed the memory limit".to_string();
+        }
+        match self.status {
+            Some(s) => match s.code() {
+                Some(c) => format!("exit status {c}"),
+                None => format!("terminated by a signal ({s})"),
+            },
+            None => "did not run".to_string(),
+        }
+    }
+
+    /// Everything the process printed, for failure reports.
+    pub fn transcript(&self) -> String {
+        format!(
+            "--- {} ---\n--- stdout ---\n{}--- stderr ---\n{}--- end ---",
+            self.describe_status(),
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+/// [`run`], with the output as text and a failure to start as a [`Run`].
+pub fn run_text(cmd: &mut Command, stdin: &[u8], limits: &Limits) -> Run {
+    match run(cmd, stdin, limits) {
+        Ok(o) => Run {
+            status: o.status,
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            timed_out: o.timed_out,
+            over_memory: o.over_memory,
+            elapsed: o.elapsed,
+        },
+        Err(e) => Run {
+            status: None,
+            stdout: String::new(),
+            stderr: format!("could not start {:?}: {e}\n", cmd.get_program()),
+            timed_out: false,
+            over_memory: false,
+            elapsed: Duration::ZERO,
+        },
+    }
+}

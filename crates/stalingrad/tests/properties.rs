@@ -50,7 +50,7 @@
 //!   same seed, to reproduce a failure quickly).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use vladgen::{
     gen_function, gen_io_program, gen_point, point_literal, real_literal, Inputs, Options,
@@ -144,35 +144,7 @@ impl Failures {
 /// stack; standard output, or the rendered error (`Err`). A panic of the
 /// interpreter is an `Err` starting with `PANIC`.
 fn eval(text: &str) -> Result<String, String> {
-    let text = text.to_string();
-    let handle = std::thread::Builder::new()
-        .stack_size(1 << 30)
-        .spawn(move || {
-            let mut map = syntax::SourceMap::new();
-            let opts = syntax::expand::Options::default();
-            let ast = syntax::expand::load_source(&mut map, Path::new("gen.vlad"), text, &opts)
-                .map_err(|d| d.render(&map))?;
-            let prog = ir::anf::lower_program(&ast).map_err(|d| d.render(&map))?;
-            let mut input: &[u8] = &[];
-            let mut out = Vec::new();
-            let mut it = interp::Interp::new(prog, &mut input, &mut out);
-            let r = it.run_main(interp::Mode::Run, &map);
-            drop(it);
-            r.map_err(|d| d.render(&map))?;
-            Ok(String::from_utf8_lossy(&out).into_owned())
-        })
-        .expect("spawn interpreter thread");
-    match handle.join() {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Err(format!("PANIC in the interpreter: {msg}"))
-        }
-    }
+    interp::run_text(text.to_string(), Vec::new(), 1 << 30)
 }
 
 /// A printed value, as far as these tests need to read one.
@@ -675,7 +647,7 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
     if !run.success() {
         return Err(ctx(&format!(
             "`stalingrad run` failed ({}):\n{}{}",
-            run.describe(),
+            run.describe_status(),
             run.stdout,
             run.stderr
         )));
@@ -686,7 +658,7 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
         }
         return Err(ctx(&format!(
             "`stalingrad build` failed ({}):\n{}",
-            build.describe(),
+            build.describe_status(),
             build.stderr
         )));
     }
@@ -699,10 +671,10 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
             "the compiled program and `stalingrad run` differ\n\
              --- run: {} ---\n--- run stdout ---\n{}--- run stderr ---\n{}\
              --- compiled: {} ---\n--- compiled stdout ---\n{}--- compiled stderr ---\n{}",
-            run.describe(),
+            run.describe_status(),
             run.stdout,
             run.stderr,
-            native.describe(),
+            native.describe_status(),
             native.stdout,
             native.stderr,
         )));
@@ -713,34 +685,7 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
 // ---------------------------------------------------------------------------
 // (4) robustness
 
-/// How one run of a process ended.
-struct Ran {
-    status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
-    timed_out: bool,
-    /// Killed because its resident memory passed [`MEMORY_LIMIT_KB`].
-    runaway: bool,
-}
-
-impl Ran {
-    fn success(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
-    }
-
-    fn describe(&self) -> String {
-        if self.timed_out {
-            return "timed out".to_string();
-        }
-        if self.runaway {
-            return "used more than 1 GiB".to_string();
-        }
-        match self.status {
-            Some(s) => s.to_string(),
-            None => "could not be waited for".to_string(),
-        }
-    }
-}
+use runner::Run;
 
 const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Resident memory beyond which a run is killed: unbounded non-tail
@@ -749,13 +694,13 @@ const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// `tests/regressions/deep-recursion.vlad`).
 const MEMORY_LIMIT_KB: u64 = 1 << 20;
 
-fn run_binary(args: &[&str], dir: &Path) -> Ran {
+fn run_binary(args: &[&str], dir: &Path) -> Run {
     run_process(Path::new(env!("CARGO_BIN_EXE_stalingrad")), args, dir, b"")
 }
 
 /// Runs `program ARGS...` in `dir` with `stdin` as its standard input,
 /// killing it after [`TIME_LIMIT`] or when it passes [`MEMORY_LIMIT_KB`].
-fn run_process(program: &Path, args: &[&str], dir: &Path, stdin: &[u8]) -> Ran {
+fn run_process(program: &Path, args: &[&str], dir: &Path, stdin: &[u8]) -> Run {
     run_process_capped(program, args, dir, stdin, None)
 }
 
@@ -767,7 +712,7 @@ fn run_process_capped(
     dir: &Path,
     stdin: &[u8],
     cap: Option<u64>,
-) -> Ran {
+) -> Run {
     let mut cmd = match cap {
         None => Command::new(program),
         Some(kib) => runner::capped_command(program, kib),
@@ -777,22 +722,7 @@ fn run_process_capped(
         time: TIME_LIMIT,
         memory_kb: Some(MEMORY_LIMIT_KB),
     };
-    match runner::run(&mut cmd, stdin, &limits) {
-        Ok(o) => Ran {
-            status: o.status,
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-            timed_out: o.timed_out,
-            runaway: o.over_memory,
-        },
-        Err(e) => Ran {
-            status: None,
-            stdout: String::new(),
-            stderr: format!("could not start {}: {e}", program.display()),
-            timed_out: false,
-            runaway: false,
-        },
-    }
+    runner::run_text(&mut cmd, stdin, &limits)
 }
 
 /// Whether the first line of standard error is a clean diagnostic:
@@ -858,16 +788,16 @@ impl Tally {
 /// Returns whether it finished (so its output can be compared).
 fn check_ending(
     label: &str,
-    r: &Ran,
+    r: &Run,
     cmd: &str,
     diverging_ok: bool,
-    fail: &dyn Fn(&str, &Ran, &str) -> String,
+    fail: &dyn Fn(&str, &Run, &str) -> String,
     failures: &mut Failures,
     tally: &mut Tally,
 ) -> bool {
     tally.runs += 1;
-    if r.runaway || r.timed_out {
-        let why = if r.runaway {
+    if r.over_memory || r.timed_out {
+        let why = if r.over_memory {
             "used more than 1 GiB (runaway recursion?)"
         } else {
             "timed out"
@@ -944,7 +874,7 @@ fn check_input(
     let run = run_binary(&["run", "input.vlad", "-I", &examples], dir);
     let shown = String::from_utf8_lossy(text);
     let shown: String = shown.chars().take(4000).collect();
-    let fail = |cmd: &str, r: &Ran, why: &str| {
+    let fail = |cmd: &str, r: &Run, why: &str| {
         format!(
             "{label}: `{cmd}` {why}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- input ---\n{shown}",
             r.stdout.chars().take(2000).collect::<String>(),
@@ -1044,10 +974,10 @@ fn check_input(
          --- run: {} ---\n--- run stdout ---\n{}--- run stderr ---\n{}\
          --- compiled: {} ---\n--- compiled stdout ---\n{}--- compiled stderr ---\n{}\
          --- input ---\n{shown}",
-        run.describe(),
+        run.describe_status(),
         run.stdout,
         run.stderr,
-        native.describe(),
+        native.describe_status(),
         native.stdout,
         native.stderr,
     ));
@@ -1060,12 +990,12 @@ fn check_input(
 /// track the dynamic call chain that the interpreter uses to place errors
 /// raised inside a callee's parameter pattern or inside library code at the
 /// user's call.
-fn known_difference(run: &Ran, native: &Ran) -> Option<&'static str> {
-    let code = |r: &Ran| r.status.and_then(|s| s.code());
+fn known_difference(run: &Run, native: &Run) -> Option<&'static str> {
+    let code = |r: &Run| r.status.and_then(|s| s.code());
     if code(run) != code(native) || code(run) == Some(0) || run.stdout != native.stdout {
         return None;
     }
-    let message = |r: &Ran| {
+    let message = |r: &Run| {
         let first = r.stderr.lines().next().unwrap_or("");
         first.find("error: ").map(|i| first[i..].to_string())
     };

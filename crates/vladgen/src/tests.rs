@@ -1,5 +1,4 @@
 use super::*;
-use std::path::Path;
 
 /// Parses, expands and runs `text` with the reference interpreter,
 /// returning standard output or the rendered error.
@@ -9,27 +8,7 @@ fn run(text: &str) -> Result<String, String> {
 
 /// [`run`] with `stdin` as standard input.
 fn run_with_input(text: &str, stdin: &str) -> Result<String, String> {
-    let text = text.to_string();
-    let stdin = stdin.to_string();
-    std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || {
-            let mut map = syntax::SourceMap::new();
-            let opts = syntax::expand::Options::default();
-            let ast = syntax::expand::load_source(&mut map, Path::new("gen.vlad"), text, &opts)
-                .map_err(|d| d.render(&map))?;
-            let prog = ir::anf::lower_program(&ast).map_err(|d| d.render(&map))?;
-            let mut input: &[u8] = stdin.as_bytes();
-            let mut out = Vec::new();
-            let mut it = interp::Interp::new(prog, &mut input, &mut out);
-            let r = it.run_main(interp::Mode::Run, &map);
-            drop(it);
-            r.map_err(|d| d.render(&map))?;
-            Ok(String::from_utf8_lossy(&out).into_owned())
-        })
-        .unwrap()
-        .join()
-        .unwrap()
+    interp::run_text(text.to_string(), stdin.as_bytes().to_vec(), 256 << 20)
 }
 
 #[test]

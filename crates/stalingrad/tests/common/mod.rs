@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::Command;
 use std::time::Duration;
 
 /// The repository root (two levels above this crate's manifest).
@@ -109,45 +109,8 @@ pub fn header_args(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The result of one run of the binary.
-pub struct Run {
-    pub status: Option<ExitStatus>,
-    pub stdout: String,
-    pub stderr: String,
-    pub timed_out: bool,
-    pub elapsed: Duration,
-}
-
-impl Run {
-    /// True when the process exited normally with status 0.
-    pub fn success(&self) -> bool {
-        !self.timed_out && self.status.is_some_and(|s| s.success())
-    }
-
-    /// The exit code, or a description of how the process ended otherwise.
-    pub fn describe_status(&self) -> String {
-        if self.timed_out {
-            return format!("killed after the time limit ({:?})", self.elapsed);
-        }
-        match self.status {
-            Some(s) => match s.code() {
-                Some(c) => format!("exit status {c}"),
-                None => format!("terminated by a signal ({s})"),
-            },
-            None => "did not run".to_string(),
-        }
-    }
-
-    /// Everything the process printed, for failure reports.
-    pub fn transcript(&self) -> String {
-        format!(
-            "--- {} ---\n--- stdout ---\n{}--- stderr ---\n{}--- end ---",
-            self.describe_status(),
-            self.stdout,
-            self.stderr
-        )
-    }
-}
+/// The result of one run of a process.
+pub use runner::Run;
 
 /// The time limit for one run: `STALINGRAD_TEST_TIMEOUT` seconds, default 300.
 pub fn time_limit() -> Duration {
@@ -168,7 +131,7 @@ pub fn run_stalingrad(args: &[String], stdin: Option<&[u8]>) -> Run {
 pub fn run_program(program: &Path, args: &[String], stdin: Option<&[u8]>) -> Run {
     let mut cmd = Command::new(program);
     cmd.args(args);
-    run_command(cmd, program, stdin)
+    run_command(cmd, stdin)
 }
 
 /// [`run_program`] with the address space of the process capped at
@@ -176,7 +139,7 @@ pub fn run_program(program: &Path, args: &[String], stdin: Option<&[u8]>) -> Run
 pub fn run_program_capped(program: &Path, args: &[String], stdin: Option<&[u8]>, kib: u64) -> Run {
     let mut cmd = runner::capped_command(program, kib);
     cmd.args(args);
-    run_command(cmd, program, stdin)
+    run_command(cmd, stdin)
 }
 
 /// `stalingrad build SRC -o EXE`.
@@ -192,28 +155,13 @@ pub fn build_to(src: &str, exe: &Path) -> Run {
     )
 }
 
-fn run_command(mut cmd: Command, program: &Path, stdin: Option<&[u8]>) -> Run {
+fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
     cmd.current_dir(repo_root()).env_remove("RUST_BACKTRACE");
     let limits = runner::Limits {
         time: time_limit(),
         memory_kb: None,
     };
-    match runner::run(&mut cmd, stdin.unwrap_or(&[]), &limits) {
-        Ok(o) => Run {
-            status: o.status,
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-            timed_out: o.timed_out,
-            elapsed: o.elapsed,
-        },
-        Err(e) => Run {
-            status: None,
-            stdout: String::new(),
-            stderr: format!("could not start {}: {e}\n", program.display()),
-            timed_out: false,
-            elapsed: Duration::ZERO,
-        },
-    }
+    runner::run_text(&mut cmd, stdin.unwrap_or(&[]), &limits)
 }
 
 /// The standard input for a program: the contents of its `.in` sibling.

@@ -1,0 +1,144 @@
+//! The primitives on abstract values: the compile-time twin of
+//! `interp/src/prims.rs`, over the same scalar semantics (`ir::Prim`) and
+//! messages. A primitive whose argument's parts are all known is folded to
+//! its result; otherwise the result is the widest value of its kind.
+
+use super::{Op, Ops};
+use crate::domain::{Av, AvId};
+use ir::{Expects, Prim, PrimKind, Scalar, Tag};
+
+impl Ops {
+    fn has_tag(&self, v: AvId, tag: Tag) -> bool {
+        match self.dom.get(v) {
+            Av::Closure(l, _) => self.prog.lambda_tag(*l) == Some(tag),
+            Av::Wrap(t, _) => *t == tag,
+            Av::Bundle(..) => tag == Tag::Forward,
+            _ => false,
+        }
+    }
+
+    /// An untagged primitive applied to an abstract argument.
+    pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        // Arithmetic, comparisons and predicates look at their argument,
+        // or at the two parts of a pair argument. (`write` prints any
+        // value; the AD operations handle unions, or record the ones they
+        // cannot, themselves.)
+        if p.kind() != PrimKind::Ad && p != Prim::Write {
+            let name = "a primitive";
+            self.hit(name, arg);
+            if let Av::Pair(a, b) = self.dom.get(arg).clone() {
+                self.hit(name, a);
+                self.hit(name, b);
+            }
+            if self.union_hit.get().is_some() {
+                return Ok(bottom);
+            }
+        }
+        let describe = |s: &Self| s.describe(arg);
+        let reals2 = |s: &Self| -> Op<Option<(Option<f64>, Option<f64>)>> {
+            match s.dom.get(arg) {
+                Av::Pair(a, b) => match (s.dom.get(*a), s.dom.get(*b)) {
+                    (Av::Real(x), Av::Real(y)) => {
+                        Ok(Some((x.map(f64::from_bits), y.map(f64::from_bits))))
+                    }
+                    (Av::Bottom, _) | (_, Av::Bottom) => Ok(None),
+                    _ => Err(p.expects(Expects::TwoReals, &describe(s))),
+                },
+                _ => Err(p.expects(Expects::TwoReals, &describe(s))),
+            }
+        };
+        let real1 = |s: &Self| -> Op<Option<Option<f64>>> {
+            match s.dom.get(arg) {
+                Av::Real(x) => Ok(Some(x.map(f64::from_bits))),
+                _ => Err(p.expects(Expects::Real, &describe(s))),
+            }
+        };
+        let pair2 = |s: &Self| -> Op<(AvId, AvId)> {
+            match s.dom.get(arg) {
+                Av::Pair(a, b) => Ok((*a, *b)),
+                _ => Err(p.expects(Expects::TwoArguments, &describe(s))),
+            }
+        };
+        Ok(match p.kind() {
+            PrimKind::Binary | PrimKind::Compare => {
+                let Some((x, y)) = reals2(self)? else {
+                    return Ok(bottom);
+                };
+                match (x, y) {
+                    (Some(x), Some(y)) => match p.scalar() {
+                        Some(Scalar::Bin(op)) => self.dom.real(op.apply(x, y)),
+                        Some(Scalar::Cmp(op)) => self.dom.boolean(Some(op.apply(x, y))),
+                        _ => return Err(format!("internal error: `{p}` is not binary")),
+                    },
+                    _ if p.kind() == PrimKind::Binary => self.dom.any_real(),
+                    _ => self.dom.boolean(None),
+                }
+            }
+            PrimKind::Unary => match real1(self)? {
+                Some(Some(x)) => match p.scalar() {
+                    Some(Scalar::Un(op)) => self.dom.real(op.apply(x)),
+                    _ => return Err(format!("internal error: `{p}` is not unary")),
+                },
+                _ => self.dom.any_real(),
+            },
+            PrimKind::Predicate => {
+                let a = self.dom.get(arg).clone();
+                let known = |b: bool| Some(b);
+                let r = match p {
+                    Prim::IsZero | Prim::IsPositive | Prim::IsNegative => match real1(self)? {
+                        Some(Some(x)) => known(match p {
+                            Prim::IsZero => x == 0.0,
+                            Prim::IsPositive => x > 0.0,
+                            _ => x < 0.0,
+                        }),
+                        _ => None,
+                    },
+                    Prim::IsNull => known(matches!(a, Av::Nil)),
+                    Prim::IsBoolean => known(matches!(a, Av::Bool(_))),
+                    Prim::IsReal => known(matches!(a, Av::Real(_))),
+                    Prim::IsPair => known(matches!(a, Av::Pair(..))),
+                    Prim::IsProcedure => known(matches!(a, Av::Closure(..) | Av::Prim(_))),
+                    Prim::IsPerturbation => known(self.has_tag(arg, Tag::Perturb)),
+                    Prim::IsForward => known(self.has_tag(arg, Tag::Forward)),
+                    Prim::IsSensitivity => known(self.has_tag(arg, Tag::Sensitize)),
+                    _ => known(self.has_tag(arg, Tag::Reverse)),
+                };
+                self.dom.boolean(r)
+            }
+            PrimKind::Control => match p {
+                // `real` hides its argument's value from the compiler.
+                Prim::Real => match real1(self)? {
+                    Some(_) => self.dom.any_real(),
+                    None => bottom,
+                },
+                Prim::WriteReal => match real1(self)? {
+                    Some(_) => arg,
+                    None => bottom,
+                },
+                Prim::Write => arg,
+                Prim::ReadReal => self.dom.any_real(),
+                _ => unreachable!("if-procedure is applied by `if_procedure`"),
+            },
+            PrimKind::Ad => match p {
+                Prim::Zero => self.zero(arg),
+                Prim::Plus => {
+                    let (a, b) = pair2(self)?;
+                    self.plus(a, b)?
+                }
+                Prim::Perturb => self.tag_wrap(Tag::Perturb, arg),
+                Prim::Sensitize => self.tag_wrap(Tag::Sensitize, arg),
+                Prim::StarJ => self.tag_wrap(Tag::Reverse, arg),
+                Prim::Unperturb => self.tag_unwrap(Tag::Perturb, arg)?,
+                Prim::Unsensitize => self.tag_unwrap(Tag::Sensitize, arg)?,
+                Prim::StarJInverse => self.tag_unwrap(Tag::Reverse, arg)?,
+                Prim::Bundle => {
+                    let (a, b) = pair2(self)?;
+                    self.bundle(a, b)?
+                }
+                Prim::Primal => self.forward_half(arg, true)?,
+                _ => self.forward_half(arg, false)?,
+            },
+        })
+    }
+}
