@@ -22,9 +22,12 @@
 //!   a backpropagator lambda that accumulates sensitivities with `plus` in
 //!   reverse order and returns `(sensitize (cons df dx))`, `df` being the
 //!   closure-shaped sensitivity of the lambda's free variables.
+//! - A procedure made by `custom-*j` ([`ir::Origin::Custom`]) has the
+//!   user's derivative as its reverse transform (`custom.rs`).
 //! - [`prim_transform`] gives the transformed primitives, closed lambdas
 //!   written in VLAD in `prelude.vlad`.
 
+mod custom;
 mod prelude;
 mod retag;
 mod reverse;
@@ -92,7 +95,9 @@ pub fn transform(prog: &mut Program, memo: &mut AdMemo, tag: Tag, l: LambdaId) -
 fn transform_one(prog: &mut Program, memo: &mut AdMemo, tag: Tag, l: LambdaId) -> LambdaId {
     memo.lambdas_transformed += 1;
     match tag {
-        Tag::Reverse => reverse::reverse(prog, memo, l),
+        Tag::Reverse => {
+            custom::reverse(prog, memo, l).unwrap_or_else(|| reverse::reverse(prog, memo, l))
+        }
         _ => retag::retag(prog, memo, tag, l),
     }
 }

@@ -368,9 +368,10 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Lam
     })
 }
 
-/// The backpropagator body under construction.
-struct Backward {
-    body: Vec<Binding>,
+/// The backpropagator body under construction (also the emitter of the
+/// custom reverse transform, `custom.rs`).
+pub(crate) struct Backward {
+    pub(crate) body: Vec<Binding>,
     /// Primal variable to the variable holding its sensitivity so far.
     cur: HashMap<Var, Var>,
     /// Variables bound to constants: their sensitivities are not wanted.
@@ -380,7 +381,16 @@ struct Backward {
 }
 
 impl Backward {
-    fn emit(&mut self, prog: &mut Program, name: &str, rhs: Rhs) -> Var {
+    pub(crate) fn new() -> Backward {
+        Backward {
+            body: Vec::new(),
+            cur: HashMap::new(),
+            consts: HashSet::new(),
+            prims: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn emit(&mut self, prog: &mut Program, name: &str, rhs: Rhs) -> Var {
         let v = prog.new_var(name);
         self.body.push(Binding {
             var: v,
@@ -390,7 +400,7 @@ impl Backward {
         v
     }
 
-    fn prim(&mut self, prog: &mut Program, p: Prim) -> Var {
+    pub(crate) fn prim(&mut self, prog: &mut Program, p: Prim) -> Var {
         if let Some(v) = self.prims.get(&p) {
             return *v;
         }
@@ -403,7 +413,7 @@ impl Backward {
         v
     }
 
-    fn call(&mut self, prog: &mut Program, p: Prim, arg: Var) -> Var {
+    pub(crate) fn call(&mut self, prog: &mut Program, p: Prim, arg: Var) -> Var {
         let f = self.prim(prog, p);
         self.emit(prog, "t", Rhs::App { f, arg })
     }
@@ -433,7 +443,7 @@ impl Backward {
 
     /// `(sensitize (zero (*j-inverse rx)))`: a zero sensitivity shaped like
     /// the primal value whose reverse value is `rx`.
-    fn zero_sens(&mut self, prog: &mut Program, rx: Var) -> Var {
+    pub(crate) fn zero_sens(&mut self, prog: &mut Program, rx: Var) -> Var {
         let a = self.call(prog, Prim::StarJInverse, rx);
         let b = self.call(prog, Prim::Zero, a);
         self.call(prog, Prim::Sensitize, b)

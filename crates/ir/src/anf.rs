@@ -12,6 +12,10 @@ use crate::prim::Prim;
 use syntax::ast::{self, Datum, Expr, Pattern};
 use syntax::{Diagnostic, Span};
 
+/// The name of the procedure `custom-*j` returns, in `stdlib.vlad`; its
+/// free variables `f` and `fr` are the procedure and its derivative.
+pub const CUSTOM_PROCEDURE: &str = "custom-procedure";
+
 type Result<T> = std::result::Result<T, Diagnostic>;
 
 /// Converts a whole expanded program.
@@ -417,16 +421,37 @@ impl Lowerer<'_> {
             body = pro;
         }
         let free = free_vars(param, &body, result);
+        let origin = self.custom_origin(l, &free).unwrap_or(Origin::Source);
         Ok(self.prog.lambdas.push(Lambda {
             param,
             body,
             result,
             free,
             group: None,
-            origin: Origin::Source,
+            origin,
             name: l.name.clone(),
             span: Some(l.span),
         }))
+    }
+
+    /// The procedure the standard library's `custom-*j` returns is marked
+    /// here, where its free variables get their slots: it is ordinary
+    /// code (so the interpreter, the analysis and lowering need nothing
+    /// new) except that crate `ad` gives it the user's reverse transform.
+    /// Only the library (file 0) can define it, so no user lambda of the
+    /// same name is mistaken for it.
+    fn custom_origin(&self, l: &ast::Lambda, free: &[Var]) -> Option<Origin> {
+        if l.span.file != syntax::FileId(0) || l.name.as_deref() != Some(CUSTOM_PROCEDURE) {
+            return None;
+        }
+        let slot = |name: &str| {
+            let i = free.iter().position(|v| self.prog.var_name(*v) == name)?;
+            u32::try_from(i).ok()
+        };
+        Some(Origin::Custom {
+            f: slot("f")?,
+            fr: slot("fr")?,
+        })
     }
 
     fn letrec(&mut self, bs: &[ast::RecBinding], out: &mut Vec<Binding>) -> Result<()> {

@@ -112,6 +112,14 @@ pub enum Origin {
     Backprop {
         of: LambdaId,
     },
+    /// The procedure `(custom-*j f fr)` returns (VLAD.md 6.5): it applies
+    /// `f`, whose closure is environment slot `f`, and its reverse
+    /// transform applies `fr`, slot `fr`, instead of differentiating the
+    /// code (crate `ad`, `custom.rs`).
+    Custom {
+        f: u32,
+        fr: u32,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -245,7 +253,7 @@ impl Program {
     pub fn lambda_tag(&self, l: LambdaId) -> Option<Tag> {
         match self.lambdas[l].origin {
             Origin::Transform { tag, .. } | Origin::PrimTransform { tag, .. } => Some(tag),
-            Origin::Source | Origin::Backprop { .. } => None,
+            Origin::Source | Origin::Backprop { .. } | Origin::Custom { .. } => None,
         }
     }
 
@@ -266,7 +274,7 @@ impl Program {
                     tags.push(tag);
                     return Some(tags);
                 }
-                Origin::Source | Origin::Backprop { .. } => return None,
+                Origin::Source | Origin::Backprop { .. } | Origin::Custom { .. } => return None,
             }
         }
     }

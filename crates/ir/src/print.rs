@@ -82,6 +82,7 @@ fn origin(o: &Origin) -> String {
         Origin::Transform { tag, of } => format!("{} of {}", tag.name(), of),
         Origin::PrimTransform { tag, prim } => format!("{} of primitive {}", tag.name(), prim),
         Origin::Backprop { of } => format!("backpropagator of {}", of),
+        Origin::Custom { f, fr } => format!("custom derivative (procedure #{f}, derivative #{fr})"),
     }
 }
 

@@ -124,3 +124,17 @@ fn reverse_mode_through_loops_of_run_time_length_has_a_tape() {
         check(&files, false);
     });
 }
+
+/// A fixed-point iteration of run-time length with a custom derivative
+/// (implicit differentiation) needs no tape: the custom backpropagator
+/// runs another iteration instead of replaying the primal's. The same
+/// iteration differentiated through every step needs one, so the check
+/// can fail.
+#[test]
+fn a_custom_derivative_of_a_fixed_point_needs_no_tape() {
+    run(|| {
+        let r = root().join("tests/custom");
+        check(&[r.join("fixed-point-gradient.vlad")], true);
+        check(&[r.join("fixed-point.vlad")], false);
+    });
+}

@@ -82,6 +82,8 @@ struct Runner {
     built: HashMap<String, Option<PathBuf>>,
     /// Names this runner's binaries (0: not yet given).
     id: usize,
+    /// Where its programs are, under `tests/` (`complexity` when empty).
+    dir: &'static str,
 }
 
 impl Drop for Runner {
@@ -93,12 +95,21 @@ impl Drop for Runner {
 }
 
 impl Runner {
+    fn path(&self, program: &str) -> PathBuf {
+        let dir = if self.dir.is_empty() {
+            "complexity"
+        } else {
+            self.dir
+        };
+        repo_root().join("tests").join(dir).join(program)
+    }
+
     /// The binary of `program` built with counters.
     fn binary(&mut self, program: &str, failures: &mut Failures) -> Option<PathBuf> {
         if let Some(exe) = self.built.get(program) {
             return exe.clone();
         }
-        let path = repo_root().join("tests").join("complexity").join(program);
+        let path = self.path(program);
         // Tests run side by side: each runner has binaries of its own.
         static RUNNERS: AtomicUsize = AtomicUsize::new(0);
         if self.id == 0 {
@@ -138,8 +149,20 @@ impl Runner {
         expected_stdout: Option<&str>,
         failures: &mut Failures,
     ) -> Option<(Counts, String)> {
-        let path = repo_root().join("tests").join("complexity").join(program);
-        let input = format!("{n}\n");
+        self.measure_input(mode, program, &format!("{n}\n"), expected_stdout, failures)
+    }
+
+    /// [`Runner::measure`] with any standard input.
+    fn measure_input(
+        &mut self,
+        mode: Mode,
+        program: &str,
+        input: &str,
+        expected_stdout: Option<&str>,
+        failures: &mut Failures,
+    ) -> Option<(Counts, String)> {
+        let n = input.trim();
+        let path = self.path(program);
         let run = match mode {
             Mode::Interpreted => {
                 let args = vec![
@@ -173,7 +196,7 @@ impl Runner {
         match parse_counts(&run.stderr) {
             Ok(c) => {
                 println!(
-                    "{program:24} {mode:11?} n = {n:5}: arithmetic {:8}  zero {:6}  plus {:6}  transform {:6}  ({:?})",
+                    "{program:24} {mode:11?} n = {n:>5}: arithmetic {:8}  zero {:6}  plus {:6}  transform {:6}  ({:?})",
                     c.arithmetic_total, c.zero, c.plus, c.transform, run.elapsed
                 );
                 Some((c, run.stdout))
@@ -544,4 +567,75 @@ fn grow_headers_parse() {
     assert!(grows_linearly(&[100, 200, 400], &[10, 20, 40]));
     assert!(grows_linearly(&[100, 200, 400], &[5, 5, 5]));
     assert!(!grows_linearly(&[100, 200, 400], &[10, 40, 160]));
+}
+
+/// A fixed-point iteration with a custom derivative (implicit
+/// differentiation, `tests/complexity/custom-fixed-point.vlad`): its
+/// reverse pass costs the same whatever the number of iterations, which
+/// grows as the tolerance shrinks; the same iteration differentiated
+/// through every step costs more with more steps.
+#[test]
+fn custom_fixed_point_reverse_pass_is_independent_of_iterations() {
+    let mut failures = Failures::default();
+    let mut runner = Runner::default();
+    runner.dir = "custom";
+    let program = "fixed-point.vlad";
+    let mut checks = 0;
+    for mode in MODES {
+        let mut measure = |what: u32, tolerance: &str| {
+            let input = format!("{what} {tolerance} 2\n");
+            runner
+                .measure_input(mode, program, &input, None, &mut failures)
+                .map(|(c, _)| c)
+        };
+        let (coarse, fine) = ("1e-2", "1e-14");
+        let runs = (
+            measure(0, coarse),
+            measure(0, fine),
+            measure(1, coarse),
+            measure(1, fine),
+            measure(2, coarse),
+            measure(2, fine),
+        );
+        let (Some(p1), Some(p2), Some(c1), Some(c2), Some(t1), Some(t2)) = runs else {
+            continue;
+        };
+        checks += 1;
+        // What more iterations add to each run. Compiled code may fold
+        // some primal operations differently inside the derivative, so
+        // the reverse pass is judged by its growth, not its size: it must
+        // add nothing beyond the primal's growth.
+        let growth = |a: Counts, b: Counts| {
+            (
+                b.arithmetic_total as i64 - a.arithmetic_total as i64,
+                b.structural() as i64 - a.structural() as i64,
+            )
+        };
+        let (primal, custom, through) = (growth(p1, p2), growth(c1, c2), growth(t1, t2));
+        println!(
+            "{mode:?}: from tolerance {coarse} to {fine}, (arithmetic, structural) grows by \
+             {primal:?} in the primal, {custom:?} with the custom derivative, {through:?} \
+             differentiated through every iteration"
+        );
+        if primal.0 <= 0 {
+            failures.add(format!(
+                "{mode:?}: the primal iteration should take more steps at tolerance {fine} \
+                 than at {coarse}: its operations grow by {primal:?}"
+            ));
+        }
+        if custom.0 > primal.0 || custom.1 > primal.1 {
+            failures.add(format!(
+                "{mode:?}: with the custom derivative the gradient's operations grow by \
+                 {custom:?} when the primal's grow by {primal:?}: the reverse pass must not \
+                 depend on the number of iterations"
+            ));
+        }
+        if through.0 <= primal.0 {
+            failures.add(format!(
+                "{mode:?}: differentiated through every iteration, the gradient's operations \
+                 should grow faster than the primal's: {through:?} against {primal:?}"
+            ));
+        }
+    }
+    failures.finish("custom fixed point in both modes", checks);
 }

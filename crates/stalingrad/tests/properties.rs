@@ -367,8 +367,15 @@ fn gradients_forward_reverse_and_finite_differences_agree() {
         };
         // The plain program: gradients, then the finite-difference points.
         let hs: Vec<f64> = x.iter().map(|xi| 1e-6 * xi.abs().max(1.0)).collect();
+        // Custom derivatives that are correct by construction must give
+        // the same gradient (VLAD.md 6.5): one by forward mode, one that
+        // is f's own reverse transform.
         let mut body = format!(
-            "(f {p})\n((gradient-F f) {p})\n((gradient-R f) {p})\n",
+            "(define vg-custom-f (custom-vjp f (lambda (x dy) \
+             (map (lambda (g) (* dy g)) ((gradient-F f) x)))))\n\
+             (define vg-custom-j (custom-*j f (lambda (xr) ((*j f) xr))))\n\
+             (f {p})\n((gradient-F f) {p})\n((gradient-R f) {p})\n\
+             ((gradient-R vg-custom-f) {p})\n((gradient-R vg-custom-j) {p})\n",
             p = point_literal(&x)
         );
         let mut fd_points = Vec::new();
@@ -392,10 +399,18 @@ fn gradients_forward_reverse_and_finite_differences_agree() {
             let fx = lines.first()?.real()?;
             let gf = lines.get(1)?.reals()?;
             let gr = lines.get(2)?.reals()?;
-            let fd: Vec<f64> = lines[3..].iter().map(Out::real).collect::<Option<_>>()?;
-            (fd.len() == 2 * n && gf.len() == n && gr.len() == n).then_some((fx, gf, gr, fd))
+            let gcf = lines.get(3)?.reals()?;
+            let gcj = lines.get(4)?.reals()?;
+            let fd: Vec<f64> = lines[5..].iter().map(Out::real).collect::<Option<_>>()?;
+            (fd.len() == 2 * n && gf.len() == n && gr.len() == n).then_some((
+                fx,
+                gf,
+                gr,
+                [gcf, gcj],
+                fd,
+            ))
         })();
-        let Some((fx, gf, gr, fvals)) = parsed else {
+        let Some((fx, gf, gr, customs, fvals)) = parsed else {
             failures.add(ctx(&format!("unexpected output:\n{out}"), &text));
             continue;
         };
@@ -407,6 +422,13 @@ fn gradients_forward_reverse_and_finite_differences_agree() {
         if !all_close(&gf, &gr, 1e-9, 1e-12) {
             failures.add(ctx(
                 &format!("gradient-F {gf:?} != gradient-R {gr:?}"),
+                &text,
+            ));
+            continue;
+        }
+        if let Some(gc) = customs.iter().find(|gc| !all_close(gc, &gr, 1e-9, 1e-12)) {
+            failures.add(ctx(
+                &format!("gradient-R through a custom derivative {gc:?} != gradient-R {gr:?}"),
                 &text,
             ));
             continue;
