@@ -31,8 +31,10 @@ use syntax::{Diagnostic, FileId, SourceMap};
 pub const LONG_ABOUT: &str = "\
 Read VLAD expressions and definitions, evaluate each with the reference \
 interpreter and print its value as `stalingrad run` does. Definitions persist \
-for the rest of the session (a new definition of a name replaces the old one); \
-a form may span several lines. An error is reported and the session goes on; \
+for the rest of the session, as if all were in one file: a new definition \
+of a name replaces the old one wherever it is used, so procedures see the \
+newest definition, but a value definition cannot use the value it replaces. \
+A form may span several lines. An error is reported and the session goes on; \
 an input that fails adds no definition. `read-real` has no input in the REPL.
 
 At a terminal there is line editing and a history (kept in \
@@ -186,7 +188,10 @@ impl Session {
         all.extend(forms);
         let ast = syntax::expand::expand_forms(&self.map, &all)?;
         // The statements of what the session already ran, which run again
-        // quietly: the items before the first one from the new forms. The
+        // quietly: the items before the first value definition or
+        // expression from the new forms (value definitions and expressions
+        // keep their order; a group of procedures, old or new, may be
+        // placed anywhere before its first use, and prints nothing). The
         // map only grows, so the new forms' files are the highest.
         let quiet = match all[old..].iter().map(|d| d.span.file).min() {
             Some(first_new) => {
@@ -194,7 +199,7 @@ impl Session {
                     TopItem::Define { span, .. } | TopItem::Show { span, .. } => {
                         span.file >= first_new
                     }
-                    TopItem::Rec(bs) => bs.iter().any(|b| b.span.file >= first_new),
+                    TopItem::Rec(_) => false,
                 };
                 let before = syntax::ast::Program {
                     items: ast

@@ -125,6 +125,10 @@ fn output_of_a_definition_is_seen_once() {
     // was seen when they were entered.
     let run = repl("(define y (write-real 5))\ny\n(+ y 1)\n");
     assert_ok(&run, "5\n5\n6\n");
+    // Also when a procedure it uses is redefined, which places that
+    // procedure's new definition before it.
+    let run = repl("(define (g x) x)\n(define y (write-real (g 5)))\n(define (g x) (* 2 x))\ny\n");
+    assert_ok(&run, "5\n10\n");
 }
 
 #[test]
