@@ -149,6 +149,27 @@ fn load_runs_a_file_and_keeps_its_definitions() {
 }
 
 #[test]
+fn includes_are_found_from_the_current_directory_and_with_dash_i() {
+    let input = "(include \"vectors\")\n(vsum '(1 2 3))\n(mean '(2 4))\n";
+    let run = run_stalingrad(
+        &args(&["repl", "-I", "examples/lib"]),
+        Some(input.as_bytes()),
+    );
+    assert_ok(&run, "6\n3\n");
+    let run = repl("(include \"examples/lib/vectors\")\n(vsum '(1 2 3))\n");
+    assert_ok(&run, "6\n");
+    let run = repl("(include \"no-such-library\")\n(+ 1 2)\n");
+    assert_clean(&run);
+    assert_eq!(run.stdout, "3\n", "{}", run.transcript());
+    assert!(
+        run.stderr
+            .contains("<stdin>:1:1: error: cannot find included file `no-such-library.vlad`"),
+        "{}",
+        run.transcript()
+    );
+}
+
+#[test]
 fn emit_prints_what_build_prints() {
     let defs = "(define (f x) (* x x))\n(define (g x) ((derivative-R f) x))\n";
     let expr = "(g 3)";
