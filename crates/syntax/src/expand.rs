@@ -170,10 +170,11 @@ pub fn library_map() -> SourceMap {
 /// Expands top-level forms already read (and spliced by
 /// [`splice_includes`]) with the standard library, as [`load_program`]
 /// does for a file: a REPL keeps the forms of its session and expands them
-/// with each new input. `map` must come from [`library_map`]. A `===>` only attaches to an expression of the
-/// same file. Expands on the caller's thread, so that thread needs a
-/// stack like the driver's (expansion recurses once per nesting level, up
-/// to [`reader::MAX_DEPTH`]).
+/// with each new input. `map` must come from [`library_map`]. A `===>`
+/// only attaches to an expression of the same file. Expands on the
+/// caller's thread, so that thread needs a stack like the driver's
+/// (expansion recurses once per nesting level, up to
+/// [`reader::MAX_DEPTH`]).
 pub fn expand_forms(map: &SourceMap, forms: &[Sexp]) -> Result<Program, Diagnostic> {
     let lib_id = FileId(0);
     if map.is_empty() || map.path(lib_id) != Path::new("<stdlib>") {
