@@ -172,6 +172,11 @@ pub struct Interp<'io> {
     depth: usize,
     /// Words read from input but not yet consumed.
     pending: std::collections::VecDeque<String>,
+    /// The first this many top-level statements print nothing: a REPL
+    /// runs its session's definitions again with each input, and their
+    /// `write-real`s were seen the first time.
+    pub quiet_stmts: usize,
+    quiet: bool,
 }
 
 impl<'io> Interp<'io> {
@@ -188,6 +193,8 @@ impl<'io> Interp<'io> {
             pending: Default::default(),
             depth: 0,
             values: Default::default(),
+            quiet_stmts: 0,
+            quiet: false,
         }
     }
 
@@ -216,7 +223,8 @@ impl<'io> Interp<'io> {
         let main = std::mem::take(&mut self.prog.main);
         let mut report = TestReport::default();
         let result = (|| -> std::result::Result<(), Diagnostic> {
-            for st in &main {
+            for (i, st) in main.iter().enumerate() {
+                self.quiet = i < self.quiet_stmts;
                 match st {
                     Stmt::Bind(b) => {
                         let v = self
@@ -259,11 +267,15 @@ impl<'io> Interp<'io> {
             Ok(())
         })();
         self.prog.main = main;
+        self.quiet = false;
         let _ = self.out.flush();
         result.map(|_| report)
     }
 
     pub(crate) fn emit(&mut self, s: &str) -> Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
         self.out.write_all(s.as_bytes()).or_else(|e| {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 Ok(())

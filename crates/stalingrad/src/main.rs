@@ -5,7 +5,9 @@
 //! `build` compiles through the flow analysis and lowering (crate `lower`)
 //! and code generation (crate `codegen`) to an executable linked by the
 //! system `cc` with the embedded runtime, or prints a stage (`--emit=anf`,
-//! `ir`, `clif`) or writes the object file (`--emit=obj`). Every failure is a
+//! `ir`, `clif`) or writes the object file (`--emit=obj`). `repl` is a
+//! read-eval-print loop over the interpreter (module [`repl`]);
+//! `completions` and `help` describe the tool itself. Every failure is a
 //! [`syntax::Diagnostic`] printed as `file:line:col: error: ...` with a
 //! non-zero exit, never a panic.
 
@@ -27,15 +29,24 @@ Examples:
   stalingrad build prog.vlad -o prog            compile to a native executable
   stalingrad build prog.vlad -o prog && ./prog  compile to a native executable
   stalingrad build --emit=flow prog.vlad        show what the flow analysis found
+  stalingrad repl                               try expressions interactively
+  stalingrad help tutorial                      where the manual starts
 
 A tiny program (gradient.vlad):
   (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
   ((gradient-R f) '(3 4))   ===> (24 9)";
 
 mod output;
+mod repl;
 
 #[derive(Parser, Clone)]
-#[command(name = "stalingrad", version, about = ABOUT, after_help = EXAMPLES)]
+#[command(
+    name = "stalingrad",
+    version,
+    about = ABOUT,
+    after_help = EXAMPLES,
+    disable_help_subcommand = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,7 +68,57 @@ enum Command {
         after_help = "Examples:\n  stalingrad build examples/08-gradients-hessians.vlad -o hessians\n  stalingrad build --emit=ir examples/08-gradients-hessians.vlad"
     )]
     Build(BuildArgs),
+    /// Read expressions and definitions, evaluate them with the
+    /// interpreter and print their values; definitions persist.
+    #[command(long_about = repl::LONG_ABOUT, after_help = repl::AFTER_HELP)]
+    Repl(ReplArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish,
+    /// powershell) to standard output.
+    #[command(
+        after_help = "Examples:\n  stalingrad completions bash > ~/.local/share/bash-completion/completions/stalingrad\n  stalingrad completions zsh > ~/.zfunc/_stalingrad\n  stalingrad completions fish > ~/.config/fish/completions/stalingrad.fish"
+    )]
+    Completions { shell: clap_complete::Shell },
+    /// Point to a part of the manual (tutorial, reference, guide,
+    /// benchmarks), or print a command's help (`help run`).
+    #[command(after_help = HELP_AFTER)]
+    Help {
+        /// A manual topic or a command name; none lists them all.
+        topic: Option<String>,
+    },
 }
+
+/// The manual's parts: topic, what it holds, file in the repository.
+const TOPICS: &[(&str, &str, &str)] = &[
+    (
+        "tutorial",
+        "VLAD and AD step by step, from the first derivative to nested Hessians and closures",
+        "docs/tutorial.md",
+    ),
+    (
+        "reference",
+        "the language: forms, patterns, primitives, the standard library, AD operators, errors",
+        "docs/reference.md",
+    ),
+    (
+        "guide",
+        "using stalingrad: build, the --emit stages, --count-ops, memory and performance advice",
+        "docs/guide.md",
+    ),
+    (
+        "benchmarks",
+        "measured run times of compiled programs against hand-written baselines",
+        "docs/benchmarks.md",
+    ),
+];
+
+const HELP_AFTER: &str = "\
+Topics:
+  tutorial     docs/tutorial.md
+  reference    docs/reference.md
+  guide        docs/guide.md
+  benchmarks   docs/benchmarks.md
+A command name (run, test, build, repl, completions, help) prints that
+command's help, as `stalingrad COMMAND --help` does.";
 
 #[derive(Args, Clone)]
 struct Common {
@@ -137,8 +198,14 @@ struct BuildArgs {
     count_ops: bool,
 }
 
+#[derive(Args, Clone)]
+pub(crate) struct ReplArgs {
+    #[command(flatten)]
+    common: Common,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Emit {
+pub(crate) enum Emit {
     Anf,
     Flow,
     Ir,
@@ -157,6 +224,9 @@ fn main() -> ExitCode {
         Command::Run(a) => &a.common,
         Command::Test(a) => &a.common,
         Command::Build(a) => &a.common,
+        Command::Repl(a) => &a.common,
+        Command::Completions { shell } => return completions(*shell),
+        Command::Help { topic } => return help(topic.as_deref()),
     };
     if let Some(budget) = common.max_memory.or_else(base::memory::default_budget) {
         base::memory::set_budget(budget);
@@ -170,6 +240,9 @@ fn main() -> ExitCode {
                 Command::Run(a) => run(a),
                 Command::Test(a) => test(a),
                 Command::Build(a) => build(a),
+                Command::Repl(a) => repl::main(&a.common.include),
+                // Answered above, before any thread.
+                Command::Completions { .. } | Command::Help { .. } => ExitCode::SUCCESS,
             }
         });
         // Only a failure to make the thread (no address space for its
@@ -209,7 +282,7 @@ fn load_or_report(file: &Path, common: &Common, map: &mut SourceMap) -> Option<i
     }
 }
 
-fn report(d: &Diagnostic, map: &SourceMap) {
+pub(crate) fn report(d: &Diagnostic, map: &SourceMap) {
     let _ = std::io::stdout().flush();
     eprintln!("{}", d.render(map));
 }
@@ -286,42 +359,17 @@ fn build(a: BuildArgs) -> ExitCode {
     let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
         return ExitCode::FAILURE;
     };
-    if a.emit == Some(Emit::Anf) {
-        emit(&ir::print::program(&prog));
-        return ExitCode::SUCCESS;
-    }
-    base::memory::set_phase(base::memory::Phase::Analysing);
-    let analysis = match flow::analyze(prog) {
-        Ok(a) => a,
+    let module = match compile_front(prog, a.emit, &map) {
+        Ok(Front::Text(text)) => {
+            emit(&text);
+            return ExitCode::SUCCESS;
+        }
+        Ok(Front::Module(m)) => m,
         Err(d) => {
             report(&d, &map);
             return ExitCode::FAILURE;
         }
     };
-    if a.emit == Some(Emit::Flow) {
-        // The transformed lambdas the analysis created, then its view of
-        // every specialisation.
-        emit(&ir::print::program(&analysis.ops.prog));
-        for (id, _) in analysis.ops.prog.lambdas.iter() {
-            if !matches!(analysis.ops.prog.lambdas[id].origin, ir::Origin::Source) {
-                emit(&format!("{}\n", ir::print::lambda(&analysis.ops.prog, id)));
-            }
-        }
-        emit(&flow::print::analysis_text(&analysis));
-        return ExitCode::SUCCESS;
-    }
-    base::memory::set_phase(base::memory::Phase::Lowering);
-    let module = match lower::lower_and_optimize(analysis, &map) {
-        Ok(m) => m,
-        Err(d) => {
-            report(&d, &map);
-            return ExitCode::FAILURE;
-        }
-    };
-    if a.emit == Some(Emit::Ir) {
-        emit(&fir::print::module(&module));
-        return ExitCode::SUCCESS;
-    }
     base::memory::set_phase(base::memory::Phase::Compiling);
     let opts = codegen::Options {
         count_ops: a.count_ops,
@@ -363,8 +411,98 @@ fn build(a: BuildArgs) -> ExitCode {
     }
 }
 
+/// Where [`compile_front`] stopped.
+pub(crate) enum Front {
+    /// The text of the stage `--emit` asked for.
+    Text(String),
+    Module(fir::Module),
+}
+
+/// The stages before code generation: the text `build --emit=STAGE` prints
+/// for `anf`, `flow` and `ir`, or (for any other `stop`) the optimised
+/// first-order module. The REPL's `,emit` shares it, so both print the
+/// same text.
+pub(crate) fn compile_front(
+    prog: ir::Program,
+    stop: Option<Emit>,
+    map: &SourceMap,
+) -> Result<Front, Diagnostic> {
+    if stop == Some(Emit::Anf) {
+        return Ok(Front::Text(ir::print::program(&prog)));
+    }
+    base::memory::set_phase(base::memory::Phase::Analysing);
+    let analysis = flow::analyze(prog)?;
+    if stop == Some(Emit::Flow) {
+        // The transformed lambdas the analysis created, then its view of
+        // every specialisation.
+        let mut text = ir::print::program(&analysis.ops.prog);
+        for (id, _) in analysis.ops.prog.lambdas.iter() {
+            if !matches!(analysis.ops.prog.lambdas[id].origin, ir::Origin::Source) {
+                text.push_str(&format!("{}\n", ir::print::lambda(&analysis.ops.prog, id)));
+            }
+        }
+        text.push_str(&flow::print::analysis_text(&analysis));
+        return Ok(Front::Text(text));
+    }
+    base::memory::set_phase(base::memory::Phase::Lowering);
+    let module = lower::lower_and_optimize(analysis, map)?;
+    if stop == Some(Emit::Ir) {
+        return Ok(Front::Text(fir::print::module(&module)));
+    }
+    Ok(Front::Module(module))
+}
+
+/// `stalingrad completions SHELL`.
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "stalingrad", &mut script);
+    emit(&String::from_utf8_lossy(&script));
+    ExitCode::SUCCESS
+}
+
+/// `stalingrad help [TOPIC]`: the manual's topics, or a command's help.
+/// It replaces clap's own `help` command, whose work it also does.
+fn help(topic: Option<&str>) -> ExitCode {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    // What `stalingrad ARGS --help` prints, exactly.
+    let clap_help = |args: &[&str]| match cli.clone().try_get_matches_from(args) {
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => Some(e.render().to_string()),
+        _ => None,
+    };
+    let Some(topic) = topic else {
+        let mut text = clap_help(&["stalingrad", "--help"]).unwrap_or_default();
+        text.push_str("\nThe manual (stalingrad help TOPIC):\n");
+        for (name, _, path) in TOPICS {
+            text.push_str(&format!("  {name:<11} {path}\n"));
+        }
+        emit(&text);
+        return ExitCode::SUCCESS;
+    };
+    if let Some((name, what, path)) = TOPICS.iter().find(|(name, _, _)| *name == topic) {
+        emit(&format!(
+            "The {name}: {what}.\nSee {path} in the stalingrad repository.\n"
+        ));
+        return ExitCode::SUCCESS;
+    }
+    if cli.find_subcommand(topic).is_some() {
+        if let Some(text) = clap_help(&["stalingrad", topic, "--help"]) {
+            emit(&text);
+            return ExitCode::SUCCESS;
+        }
+    }
+    let topics: Vec<&str> = TOPICS.iter().map(|(name, _, _)| *name).collect();
+    let commands: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+    fail(&format!(
+        "unknown help topic `{topic}`: expected a manual topic ({}) or a command ({})",
+        topics.join(", "),
+        commands.join(", ")
+    ))
+}
+
 /// A failure with no source position: `error: MSG` and status 1.
-fn fail(msg: &str) -> ExitCode {
+pub(crate) fn fail(msg: &str) -> ExitCode {
     let _ = std::io::stdout().flush();
     eprintln!("error: {msg}");
     ExitCode::FAILURE
@@ -373,7 +511,7 @@ fn fail(msg: &str) -> ExitCode {
 /// Writes to standard output. A reader that goes away (`| head`) ends the
 /// program quietly, as it ends other Unix tools; any other failure is an
 /// error message.
-fn emit(text: &str) {
+pub(crate) fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

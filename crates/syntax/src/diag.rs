@@ -40,6 +40,11 @@ impl SourceMap {
         FileId(self.files.len() as u32 - 1)
     }
 
+    /// No file yet (not even the library).
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
     pub fn file(&self, id: FileId) -> &SourceFile {
         &self.files[id.0 as usize]
     }

@@ -122,6 +122,84 @@ fn load_source_here(
     expand_program(map, &lib_forms, &loader.forms)
 }
 
+/// The name a top-level `(define ...)` form defines, if `form` is a
+/// well-formed one (a REPL replaces an earlier definition of that name).
+pub fn defined_name(form: &Sexp) -> Option<Name> {
+    define_name(form).ok().flatten().map(|(name, _)| name)
+}
+
+/// Replaces every `(include "name")` among `forms` (read from files
+/// already in `map`) by the forms of the file it names, recursively, as
+/// [`load_program`] does; includes are looked up from the directory of the
+/// file the include is written in, then in `opts.include_dirs`.
+pub fn splice_includes(
+    map: &mut SourceMap,
+    forms: Vec<Sexp>,
+    opts: &Options,
+) -> Result<Vec<Sexp>, Diagnostic> {
+    let mut loader = Loader {
+        opts,
+        done: HashSet::new(),
+        chain: Vec::new(),
+        forms: Vec::new(),
+    };
+    for d in forms {
+        match include_target(&d)? {
+            Some(name) => loader.include(map, d.span.file, &d, &name)?,
+            None => loader.forms.push(TopForm::Form(d)),
+        }
+    }
+    Ok(loader
+        .forms
+        .into_iter()
+        .filter_map(|f| match f {
+            TopForm::Form(d) => Some(d),
+            TopForm::Barrier => None,
+        })
+        .collect())
+}
+
+/// A source map holding the standard library as file 0, for
+/// [`expand_forms`].
+pub fn library_map() -> SourceMap {
+    let mut map = SourceMap::new();
+    map.add(PathBuf::from("<stdlib>"), STDLIB.to_string());
+    map
+}
+
+/// Expands top-level forms already read (and spliced by
+/// [`splice_includes`]) with the standard library, as [`load_program`]
+/// does for a file: a REPL keeps the forms of its session and expands them
+/// with each new input. `map` must come from [`library_map`]. A `===>`
+/// only attaches to an expression of the same file. Expands on the
+/// caller's thread, so that thread needs a stack like the driver's
+/// (expansion recurses once per nesting level, up to
+/// [`reader::MAX_DEPTH`]).
+pub fn expand_forms(map: &SourceMap, forms: &[Sexp]) -> Result<Program, Diagnostic> {
+    let lib_id = FileId(0);
+    if map.is_empty() || map.path(lib_id) != Path::new("<stdlib>") {
+        return Err(Diagnostic::new(
+            None,
+            "internal error: the source map does not start with the library",
+        ));
+    }
+    let lib_forms: Vec<TopForm> = reader::read_file(map, lib_id)?
+        .into_iter()
+        .map(TopForm::Form)
+        .collect();
+    let mut user_forms = Vec::new();
+    let mut file = None;
+    for d in forms {
+        if file != Some(d.span.file) {
+            user_forms.push(TopForm::Barrier);
+            file = Some(d.span.file);
+        }
+        user_forms.push(TopForm::Form(d.clone()));
+    }
+    user_forms.push(TopForm::Barrier);
+    expand_program(map, &lib_forms, &user_forms)
+}
+
 /// Expands one `(lambda ...)` form that may refer to nothing but
 /// primitives: entries of the AD prelude (crate `ad`) are written this way.
 pub fn expand_closed_lambda(form: &Sexp) -> Result<Lambda, Diagnostic> {

@@ -29,21 +29,55 @@ pub fn read_file(map: &SourceMap, file: FileId) -> Result<Vec<Sexp>, Diagnostic>
 
 /// Reads every datum of `text`, attributing positions to `file`.
 pub fn read_str(text: &str, file: FileId) -> Result<Vec<Sexp>, Diagnostic> {
+    read_inner(text, file, 1).map_err(|(d, _)| d)
+}
+
+/// What [`read_partial`] found.
+#[derive(Debug)]
+pub enum Partial {
+    /// Every datum of the text.
+    Complete(Vec<Sexp>),
+    /// The text ends inside a list, after a `'` or inside a string: more
+    /// lines may complete it. The error is the one to report if none come.
+    Incomplete(Diagnostic),
+}
+
+/// Like [`read_str`], for a piece of a longer stream (a REPL's input) whose
+/// first line is line `first_line` of that stream, so that positions count
+/// from the start of the stream; a REPL reads lines until the text is not
+/// [`Partial::Incomplete`].
+pub fn read_partial(text: &str, file: FileId, first_line: u32) -> Result<Partial, Diagnostic> {
+    match read_inner(text, file, first_line) {
+        Ok(forms) => Ok(Partial::Complete(forms)),
+        Err((d, true)) => Ok(Partial::Incomplete(d)),
+        Err((d, false)) => Err(d),
+    }
+}
+
+/// The reader, with errors flagged `true` when the only fault is that the
+/// text ended too soon.
+fn read_inner(text: &str, file: FileId, first_line: u32) -> Result<Vec<Sexp>, (Diagnostic, bool)> {
     let mut lexer = Lexer {
         chars: text.chars().collect(),
         i: 0,
-        line: 1,
+        line: first_line,
         col: 1,
         file,
+        unterminated: false,
     };
     let mut parser = Parser {
         stack: Vec::new(),
         out: Vec::new(),
     };
-    while let Some((tok, span)) = lexer.next_token()? {
-        parser.token(tok, span)?;
+    loop {
+        match lexer.next_token() {
+            Ok(Some((tok, span))) => parser.token(tok, span).map_err(|d| (d, false))?,
+            Ok(None) => break,
+            Err(d) => return Err((d, lexer.unterminated)),
+        }
     }
-    parser.finish()
+    let open = !parser.stack.is_empty();
+    parser.finish().map_err(|d| (d, open))
 }
 
 #[derive(Debug)]
@@ -62,6 +96,8 @@ struct Lexer {
     line: u32,
     col: u32,
     file: FileId,
+    /// The text ended inside a string.
+    unterminated: bool,
 }
 
 /// Characters that end a token.
@@ -168,10 +204,11 @@ impl Lexer {
             let here = self.span();
             match self.bump() {
                 None => {
+                    self.unterminated = true;
                     return Err(Diagnostic::at(
                         span,
                         "unterminated string: expected a closing `\"`, found end of file",
-                    ))
+                    ));
                 }
                 Some('"') => return Ok(s),
                 Some('\\') => match self.bump() {
@@ -188,10 +225,11 @@ impl Lexer {
                         ))
                     }
                     None => {
+                        self.unterminated = true;
                         return Err(Diagnostic::at(
                             span,
                             "unterminated string: expected a closing `\"`, found end of file",
-                        ))
+                        ));
                     }
                 },
                 Some(c) => s.push(c),
@@ -511,6 +549,37 @@ mod tests {
         read(s).iter().map(show).collect::<Vec<_>>().join(" ")
     }
 
+    #[test]
+    fn partial_text_asks_for_more() {
+        for text in [
+            "(define (f x)",
+            "'",
+            "(f '",
+            "(include \"a",
+            "(a) [b",
+            "(a . ",
+        ] {
+            match read_partial(text, F, 1) {
+                Ok(Partial::Incomplete(d)) => assert!(d.message.contains("end of file"), "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn partial_text_that_cannot_be_completed_is_an_error() {
+        for text in ["(a))", "(a]", "#(1", "1.2.3", "(a . b c"] {
+            assert!(read_partial(text, F, 1).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn partial_text_counts_lines_from_its_start() {
+        match read_partial("\n  (f\n x)", F, 7) {
+            Ok(Partial::Complete(forms)) => assert_eq!(forms[0].span, sp(8, 3)),
+            other => panic!("{other:?}"),
+        }
+    }
     #[test]
     fn atoms() {
         assert_eq!(

@@ -853,3 +853,54 @@ fn include_cycle_and_missing_main() {
         .starts_with(&format!("cannot read {}: ", missing.display())));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The forms of `text` as a new file of `map` (a REPL input).
+fn input(map: &mut SourceMap, text: &str) -> Vec<Sexp> {
+    let id = map.add(PathBuf::from("<stdin>"), text.to_string());
+    match reader::read_partial(text, id, 1) {
+        Ok(reader::Partial::Complete(forms)) => forms,
+        other => panic!("{text:?}: {other:?}"),
+    }
+}
+
+#[test]
+fn forms_of_several_inputs_expand_as_one_program() {
+    let mut map = library_map();
+    let mut forms = input(&mut map, "(define (f x) (g x))");
+    forms.extend(input(&mut map, "(define (g x) (car x))\n(f '(1 2)) ===> 1"));
+    let p = match expand_forms(&map, &forms) {
+        Ok(p) => p,
+        Err(e) => panic!("{e:?}"),
+    };
+    let shows = p
+        .items
+        .iter()
+        .filter(|i| {
+            matches!(
+                i,
+                TopItem::Show {
+                    expect: Some(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(shows, 1);
+    assert_eq!(
+        forms.iter().filter_map(defined_name).collect::<Vec<_>>(),
+        ["f", "g"]
+    );
+}
+
+#[test]
+fn an_expectation_does_not_attach_across_inputs() {
+    let mut map = library_map();
+    let mut forms = input(&mut map, "(+ 1 2)");
+    forms.extend(input(&mut map, "===> 3"));
+    let e = match expand_forms(&map, &forms) {
+        Ok(_) => panic!("`===>` attached to the previous input"),
+        Err(e) => e,
+    };
+    assert!(e.message.contains("`===>` must follow"), "{e:?}");
+    assert!(expand_forms(&SourceMap::new(), &forms).is_err());
+}
