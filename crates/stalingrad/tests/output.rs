@@ -1,7 +1,8 @@
 //! Output that shows up: a long run shows its progress. A program that
 //! prints a line and then waits (here, for input that the test sends only
 //! once it has seen the line) must have printed that line already, under
-//! `run` and compiled, with standard output a pipe. Buffering until exit
+//! `run` and compiled, with standard output a pipe and with it a terminal
+//! (a pseudo-terminal made by util-linux's `script`). Buffering until exit
 //! would leave this test waiting until its deadline.
 
 mod common;
@@ -16,19 +17,22 @@ use std::time::Duration;
 /// Starts `program ARGS`, waits for its first line of output, then sends
 /// `2` on its standard input; gives the first line (or why not) and the
 /// rest of the output.
-fn first_line_before_input(program: &Path, args: &[&str]) -> Result<(String, String), String> {
-    let mut child = Command::new(program)
-        .args(args)
+fn first_line_before_input(mut cmd: Command) -> Result<(String, String), String> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut child = cmd
         .current_dir(repo_root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("start {}: {e}", program.display()))?;
+        .map_err(|e| format!("start {program}: {e}"))?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
+        // A terminal ends lines with "\r\n".
+        let mut lines = BufReader::new(stdout)
+            .lines()
+            .map(|l| l.map(|l| l.trim_end_matches('\r').to_string()));
         let first = lines.next().and_then(|l| l.ok());
         let _ = tx.send(first);
         let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
@@ -65,17 +69,42 @@ fn printed_lines_show_up_before_the_program_waits() {
     let build = build_to(&src_s, &exe);
     assert!(build.success(), "{}", build.transcript());
     let mut failures = Failures::default();
-    let runs: [(&str, &Path, Vec<&str>); 2] = [
-        ("run", Path::new(binary()), vec!["run", src_s.as_str()]),
-        ("compiled", exe.as_path(), vec![]),
+    // Under a terminal, `script` runs the command; the terminal echoes the
+    // `2` the test types, so it shows up in the output there.
+    let in_terminal = |command: String| {
+        let mut cmd = Command::new("script");
+        cmd.args(["-qfec", &command, "/dev/null"]);
+        cmd
+    };
+    let quote = |p: &Path| format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"));
+    let mut run = Command::new(binary());
+    run.args(["run", src_s.as_str()]);
+    let runs = [
+        ("run, piped", run, "1\n20"),
+        ("compiled, piped", Command::new(&exe), "1\n20"),
+        (
+            "run, in a terminal",
+            in_terminal(format!(
+                "{} run {}",
+                quote(Path::new(binary())),
+                quote(&src)
+            )),
+            "1\n2\n20",
+        ),
+        (
+            "compiled, in a terminal",
+            in_terminal(quote(&exe)),
+            "1\n2\n20",
+        ),
     ];
-    for (what, program, args) in runs {
-        match first_line_before_input(program, &args) {
-            Ok((first, rest)) if first == "1" && rest.trim_end() == "1\n20" => {}
+    let count = runs.len();
+    for (what, cmd, expected) in runs {
+        match first_line_before_input(cmd) {
+            Ok((first, rest)) if first == "1" && rest.trim_end() == expected => {}
             Ok((first, rest)) => failures.add(format!("{what}: printed {first:?} then {rest:?}")),
             Err(e) => failures.add(format!("{what}: {e}")),
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    failures.finish("output before waiting for input", 2);
+    failures.finish("output before waiting for input", count);
 }
