@@ -216,8 +216,6 @@ pub fn read_repetitions() -> f64 {
 /// of the unused second coordinate of the landing point) are left out: they
 /// change no sum.
 pub mod particle {
-    use super::distance;
-
     /// `delta-t`.
     pub const DT: f64 = 0.1;
 
@@ -226,34 +224,25 @@ pub mod particle {
         [[10.0, c01], [10.0, 0.0]]
     }
 
-    /// What the backward sweep keeps of one Euler step that continued: the
-    /// position (the loop-carried state the inner gradient reads; the
-    /// velocity enters the step linearly, so its adjoint needs only `DT`)
-    /// and the distances to the two charges, so that the sweep does not take
-    /// their square roots again. 4 scalars; every other value of the step
-    /// is one subtraction, product or quotient away from these.
-    #[derive(Clone, Copy, Debug, Default)]
-    pub struct Step {
-        pub x: [f64; 2],
-        pub dist: [f64; 2],
-    }
-
-    impl Step {
-        /// `x - c` for charge k (the `v-` inside `distance`).
-        pub fn diff(&self, c01: f64, k: usize) -> [f64; 2] {
-            let c = charges(c01)[k];
-            [self.x[0] - c[0], self.x[1] - c[1]]
-        }
+    /// `x - c` for charge k (the `v-` inside `distance`).
+    pub fn diff(x: [f64; 2], c01: f64, k: usize) -> [f64; 2] {
+        let c = charges(c01)[k];
+        [x[0] - c[0], x[1] - c[1]]
     }
 
     /// The inner gradient operator G of `naive-euler G w` and its adjoint.
     pub trait Inner {
-        /// `((G p) x)` with the charges of `c01`, and the distances
-        /// `|x - c_k|` it computed on the way.
-        fn gradient(x: [f64; 2], c01: f64) -> ([f64; 2], [f64; 2]);
-        /// The adjoint of [`Inner::gradient`] at `step`: from the
+        /// What the backward sweep keeps of one Euler step that continued:
+        /// the position (the loop-carried state the inner gradient reads;
+        /// the velocity enters the step linearly, so its adjoint needs only
+        /// `DT`) and those values of the inner gradient that take a square
+        /// root or a division to compute again.
+        type Cell: Copy;
+        /// `((G p) x)` with the charges of `c01`, and the step's cell.
+        fn gradient(x: [f64; 2], c01: f64) -> ([f64; 2], Self::Cell);
+        /// The adjoint of [`Inner::gradient`] at a step: from the
         /// sensitivity `gbar` of the gradient, those of x and of c01.
-        fn adjoint(step: &Step, c01: f64, gbar: [f64; 2]) -> ([f64; 2], f64);
+        fn adjoint(cell: &Self::Cell, c01: f64, gbar: [f64; 2]) -> ([f64; 2], f64);
     }
 
     /// Where the Euler loop stopped: the last position and velocity (the
@@ -268,16 +257,16 @@ pub mod particle {
 
     /// The Euler loop of `naive-euler`; `record` sees every step that
     /// continues, in order.
-    fn euler<I: Inner>(c01: f64, mut record: impl FnMut(Step)) -> Landing {
+    fn euler<I: Inner>(c01: f64, mut record: impl FnMut(I::Cell)) -> Landing {
         let mut x = [0.0, 8.0];
         let mut xdot = [0.75, 0.0];
         loop {
-            let (g, dist) = I::gradient(x, c01);
+            let (g, cell) = I::gradient(x, c01);
             // `(k*v (real -1) g)`: a product by -1 is exact, a negation.
             let xddot = [-g[0], -g[1]];
             let x_new = [x[0] + DT * xdot[0], x[1] + DT * xdot[1]];
             if x_new[1] > 0.0 {
-                record(Step { x, dist });
+                record(cell);
                 xdot = [xdot[0] + DT * xddot[0], xdot[1] + DT * xddot[1]];
                 x = x_new;
             } else {
@@ -300,7 +289,7 @@ pub mod particle {
     }
 
     /// `(gradient-R (lambda ((list w)) (naive-euler G w)))` at w: one
-    /// forward sweep that pushes a [`Step`] per continuing Euler step onto
+    /// forward sweep that pushes a cell per continuing Euler step onto
     /// `tape` (cleared first; its capacity is kept from call to call, so
     /// after the first call nothing is allocated), then one backward sweep.
     ///
@@ -313,7 +302,7 @@ pub mod particle {
     /// The shares are summed last step first (each recursive call of the
     /// loop returns the sum over the steps after it), and `c01 = 10 - w`
     /// gives `wbar = 0 - c01bar`.
-    pub fn derivative<I: Inner>(w: f64, tape: &mut Vec<Step>) -> f64 {
+    pub fn derivative<I: Inner>(w: f64, tape: &mut Vec<I::Cell>) -> f64 {
         tape.clear();
         let c01 = 10.0 - w;
         let end = euler::<I>(c01, |s| tape.push(s));
@@ -331,21 +320,15 @@ pub mod particle {
             0.0 - (num * dt_f_bar) / (xdot[1] * xdot[1]),
         ];
         let mut c01bar = 0.0;
-        for step in tape.iter().rev() {
+        for cell in tape.iter().rev() {
             // The rule for `(* -1 g_j)`: g_j gets `-1 ybar`, a negation.
             let gbar = [-(DT * xdotbar[0]), -(DT * xdotbar[1])];
-            let (sx, sc) = I::adjoint(step, c01, gbar);
+            let (sx, sc) = I::adjoint(cell, c01, gbar);
             xdotbar = [xdotbar[0] + DT * xbar[0], xdotbar[1] + DT * xbar[1]];
             xbar = [xbar[0] + sx[0], xbar[1] + sx[1]];
             c01bar += sc;
         }
         0.0 - c01bar
-    }
-
-    /// The distances of x to the two charges: `distance x c`.
-    pub fn distances(x: [f64; 2], c01: f64) -> [f64; 2] {
-        let c = charges(c01);
-        [distance(&x, &c[0]), distance(&x, &c[1])]
     }
 
     /// The program for one inner mode: reads N, prints w* N times.

@@ -6,30 +6,49 @@
 //! forward pass of dual numbers per unit vector (`gradient-F`), and the
 //! outer sweep runs the adjoint of those dual-number operations.
 
-use baselines::particle::{self, charges, Inner, Step};
+use baselines::particle::{self, charges, diff, Inner};
 use baselines::{distance, Dual};
 
 /// The inner gradient by forward mode.
 struct Forward;
 
+/// One Euler step as the outer backward sweep needs it: the position and,
+/// per charge, the distance D and, per pass, its tangent dD (which took a
+/// division). 8 scalars.
+#[derive(Clone, Copy)]
+struct Cell {
+    x: [f64; 2],
+    dist: [f64; 2],
+    d_dist: [[f64; 2]; 2],
+}
+
 impl Inner for Forward {
+    type Cell = Cell;
+
     /// `grad p x` as `gradient-F` computes it: for each unit vector e_i, p
     /// on dual numbers (x with tangent e_i, the charges with tangent 0),
     /// `1 / distance` per charge and the right fold `r0 + (r1 + 0)`. The
     /// distances are the primal parts of either pass.
-    fn gradient(x: [f64; 2], c01: f64) -> ([f64; 2], [f64; 2]) {
+    fn gradient(x: [f64; 2], c01: f64) -> ([f64; 2], Cell) {
         let c = charges(c01);
         let lift = |v: f64| Dual::new(v, 0.0);
         let mut g = [0.0; 2];
-        let mut dist = [0.0; 2];
+        let mut cell = Cell {
+            x,
+            dist: [0.0; 2],
+            d_dist: [[0.0; 2]; 2],
+        };
         for (i, gi) in g.iter_mut().enumerate() {
             let e = |j: usize| if j == i { 1.0 } else { 0.0 };
             let xs = [Dual::new(x[0], e(0)), Dual::new(x[1], e(1))];
             let d = c.map(|ck| distance(&xs, &[lift(ck[0]), lift(ck[1])]));
-            dist = [d[0].v, d[1].v];
+            for (k, dk) in d.iter().enumerate() {
+                cell.dist[k] = dk.v;
+                cell.d_dist[k][i] = dk.d;
+            }
             *gi = (lift(1.0) / d[0] + (lift(1.0) / d[1] + lift(0.0))).d;
         }
-        (g, dist)
+        (g, cell)
     }
 
     /// The adjoint of the forward passes, pass by pass and charge by charge,
@@ -51,15 +70,15 @@ impl Inner for Forward {
     ///
     /// x_j sums the charges' dbar within a pass, then the two passes;
     /// c01 gets `0 - dbar` of charge 0's second coordinate from each pass.
-    fn adjoint(step: &Step, c01: f64, gbar: [f64; 2]) -> ([f64; 2], f64) {
-        let d = [step.diff(c01, 0), step.diff(c01, 1)];
+    fn adjoint(cell: &Cell, c01: f64, gbar: [f64; 2]) -> ([f64; 2], f64) {
+        let d = [diff(cell.x, c01, 0), diff(cell.x, c01, 1)];
         let mut xbar = [[0.0; 2]; 2];
         let mut c01bar = [0.0; 2];
         for i in 0..2 {
             let mut dbar = [[0.0; 2]; 2];
             for (k, dk_bar) in dbar.iter_mut().enumerate() {
                 let dk = d[k];
-                let dist = step.dist[k];
+                let dist = cell.dist[k];
                 // The pass along e_i (the tangent of d_i is 1 - 0 = 1).
                 let dq_i = dk[i] * 1.0 + 1.0 * dk[i];
                 let ds = if i == 0 {
@@ -68,7 +87,7 @@ impl Inner for Forward {
                     (0.0 + 0.0) + dq_i
                 };
                 let t = 2.0 * dist;
-                let d_dist = ds / t;
+                let d_dist = cell.d_dist[k][i];
                 let num = 0.0 * dist - 1.0 * d_dist;
                 let den = dist * dist;
                 // Its adjoint.

@@ -7,36 +7,54 @@
 //! sweep runs the adjoint of that inner adjoint.
 
 use baselines::distance;
-use baselines::particle::{self, charges, Inner, Step};
+use baselines::particle::{self, charges, diff, Inner};
 
 /// The inner gradient by reverse mode.
 struct Reverse;
 
-/// The inner sweep's sensitivity of `S = (0 + d0 d0) + d1 d1 = D^2` for a
-/// charge at distance D, from p's sensitivity 1: `1 / D` passes
-/// `sD = 0 - (1 1) / (D D)` to D (the prelude's rule for `/`), and
-/// `D = sqrt S` passes `sD / (2 D)` to S.
-fn s_sum(dist: f64) -> f64 {
-    (0.0 - (1.0 * 1.0) / (dist * dist)) / (2.0 * dist)
+/// One Euler step as the outer backward sweep needs it: the position and,
+/// per charge, the distance D and the inner sweep's sensitivities of D and
+/// of `S = D^2` (which took a division each). 8 scalars.
+#[derive(Clone, Copy)]
+struct Cell {
+    x: [f64; 2],
+    dist: [f64; 2],
+    s_dist: [f64; 2],
+    s_sum: [f64; 2],
 }
 
 impl Inner for Reverse {
-    /// `grad p x`, p = sum over the charges of `1 / |x - c|`: each product
-    /// `d_j d_j` passes `d_j sS` to both factors, so charge k contributes
-    /// `d_j sS + d_j sS` to x_j; the two charges' contributions are summed.
-    fn gradient(x: [f64; 2], c01: f64) -> ([f64; 2], [f64; 2]) {
+    type Cell = Cell;
+
+    /// `grad p x`, p = sum over the charges of `1 / |x - c|`, by one reverse
+    /// sweep from p's sensitivity 1: `1 / D` passes
+    /// `sD = 0 - (1 1) / (D D)` to D (the prelude's rule for `/`),
+    /// `D = sqrt S` passes `sS = sD / (2 D)` to `S = (0 + d0 d0) + d1 d1`,
+    /// and each product `d_j d_j` passes `d_j sS` to both factors, so
+    /// charge k contributes `d_j sS + d_j sS` to x_j; the two charges'
+    /// contributions are summed.
+    fn gradient(x: [f64; 2], c01: f64) -> ([f64; 2], Cell) {
         let c = charges(c01);
         let mut e = [[0.0; 2]; 2];
-        let mut dist = [0.0; 2];
+        let mut cell = Cell {
+            x,
+            dist: [0.0; 2],
+            s_dist: [0.0; 2],
+            s_sum: [0.0; 2],
+        };
         for k in 0..2 {
-            dist[k] = distance(&x, &c[k]);
-            let s = s_sum(dist[k]);
+            let dist = distance(&x, &c[k]);
+            let s_dist = 0.0 - (1.0 * 1.0) / (dist * dist);
+            let s_sum = s_dist / (2.0 * dist);
+            let d = diff(x, c01, k);
             for j in 0..2 {
-                let d = x[j] - c[k][j];
-                e[k][j] = d * s + d * s;
+                e[k][j] = d[j] * s_sum + d[j] * s_sum;
             }
+            cell.dist[k] = dist;
+            cell.s_dist[k] = s_dist;
+            cell.s_sum[k] = s_sum;
         }
-        ([e[0][0] + e[1][0], e[0][1] + e[1][1]], dist)
+        ([e[0][0] + e[1][0], e[0][1] + e[1][1]], cell)
     }
 
     /// The adjoint of the inner sweep, charge by charge, with the reverse
@@ -52,16 +70,13 @@ impl Inner for Reverse {
     ///   and the forward product), so `d_j` gets twice that;
     /// - `d = x - c` passes dbar to x and `0 - dbar` to c; only c01 (charge
     ///   0, second coordinate) depends on w.
-    fn adjoint(step: &Step, c01: f64, gbar: [f64; 2]) -> ([f64; 2], f64) {
+    fn adjoint(cell: &Cell, c01: f64, gbar: [f64; 2]) -> ([f64; 2], f64) {
         let mut dbar = [[0.0; 2]; 2];
         for (k, dk_bar) in dbar.iter_mut().enumerate() {
-            let d = step.diff(c01, k);
-            let dist = step.dist[k];
+            let d = diff(cell.x, c01, k);
+            let (dist, s_d, s_s) = (cell.dist[k], cell.s_dist[k], cell.s_sum[k]);
             let n = dist * dist;
-            let o = (1.0 * 1.0) / n;
-            let s_d = 0.0 - o;
             let t = 2.0 * dist;
-            let s_s = s_d / t;
             let u = [d[0] * gbar[0], d[1] * gbar[1]];
             let s_s_bar = (u[0] + u[0]) + (u[1] + u[1]);
             let s_d_bar = s_s_bar / t;
