@@ -204,7 +204,7 @@ pub fn read_repetitions() -> f64 {
 /// particle (`benches/programs/particle.vlad`) with the outer level in
 /// reverse mode: the cost of w by naive Euler, and its derivative by a
 /// hand-written adjoint of the Euler loop. The inner gradient operator (the
-/// acceleration `-grad p`) and its own adjoint come from a [`ParticleInner`]:
+/// acceleration `-grad p`) and its own adjoint come from a [`particle::Inner`]:
 /// dual numbers for RF, a nested hand-written adjoint for RR.
 ///
 /// The adjoint follows the reverse rules of the VLAD prelude, so that it
@@ -297,9 +297,9 @@ pub mod particle {
     /// give those before it: `x_new = x + dt xdot` passes xbar to x and
     /// `dt xbar` to xdot; `xdot_new = xdot + dt (-1 g)` passes xdotbar to
     /// xdot and `gbar = -1 (dt xdotbar)` to the inner gradient, whose
-    /// adjoint adds its sum over the charges to xbar and gives the step's
-    /// share of c01's sensitivity.
-    /// The shares are summed last step first (each recursive call of the
+    /// adjoint adds its own total (summed over the charges, and the passes
+    /// in forward mode) to xbar and gives the step's share of c01's
+    /// sensitivity. The shares are summed last step first (each recursive call of the
     /// loop returns the sum over the steps after it), and `c01 = 10 - w`
     /// gives `wbar = 0 - c01bar`.
     pub fn derivative<I: Inner>(w: f64, tape: &mut Vec<I::Cell>) -> f64 {
