@@ -64,12 +64,12 @@ const PROGRAMS: &[Program] = &[
     Program {
         name: "particle-RF",
         kind: Kind::Reps,
-        baseline: None,
+        baseline: Some("particle-RF"),
     },
     Program {
         name: "particle-RR",
         kind: Kind::Reps,
-        baseline: None,
+        baseline: Some("particle-RR"),
     },
     Program {
         name: "saddle-FF",
@@ -84,12 +84,12 @@ const PROGRAMS: &[Program] = &[
     Program {
         name: "saddle-RF",
         kind: Kind::Reps,
-        baseline: None,
+        baseline: Some("saddle-RF"),
     },
     Program {
         name: "saddle-RR",
         kind: Kind::Reps,
-        baseline: None,
+        baseline: Some("saddle-RR"),
     },
     Program {
         name: "backprop-Fs",

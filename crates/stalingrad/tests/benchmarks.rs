@@ -1,7 +1,9 @@
 //! The benchmark programs of `benches/programs/` (see its README.md), run
 //! through the interpreter (`stalingrad run`), and compiled
 //! ([`compiled_programs_give_the_published_results`]: all 17 at the
-//! published workloads, one repetition each).
+//! published workloads, one repetition each); the hand-written baselines
+//! of `benches/baselines` print what the programs print
+//! ([`baselines_print_what_the_programs_print`]).
 //!
 //! The interpreter needs minutes for one full particle or saddle solve, so
 //! the default tests use small inputs and cheap pieces of the programs
@@ -374,4 +376,64 @@ fn particle_rr_tape_holds_only_what_the_backward_sweep_reads() {
         largest <= 22,
         "the largest cell of particle-RR holds {largest} scalars, more than 22"
     );
+}
+
+/// The hand-written baselines of `benches/baselines` and the workloads at
+/// which their output is checked: every row of the harness that has one.
+const BASELINES: [(&str, &str); 8] = [
+    ("particle-FF", "1"),
+    ("particle-RF", "1"),
+    ("particle-RR", "1"),
+    ("saddle-FF", "1"),
+    ("saddle-RF", "1"),
+    ("saddle-RR", "1"),
+    ("backprop-R", "1 1000"),
+    ("sumsq-R", "1"),
+];
+
+/// Builds the baselines with the profile and target directory of this
+/// test's `stalingrad` (so a `--release` test checks release baselines);
+/// returns the directory holding them.
+fn build_baselines() -> PathBuf {
+    let exe = Path::new(env!("CARGO_BIN_EXE_stalingrad"));
+    let profile_dir = exe.parent().expect("stalingrad has a directory");
+    let target_dir = profile_dir.parent().expect("a target directory");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "baselines", "--target-dir"])
+        .arg(target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("cannot start cargo");
+    assert!(
+        out.status.success(),
+        "building the baselines failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    profile_dir.to_path_buf()
+}
+
+/// Each hand-written baseline prints what its program prints, byte for
+/// byte: it does the same arithmetic in the same order (the adjoints of the
+/// reverse-outer rows apply the prelude's reverse rules to the same values
+/// and group their sums as the transformed program does). The program is
+/// the compiled one, which prints what the interpreter prints
+/// (`compiled_programs_give_the_published_results` and the differential
+/// tests); the interpreter needs minutes for one particle solve.
+#[test]
+fn baselines_print_what_the_programs_print() {
+    let baselines = build_baselines();
+    let dir = std::env::temp_dir().join(format!("stalingrad-baselines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    for (name, input) in BASELINES {
+        let program = run_command(Command::new(build_program(name, &dir)), input);
+        let baseline = run_command(Command::new(baselines.join(name)), input);
+        assert!(!program.is_empty(), "{name} printed nothing");
+        assert_eq!(
+            baseline, program,
+            "{name}: baseline against program, input {input:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
