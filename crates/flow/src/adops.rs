@@ -606,7 +606,16 @@ impl Ops {
                 return *r;
             }
         }
-        let p = self.dom.site_union(Site::Plus(u, w));
+        let p = match self.dom.union_at(Site::Plus(u, w)) {
+            Some(p) => p,
+            None => match self.accumulator(u, w) {
+                Some(acc) => {
+                    self.dom.alias_site(Site::Plus(u, w), acc);
+                    acc
+                }
+                None => self.dom.site_union(Site::Plus(u, w)),
+            },
+        };
         if self.active.insert((u, Some(w))) {
             for mu in self.dom.members(u).to_vec() {
                 let Some(j) = self.dom.member_index(w, mu) else {
@@ -630,6 +639,26 @@ impl Ops {
             return r;
         }
         self.dom.union_av(p)
+    }
+
+    /// The operand of `plus` of unions `u` and `w` that is itself a sum
+    /// with the other: a sum accumulated in a loop (`acc := plus(x, acc)`)
+    /// would otherwise make a new union per step, each the sum of `x` and
+    /// the last, without end. `plus` keeps shapes (its result has the
+    /// shape of both operands), so the accumulator's union can hold the
+    /// new sums too.
+    fn accumulator(&self, u: UnionId, w: UnionId) -> Option<UnionId> {
+        let sum_with = |acc: UnionId, x: UnionId| match self.dom.origin(acc) {
+            Some(Site::Plus(a, b)) => self.dom.find(a) == x || self.dom.find(b) == x,
+            _ => false,
+        };
+        if sum_with(w, u) {
+            Some(w)
+        } else if sum_with(u, w) {
+            Some(u)
+        } else {
+            None
+        }
     }
 
     pub fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {

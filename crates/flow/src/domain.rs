@@ -120,6 +120,8 @@ struct UnionData {
     members: Vec<AvId>,
     /// Levels of [`Site::Part`] above it.
     depth: u32,
+    /// The site it was made for.
+    site: Option<Site>,
     /// Union-find link: the union this one was merged into.
     merged_into: Option<UnionId>,
 }
@@ -380,10 +382,22 @@ impl Domain {
         let depth = self.site_depth(site);
         self.unions.push(UnionData {
             depth,
+            site: Some(site),
             ..UnionData::default()
         });
         self.sites.insert(site, u);
         u
+    }
+
+    /// The site union `u` was made for (before any merge into it).
+    pub fn origin(&self, u: UnionId) -> Option<Site> {
+        self.unions[u.0 as usize].site
+    }
+
+    /// Makes `site` use union `u`, if it has none yet.
+    pub fn alias_site(&mut self, site: Site, u: UnionId) {
+        let u = self.find(u);
+        self.sites.entry(site).or_insert(u);
     }
 
     /// The union `v` is (or whose pointer it holds), if any.

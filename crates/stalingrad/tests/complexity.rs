@@ -546,9 +546,9 @@ fn ad_on_data_of_run_time_size_is_linear_in_both_modes() {
             }
         }
     }
-    if files.len() < 6 {
+    if files.len() < 7 {
         failures.add(format!(
-            "expected the six grow-* programs in tests/complexity, found {}",
+            "expected the seven grow-* programs in tests/complexity, found {}",
             files.len()
         ));
     }
