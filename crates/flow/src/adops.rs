@@ -8,6 +8,7 @@
 //! primitives are in `adops/prims.rs`, beside the interpreter's `prims.rs`.
 
 use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
+use crate::lineage;
 use ad::{AdMemo, Untransformed};
 use ir::EntityRef;
 use ir::{ConstDatum, ConstId, Program, Tag};
@@ -642,19 +643,14 @@ impl Ops {
     }
 
     /// The operand of `plus` of unions `u` and `w` that is itself a sum
-    /// with the other: a sum accumulated in a loop (`acc := plus(x, acc)`)
-    /// would otherwise make a new union per step, each the sum of `x` and
-    /// the last, without end. `plus` keeps shapes (its result has the
-    /// shape of both operands), so the accumulator's union can hold the
-    /// new sums too.
+    /// with the other (see [`crate::lineage`]): a sensitivity accumulated
+    /// in a loop (`acc := plus(x, acc)`) would otherwise make a new union
+    /// per step. `plus` keeps shapes, so the accumulator's union can hold
+    /// the new sums too.
     fn accumulator(&self, u: UnionId, w: UnionId) -> Option<UnionId> {
-        let sum_with = |acc: UnionId, x: UnionId| match self.dom.origin(acc) {
-            Some(Site::Plus(a, b)) => self.dom.find(a) == x || self.dom.find(b) == x,
-            _ => false,
-        };
-        if sum_with(w, u) {
+        if lineage::same_shape_ancestors(&self.dom, w).contains(&u) {
             Some(w)
-        } else if sum_with(u, w) {
+        } else if lineage::same_shape_ancestors(&self.dom, u).contains(&w) {
             Some(u)
         } else {
             None

@@ -190,6 +190,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
                 generation,
                 a.ops.dom.generation
             );
+            a.trace_census();
         }
         if !a.changed && a.ops.dom.generation == generation {
             break;
@@ -354,6 +355,9 @@ impl Analyzer {
             Some(id) => *id,
             None => {
                 if self.specs.len() >= MAX_SPECS {
+                    if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
+                        self.trace_census();
+                    }
                     return limit(format!(
                         "the analysis needs more than {MAX_SPECS} specialisations (while specialising `{}`)",
                         self.lambda_name(lambda)
@@ -435,6 +439,22 @@ impl Analyzer {
         };
         self.summary.insert(l, joined.clone());
         joined
+    }
+
+    /// For `VLAD_FLOW_TRACE`: the unions per kind of site, the longest
+    /// chain of unions made from unions, and the lambdas with the most
+    /// specialisations (where a runaway analysis shows what grows).
+    fn trace_census(&self) {
+        eprintln!("  {}", self.ops.dom.site_census());
+        let mut per: HashMap<LambdaId, usize> = HashMap::new();
+        for s in &self.specs {
+            *per.entry(s.lambda).or_default() += 1;
+        }
+        let mut most: Vec<_> = per.into_iter().collect();
+        most.sort_by_key(|(l, n)| (std::cmp::Reverse(*n), *l));
+        for (l, n) in most.iter().take(6) {
+            eprintln!("    {n} specialisations of {}", self.lambda_name(*l));
+        }
     }
 
     fn lambda_name(&self, l: LambdaId) -> String {

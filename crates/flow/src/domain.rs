@@ -599,6 +599,50 @@ impl Domain {
         }
     }
 
+    /// How many sites of each kind have a union, and the longest chain of
+    /// unions made from unions (`zero`, `plus`, maps, parts): for
+    /// `VLAD_FLOW_TRACE`, where a union made per step of a loop shows.
+    pub fn site_census(&self) -> String {
+        let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut origin: HashMap<UnionId, Site> = HashMap::new();
+        for (s, u) in &self.sites {
+            let k = match s {
+                Site::Map(op, ..) => format!("Map {op:?}"),
+                _ => format!("{s:?}").split('(').next().unwrap_or("").to_string(),
+            };
+            *kinds.entry(k).or_default() += 1;
+            origin.insert(*u, *s);
+        }
+        let parents = |s: &Site| -> Vec<UnionId> {
+            match *s {
+                Site::Map(_, a, b) => [Some(a), b].into_iter().flatten().collect(),
+                Site::Plus(a, b) => vec![a, b],
+                Site::Zero(a) | Site::Part(a, _) => vec![a],
+                _ => Vec::new(),
+            }
+        };
+        // Unions are made after their parents: one pass in id order.
+        let mut ids: Vec<UnionId> = origin.keys().copied().collect();
+        ids.sort_by_key(|u| u.0);
+        let mut depth: HashMap<UnionId, (u32, Option<UnionId>)> = HashMap::new();
+        for u in &ids {
+            let best = parents(&origin[u])
+                .into_iter()
+                .filter_map(|p| depth.get(&p).map(|d| (d.0 + 1, Some(p))))
+                .max_by_key(|d| d.0)
+                .unwrap_or((0, None));
+            depth.insert(*u, best);
+        }
+        let mut chain = String::new();
+        let mut cur = ids.iter().copied().max_by_key(|u| depth[u].0);
+        for _ in 0..12 {
+            let Some(u) = cur else { break };
+            chain.push_str(&format!("\n    U{} <- {:?}", u.0, origin[&u]));
+            cur = depth[&u].1;
+        }
+        format!("{kinds:?}{chain}")
+    }
+
     /// Does a union occur anywhere in `v`?
     pub fn has_union(&self, v: AvId) -> bool {
         match self.get(v) {

@@ -10,6 +10,7 @@
 pub mod adops;
 pub mod analysis;
 pub mod domain;
+pub mod lineage;
 pub mod print;
 pub mod text;
 

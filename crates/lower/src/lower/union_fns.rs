@@ -144,7 +144,11 @@ impl Lowerer<'_> {
             }
             UnionFn::Plus(u, w) => self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, mu| {
                 let arm = this.switch(fb, Val::new(1), w, ptr, &mut |this, fb, _, mw| {
-                    let r = if this.ops.dom.kind(mu) == this.ops.dom.kind(mw) {
+                    // Members of one kind whose parts do not conform (the
+                    // analysis found no sum for them) fail as at run time.
+                    let same_kind = this.ops.dom.kind(mu) == this.ops.dom.kind(mw);
+                    let (wa, wb) = (this.ops.dom.widen(mu), this.ops.dom.widen(mw));
+                    let r = if same_kind && this.ops.plus(wa, wb).is_ok() {
                         this.plus(fb, mu, mw)
                     } else if let Some(r) = this.ops.nil_sum(mu, mw) {
                         r
