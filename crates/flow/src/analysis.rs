@@ -10,9 +10,12 @@
 //! same transformations of crate `ad`: that is where the transformation of
 //! closures moves from run time to compile time.
 //!
-//! Termination: a recursive call of a lambda already on the analysis stack
-//! [`UNROLL`] times forgets its constants ([`Domain::widen`]), so a loop
-//! counter unrolls a few times at most; a recursive lambda whose arguments
+//! Termination (`analysis/recursion.rs`): a recursive call of a lambda
+//! already on the analysis stack [`UNROLL`] times forgets its constants
+//! ([`Domain::widen`]), so a loop counter unrolls a few times at most, and
+//! a recursion that a conditional of unknown condition continues forgets
+//! after [`UNROLL_BRANCHED`] rounds the constants that change from round
+//! to round ([`Domain::widen_changed`]); a recursive lambda whose arguments
 //! keep changing shape (a list built by a loop, the tape of reverse mode
 //! through a loop) gets, after [`GROW`] specialisations, arguments joined
 //! into unions of shapes ([`Site::Arg`]), which are bounded. Conditionals
@@ -38,6 +41,8 @@ use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{Diagnostic, Span};
 
+mod recursion;
+
 /// How many specialisations a recursive lambda may get that differ only in
 /// their constants: fixed-size recursions (unit vectors, `map-n` over a
 /// known length) unroll fully below this; loops over run-time data widen.
@@ -47,6 +52,12 @@ use syntax::{Diagnostic, Span};
 /// reverse mode, needs more than 32 and would otherwise keep a tape of
 /// run-time length.
 pub const UNROLL: u32 = 64;
+/// [`UNROLL`], in rounds nested in one another, for a recursion continued
+/// by a conditional whose condition
+/// is known only at run time: it will not end at compile time, whatever
+/// its constants do, so unrolling it is worth only a few rounds (a loop of
+/// known length nested in it still unrolls: its own conditions are known).
+pub const UNROLL_BRANCHED: u32 = 4;
 /// Deepest abstract value accepted.
 pub const MAX_DEPTH: u32 = 200;
 /// Most specialisations accepted.
@@ -172,6 +183,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         ctx: u32::MAX,
         summary: HashMap::new(),
         stack: Vec::new(),
+        branching: false,
         iteration: 0,
         changed: false,
         main: Vec::new(),
@@ -233,8 +245,12 @@ struct Analyzer {
     /// The joined environment and argument of a lambda's recursive calls,
     /// once they are joined.
     summary: HashMap<LambdaId, (Box<[AvId]>, AvId)>,
-    /// Lambdas being analysed, innermost last.
-    stack: Vec<LambdaId>,
+    /// Lambdas being analysed, innermost last, each with whether it was
+    /// called as an arm of a conditional whose condition is known only at
+    /// run time.
+    stack: Vec<(LambdaId, bool, SpecId)>,
+    /// Set while a conditional of unknown condition applies its arms.
+    branching: bool,
     iteration: u32,
     changed: bool,
     main: Vec<BindInfo>,
@@ -329,18 +345,9 @@ impl Analyzer {
                 self.lambda_name(lambda)
             ));
         }
-        let recursive = self.stack.contains(&lambda);
-        let wenv: Box<[AvId]> = env.iter().map(|x| self.ops.dom.widen(*x)).collect();
-        let warg = self.ops.dom.widen(arg);
-        let wkey: SpecKey = (lambda, wenv.clone(), warg);
+        let branch = std::mem::take(&mut self.branching);
+        let (env, arg, wkey, recursive) = self.call_key(lambda, env, arg);
         let (grown, deepest) = self.grown.get(&lambda).copied().unwrap_or((0, 0));
-        let (env, arg): (Box<[AvId]>, AvId) = if recursive && grown >= GROW {
-            self.summarise(lambda, wenv, warg)
-        } else if recursive && self.budget.get(&wkey).copied().unwrap_or(0) >= UNROLL {
-            (wenv, warg)
-        } else {
-            (env.into(), arg)
-        };
         if self.ops.dom.depth(arg) > MAX_DEPTH
             || env.iter().any(|x| self.ops.dom.depth(*x) > MAX_DEPTH)
         {
@@ -401,7 +408,7 @@ impl Analyzer {
             return Ok((s.result, id));
         }
         self.specs[id.0 as usize].visited = self.iteration;
-        self.stack.push(lambda);
+        self.stack.push((lambda, branch, id));
         let outer = std::mem::replace(&mut self.ctx, self.specs[id.0 as usize].ctx);
         let splits = std::mem::replace(&mut self.splits, 0);
         let r = self.analyze_body(lambda, &env, arg);
@@ -419,26 +426,6 @@ impl Analyzer {
         s.result = new;
         s.binds = binds;
         Ok((new, id))
-    }
-
-    /// Joins a recursive call's (widened) environment and argument into the
-    /// lambda's summary of its recursive calls, and returns the summary.
-    fn summarise(&mut self, l: LambdaId, env: Box<[AvId]>, arg: AvId) -> (Box<[AvId]>, AvId) {
-        let joined = match self.summary.get(&l).cloned() {
-            None => (env, arg),
-            Some((pe, pa)) if pe.len() == env.len() => {
-                let e = pe
-                    .iter()
-                    .zip(env.iter())
-                    .enumerate()
-                    .map(|(i, (x, y))| self.ops.dom.join_at(Site::Env(l, i as u32), *x, *y))
-                    .collect();
-                (e, self.ops.dom.join_at(Site::Arg(l), pa, arg))
-            }
-            Some(_) => (env, arg),
-        };
-        self.summary.insert(l, joined.clone());
-        joined
     }
 
     /// For `VLAD_FLOW_TRACE`: the unions per kind of site, the longest
@@ -823,7 +810,10 @@ impl Analyzer {
             if !take {
                 continue;
             }
-            let info = self.apply(site, thunk, nil)?;
+            self.branching = take_then && take_else;
+            let info = self.apply(site, thunk, nil);
+            self.branching = false;
+            let info = info?;
             match info.plan {
                 Plan::Call(s) => specs[i] = Some(s),
                 Plan::Dead => {}

@@ -275,6 +275,44 @@ impl Domain {
         }
     }
 
+    /// `new` with the constants that differ from `old` forgotten (the
+    /// widening of a recursion that does not end at compile time, where
+    /// `old` is the value of the previous round): a constant that each
+    /// round changes (a converging iterate) would otherwise make a new
+    /// specialisation per round, while one that stays (a known zero
+    /// sensitivity, a fixed parameter) stays known. Where the shapes
+    /// differ, every constant of `new` is forgotten.
+    pub fn widen_changed(&mut self, old: AvId, new: AvId) -> AvId {
+        if old == new {
+            return new;
+        }
+        match (self.get(old).clone(), self.get(new).clone()) {
+            (Av::Real(_), Av::Real(_)) => self.any_real(),
+            (Av::Bool(_), Av::Bool(_)) => self.boolean(None),
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
+                let (a, b) = (self.widen_changed(a1, a2), self.widen_changed(b1, b2));
+                self.pair(a, b)
+            }
+            (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                let (a, b) = (self.widen_changed(a1, a2), self.widen_changed(b1, b2));
+                self.bundle(a, b)
+            }
+            (Av::Wrap(t1, x1), Av::Wrap(t2, x2)) if t1 == t2 => {
+                let x = self.widen_changed(x1, x2);
+                self.wrap(t2, x)
+            }
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
+                let env = e1
+                    .iter()
+                    .zip(e2.iter())
+                    .map(|(x, y)| self.widen_changed(*x, *y))
+                    .collect();
+                self.closure(l2, env)
+            }
+            _ => self.widen(new),
+        }
+    }
+
     // ---- unions ------------------------------------------------------------
 
     /// The representative of `u` after merges.

@@ -37,6 +37,10 @@ pub const PIPELINE: &[Pass] = &[
 /// surfacing as a code generation error.
 pub fn optimize(m: &mut Module) {
     let trace = std::env::var_os("VLAD_PASS_TRACE").is_some();
+    if trace {
+        let values: usize = m.funcs.iter().map(|f| f.types.len()).sum();
+        eprintln!("lowered: {} functions, {values} values", m.funcs.len());
+    }
     for (name, pass) in PIPELINE {
         let start = std::time::Instant::now();
         pass(m);
