@@ -39,15 +39,20 @@ pub fn optimize(m: &mut Module) {
     let trace = std::env::var_os("VLAD_PASS_TRACE").is_some();
     if trace {
         let values: usize = m.funcs.iter().map(|f| f.types.len()).sum();
-        eprintln!("lowered: {} functions, {values} values", m.funcs.len());
+        let insts: usize = m.funcs.iter().map(|f| f.body.size()).sum();
+        eprintln!(
+            "lowered: {} functions, {values} values, {insts} instructions",
+            m.funcs.len()
+        );
     }
     for (name, pass) in PIPELINE {
         let start = std::time::Instant::now();
         pass(m);
         if trace {
-            let insts: usize = m.funcs.iter().map(|f| f.types.len()).sum();
+            let values: usize = m.funcs.iter().map(|f| f.types.len()).sum();
+            let insts: usize = m.funcs.iter().map(|f| f.body.size()).sum();
             eprintln!(
-                "pass {name}: {:.2?}, {} functions, {insts} values",
+                "pass {name}: {:.2?}, {} functions, {values} values, {insts} instructions",
                 start.elapsed(),
                 m.funcs.len()
             );

@@ -30,12 +30,15 @@ pub fn shrink(m: &mut Module) {
     }
 }
 
-/// Every call of each function: (caller, arguments).
-fn call_sites(m: &Module) -> Vec<Vec<(usize, Vec<Val>)>> {
+/// Every call of each function: (caller, the caller's [`Args`] index of
+/// each argument).
+fn call_sites(m: &Module, args: &mut [Args]) -> Vec<Vec<(usize, Vec<usize>)>> {
     let mut sites = vec![Vec::new(); m.funcs.len()];
     for (i, f) in m.funcs.iter().enumerate() {
-        f.body
-            .for_each_call(&mut |g, args, _| sites[g.index()].push((i, args.to_vec())));
+        f.body.for_each_call(&mut |g, a, _| {
+            let a = a.iter().map(|v| args[i].node(*v)).collect();
+            sites[g.index()].push((i, a));
+        });
     }
     sites
 }
@@ -57,58 +60,132 @@ enum Node {
     Opaque(usize, u32),
 }
 
-/// Numbers the values of function `fi` (indexed by `Val`).
-fn number(f: &Func, fi: usize, class: &[usize], intern: &mut HashMap<Node, usize>) -> Vec<usize> {
-    fn id(intern: &mut HashMap<Node, usize>, n: Node) -> usize {
-        let len = intern.len();
-        *intern.entry(n).or_insert(len)
+/// How a value a call argument depends on is computed, over other such
+/// values (indices into [`Args::nodes`]).
+#[derive(Clone, Copy)]
+enum Shape {
+    Param(usize),
+    F(u64),
+    B(bool),
+    /// Operation, operands; `true` when the operands commute.
+    Bin(u8, usize, usize, bool),
+    Un(u8, usize),
+    Cmp(u8, usize, usize),
+    Not(usize),
+    Opaque(u32),
+}
+
+/// The values of one function that its calls pass as arguments, with
+/// those they are computed from, in dependency order: the refinement
+/// numbers only these each round (numbering every value of the module each
+/// round was most of the pass's time on large modules).
+#[derive(Default)]
+struct Args {
+    nodes: Vec<Shape>,
+    index: HashMap<Val, usize>,
+    defs: HashMap<Val, Shape>,
+    /// Operands of each defined value, as values.
+    operands: HashMap<Val, Vec<Val>>,
+    params: usize,
+}
+
+impl Args {
+    fn new(f: &Func) -> Args {
+        let mut a = Args {
+            params: f.params.len(),
+            ..Args::default()
+        };
+        a.collect(&f.body);
+        a
     }
-    fn walk(b: &Block, fi: usize, vn: &mut [usize], intern: &mut HashMap<Node, usize>) {
+
+    fn collect(&mut self, b: &Block) {
         for inst in &b.insts {
-            let node = match &inst.op {
-                Op::F64Const(x) => Some(Node::F(x.to_bits())),
-                Op::BoolConst(x) => Some(Node::B(*x)),
-                Op::FBin(op, a, c) => {
-                    let (mut x, mut y) = (vn[a.index()], vn[c.index()]);
-                    let k = *op as u8;
-                    if matches!(op, crate::FBin::Add | crate::FBin::Mul) && y < x {
-                        std::mem::swap(&mut x, &mut y);
-                    }
-                    Some(Node::Bin(k, x, y))
+            let shape = match &inst.op {
+                Op::F64Const(x) => Some((Shape::F(x.to_bits()), vec![])),
+                Op::BoolConst(x) => Some((Shape::B(*x), vec![])),
+                Op::FBin(op, x, y) => {
+                    let commutes = matches!(op, crate::FBin::Add | crate::FBin::Mul);
+                    Some((Shape::Bin(*op as u8, 0, 0, commutes), vec![*x, *y]))
                 }
-                Op::FUn(op, a) => Some(Node::Un(*op as u8, vn[a.index()])),
-                Op::FCmp(c, a, d) => Some(Node::Cmp(*c as u8, vn[a.index()], vn[d.index()])),
-                Op::Not(a) => Some(Node::Not(vn[a.index()])),
+                Op::FUn(op, x) => Some((Shape::Un(*op as u8, 0), vec![*x])),
+                Op::FCmp(c, x, y) => Some((Shape::Cmp(*c as u8, 0, 0), vec![*x, *y])),
+                Op::Not(x) => Some((Shape::Not(0), vec![*x])),
                 Op::If { then_, else_, .. } => {
-                    walk(then_, fi, vn, intern);
-                    walk(else_, fi, vn, intern);
+                    self.collect(then_);
+                    self.collect(else_);
                     None
                 }
                 _ => None,
             };
-            match node {
-                Some(n) => {
-                    let r = inst.results[0];
-                    vn[r.index()] = id(intern, n);
-                }
-                None => {
-                    for r in &inst.results {
-                        vn[r.index()] = id(intern, Node::Opaque(fi, r.index() as u32));
-                    }
-                }
+            if let Some((shape, ops)) = shape {
+                let r = inst.results[0];
+                self.defs.insert(r, shape);
+                self.operands.insert(r, ops);
             }
         }
     }
-    let mut vn = vec![usize::MAX; f.types.len()];
-    for (i, c) in class.iter().enumerate() {
-        vn[i] = id(intern, Node::Param(*c));
+
+    /// The index of value `v`, adding it and what it is computed from
+    /// (iteratively: chains of arithmetic may be long).
+    fn node(&mut self, v: Val) -> usize {
+        let mut todo = vec![(v, false)];
+        while let Some((x, ready)) = todo.pop() {
+            if self.index.contains_key(&x) {
+                continue;
+            }
+            let ops = self.operands.get(&x).cloned().unwrap_or_default();
+            if !ready && !ops.is_empty() {
+                todo.push((x, true));
+                todo.extend(ops.iter().map(|o| (*o, false)));
+                continue;
+            }
+            let at = |o: usize| self.index[&ops[o]];
+            let shape = match self.defs.get(&x) {
+                _ if x.index() < self.params => Shape::Param(x.index()),
+                Some(Shape::Bin(op, _, _, c)) => Shape::Bin(*op, at(0), at(1), *c),
+                Some(Shape::Un(op, _)) => Shape::Un(*op, at(0)),
+                Some(Shape::Cmp(op, _, _)) => Shape::Cmp(*op, at(0), at(1)),
+                Some(Shape::Not(_)) => Shape::Not(at(0)),
+                Some(s) => *s,
+                None => Shape::Opaque(x.index() as u32),
+            };
+            self.index.insert(x, self.nodes.len());
+            self.nodes.push(shape);
+        }
+        self.index[&v]
     }
-    walk(&f.body, fi, &mut vn, intern);
-    vn
+
+    /// Numbers the nodes of function `fi`, given its parameters' classes.
+    fn number(&self, fi: usize, class: &[usize], intern: &mut HashMap<Node, usize>) -> Vec<usize> {
+        let mut vn = Vec::with_capacity(self.nodes.len());
+        for shape in &self.nodes {
+            let node = match *shape {
+                Shape::Param(i) => Node::Param(class[i]),
+                Shape::F(x) => Node::F(x),
+                Shape::B(x) => Node::B(x),
+                Shape::Bin(op, a, b, commutes) => {
+                    let (mut x, mut y) = (vn[a], vn[b]);
+                    if commutes && y < x {
+                        std::mem::swap(&mut x, &mut y);
+                    }
+                    Node::Bin(op, x, y)
+                }
+                Shape::Un(op, a) => Node::Un(op, vn[a]),
+                Shape::Cmp(op, a, b) => Node::Cmp(op, vn[a], vn[b]),
+                Shape::Not(a) => Node::Not(vn[a]),
+                Shape::Opaque(v) => Node::Opaque(fi, v),
+            };
+            let len = intern.len();
+            vn.push(*intern.entry(node).or_insert(len));
+        }
+        vn
+    }
 }
 
 fn merge_equal(m: &mut Module) -> bool {
-    let sites = call_sites(m);
+    let mut args: Vec<Args> = m.funcs.iter().map(Args::new).collect();
+    let sites = call_sites(m, &mut args);
     let n = m.funcs.len();
     // Initial classes: one per (function, type); a function nobody calls
     // (main) keeps its parameters apart.
@@ -133,21 +210,17 @@ fn merge_equal(m: &mut Module) -> bool {
     }
     loop {
         let mut intern = HashMap::new();
-        let vns: Vec<Vec<usize>> = m
-            .funcs
+        let vns: Vec<Vec<usize>> = args
             .iter()
             .enumerate()
-            .map(|(fi, f)| number(f, fi, &class[fi], &mut intern))
+            .map(|(fi, a)| a.number(fi, &class[fi], &mut intern))
             .collect();
         let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
         let mut next: Vec<Vec<usize>> = Vec::with_capacity(n);
         for (fi, f) in m.funcs.iter().enumerate() {
             let c = (0..f.params.len())
                 .map(|i| {
-                    let key: Vec<usize> = sites[fi]
-                        .iter()
-                        .map(|(h, args)| vns[*h][args[i].index()])
-                        .collect();
+                    let key: Vec<usize> = sites[fi].iter().map(|(h, a)| vns[*h][a[i]]).collect();
                     let len = ids.len();
                     *ids.entry((class[fi][i], key)).or_insert(len)
                 })
