@@ -381,6 +381,36 @@ fn spill_registers() -> [usize; 6] {
     core::hint::black_box(r)
 }
 
+/// Gives back every cell and chunk: the end of a library call, when no
+/// cell is reachable any more (the results were copied out as reals).
+/// Also after a call left by an error, perhaps in the middle of a
+/// collection: nothing here depends on the state that was left.
+#[cfg(vlad_lib)]
+pub fn release_all() {
+    extern "C" {
+        fn free(p: *mut u8);
+    }
+    let h = HEAP.get();
+    for i in 0..h.len {
+        let c = *h.chunk(i);
+        // SAFETY: both were returned by `malloc` in `add_chunk` and are
+        // freed once: the chunk list is emptied below.
+        unsafe {
+            free(c.start as *mut u8);
+            free(c.marks as *mut u8);
+        }
+    }
+    h.len = 0;
+    h.filling = [0; CLASSES];
+    h.free = [0; CLASSES];
+    h.since = 0;
+    h.trigger = MIN_TRIGGER;
+    h.lo = usize::MAX;
+    h.hi = 0;
+    h.stack_len = 0;
+    h.heap_bytes = 0;
+}
+
 /// A union cell of `bytes` bytes, 8-byte aligned.
 #[no_mangle]
 pub extern "C" fn rt_alloc(bytes: usize) -> *mut u8 {

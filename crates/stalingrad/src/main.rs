@@ -28,6 +28,8 @@ Examples:
   stalingrad test examples/*.vlad               check every `expr ===> value`
   stalingrad build prog.vlad -o prog            compile to a native executable
   stalingrad build prog.vlad -o prog && ./prog  compile to a native executable
+  stalingrad build --lib --export \"f real\" prog.vlad -o libprog.so
+                                                a C library (and libprog.h)
   stalingrad build --emit=flow prog.vlad        show what the flow analysis found
   stalingrad repl                               try expressions interactively
   stalingrad help tutorial                      where the manual starts
@@ -36,6 +38,7 @@ A tiny program (gradient.vlad):
   (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
   ((gradient-R f) '(3 4))   ===> (24 9)";
 
+mod library;
 mod output;
 mod repl;
 
@@ -196,6 +199,21 @@ struct BuildArgs {
     /// on standard error, as `run --count-ops=json` does.
     #[arg(long)]
     count_ops: bool,
+    /// Build a library instead of an executable: `-o libNAME.so` (shared,
+    /// the default) or `-o libNAME.a` (static), and a C header beside it;
+    /// the procedures named by `--export` become C functions over arrays
+    /// of doubles (docs/library.md).
+    #[arg(long, conflicts_with_all = ["emit", "count_ops"])]
+    lib: bool,
+    /// With `--lib`: a top-level procedure to export and its arguments'
+    /// shapes, as `"NAME SHAPE..."`, each shape `real` or a parenthesised
+    /// list of shapes (`--export "saddle (real real)"`); repeatable.
+    #[arg(long, value_name = "NAME SHAPE...", requires = "lib")]
+    export: Vec<String>,
+    /// With `--lib`: where to write the C header (default: the library's
+    /// path with `.h`).
+    #[arg(long, value_name = "FILE", requires = "lib")]
+    header: Option<PathBuf>,
 }
 
 #[derive(Args, Clone)]
@@ -355,6 +373,23 @@ fn test(a: TestArgs) -> ExitCode {
 }
 
 fn build(a: BuildArgs) -> ExitCode {
+    if a.lib {
+        let request = library::Request {
+            file: &a.file,
+            include: &a.common.include,
+            exports: &a.export,
+            output: a.output.clone(),
+            header: a.header.clone(),
+            keep_temps: a.keep_temps,
+        };
+        return match library::build(&request) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mut map = SourceMap::new();
     let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
         return ExitCode::FAILURE;
