@@ -38,6 +38,8 @@ A tiny program (gradient.vlad):
   (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
   ((gradient-R f) '(3 4))   ===> (24 9)";
 
+mod gradbench;
+mod json;
 mod library;
 mod output;
 mod repl;
@@ -75,6 +77,14 @@ enum Command {
     /// interpreter and print their values; definitions persist.
     #[command(long_about = repl::LONG_ABOUT, after_help = repl::AFTER_HELP)]
     Repl(ReplArgs),
+    /// Speak GradBench's protocol (JSON lines on standard input and
+    /// output): a tool for its `hello`, `particle` and `saddle` evals,
+    /// each module compiled with `build --lib` on `define`.
+    #[command(
+        after_help = "Example (gradbench/run-evals.sh runs GradBench's own evals against it):
+  echo '{\"id\":0,\"kind\":\"start\"}' | stalingrad gradbench"
+    )]
+    Gradbench(GradbenchArgs),
     /// Print a completion script for a shell (bash, zsh, fish, elvish,
     /// powershell) to standard output.
     #[command(
@@ -217,6 +227,12 @@ struct BuildArgs {
 }
 
 #[derive(Args, Clone)]
+struct GradbenchArgs {
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Clone)]
 pub(crate) struct ReplArgs {
     #[command(flatten)]
     common: Common,
@@ -243,6 +259,7 @@ fn main() -> ExitCode {
         Command::Test(a) => &a.common,
         Command::Build(a) => &a.common,
         Command::Repl(a) => &a.common,
+        Command::Gradbench(a) => &a.common,
         Command::Completions { shell } => return completions(*shell),
         Command::Help { topic } => return help(topic.as_deref()),
     };
@@ -259,6 +276,7 @@ fn main() -> ExitCode {
                 Command::Test(a) => test(a),
                 Command::Build(a) => build(a),
                 Command::Repl(a) => repl::main(&a.common.include),
+                Command::Gradbench(_) => gradbench_main(),
                 // Answered above, before any thread.
                 Command::Completions { .. } | Command::Help { .. } => ExitCode::SUCCESS,
             }
@@ -443,6 +461,16 @@ fn build(a: BuildArgs) -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
+    }
+}
+
+/// `stalingrad gradbench`: the protocol on standard input and output.
+fn gradbench_main() -> ExitCode {
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    match gradbench::serve(&mut stdin.lock(), &mut stdout.lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
     }
 }
 
