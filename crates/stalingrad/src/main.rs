@@ -130,7 +130,7 @@ Topics:
   reference    docs/reference.md
   guide        docs/guide.md
   benchmarks   docs/benchmarks.md
-A command name (run, test, build, repl, completions, help) prints that
+A command name (run, test, build, repl, gradbench, completions, help) prints that
 command's help, as `stalingrad COMMAND --help` does.";
 
 #[derive(Args, Clone)]

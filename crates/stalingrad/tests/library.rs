@@ -205,6 +205,81 @@ fn exports_called_from_c_and_python_return_the_programs_bits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+const TAPE_VLAD: &str = "\
+(define (tape n x)
+  ((derivative-R (lambda (y) (let loop ((i n) (y y)) (if (> i 0) (loop (- i 1) (* y 1.0000001)) y)))) x))
+";
+
+const TAPE_C: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include "libtape.h"
+
+static long rss_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            sscanf(line + 6, "%ld", &kib);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+int main(void) {
+    double a[2] = {300000, 1}, r[1];
+    long after_few = 0;
+    for (int i = 0; i < 60; i++) {
+        if (tape_tape(a, r) != 0)
+            return 1;
+        if (i == 9)
+            after_few = rss_kib();
+    }
+    printf("%ld %ld %.17g\n", after_few, rss_kib(), r[0]);
+    return 0;
+}
+"#;
+
+#[test]
+fn calls_building_tapes_keep_no_memory() {
+    let dir = scratch("tape");
+    let src = dir.join("tape.vlad");
+    std::fs::write(&src, TAPE_VLAD).expect("write");
+    check(
+        &build_lib(&src, &dir.join("libtape.so"), &["tape real real"]),
+        "build --lib",
+    );
+    std::fs::write(dir.join("main.c"), TAPE_C).expect("write main.c");
+    let exe = dir.join("main");
+    let cc = Command::new("cc")
+        .arg(dir.join("main.c"))
+        .arg("-I")
+        .arg(&dir)
+        .arg(dir.join("libtape.so"))
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("run cc");
+    check(&cc, "cc");
+    let out = check(&Command::new(&exe).output().expect("run main"), "main");
+    let v: Vec<f64> = out
+        .split_whitespace()
+        .map(|w| w.parse().expect("a number"))
+        .collect();
+    // Each call builds a tape of 300,000 steps (megabytes of cells); 50
+    // more calls after the first ten must not add to the resident size.
+    assert!(
+        v[1] - v[0] < 4096.0,
+        "RSS grew from {} KiB to {} KiB",
+        v[0],
+        v[1]
+    );
+    assert!((v[2] - 1.0000001f64.powi(300000)).abs() < 1e-6, "{}", v[2]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_result_of_no_fixed_shape_is_a_build_error_naming_the_export() {
     let dir = scratch("shape");
