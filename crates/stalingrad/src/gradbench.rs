@@ -228,6 +228,8 @@ int main(void) {{
 /// The session: a scratch directory and the modules defined so far.
 struct Session {
     dir: PathBuf,
+    /// `-I` directories, searched after the modules' own.
+    include: Vec<PathBuf>,
     drivers: Vec<Driver>,
 }
 
@@ -244,7 +246,7 @@ impl Session {
         let exports: Vec<String> = m.functions.iter().map(|(_, e)| e.to_string()).collect();
         library::build(&library::Request {
             file: &self.dir.join(m.main),
-            include: &[],
+            include: &self.include,
             exports: &exports,
             output: Some(lib.clone()),
             header: None,
@@ -424,9 +426,14 @@ fn session_dir() -> Result<PathBuf, String> {
 }
 
 /// Runs the protocol until standard input ends.
-pub fn serve(input: &mut dyn BufRead, out: &mut dyn Write) -> Result<(), String> {
+pub fn serve(
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    include: &[PathBuf],
+) -> Result<(), String> {
     let mut session = Session {
         dir: session_dir()?,
+        include: include.to_vec(),
         drivers: Vec::new(),
     };
     let mut line = String::new();

@@ -276,7 +276,7 @@ fn main() -> ExitCode {
                 Command::Test(a) => test(a),
                 Command::Build(a) => build(a),
                 Command::Repl(a) => repl::main(&a.common.include),
-                Command::Gradbench(_) => gradbench_main(),
+                Command::Gradbench(a) => gradbench_main(&a.common.include),
                 // Answered above, before any thread.
                 Command::Completions { .. } | Command::Help { .. } => ExitCode::SUCCESS,
             }
@@ -465,10 +465,10 @@ fn build(a: BuildArgs) -> ExitCode {
 }
 
 /// `stalingrad gradbench`: the protocol on standard input and output.
-fn gradbench_main() -> ExitCode {
+fn gradbench_main(include: &[PathBuf]) -> ExitCode {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    match gradbench::serve(&mut stdin.lock(), &mut stdout.lock()) {
+    match gradbench::serve(&mut stdin.lock(), &mut stdout.lock(), include) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
