@@ -19,11 +19,17 @@ fn main() {
         "cargo:rerun-if-changed={}",
         root.join("crates/base/src").display()
     );
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("libruntime.a");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let target = std::env::var("TARGET").expect("TARGET");
-    let status = Command::new(rustc)
-        .args([
+    // The runtime of executables, and the one of libraries (`--lib`: no
+    // `main`, errors return to the caller; runtime/src/library.rs).
+    for (name, cfg) in [
+        ("libruntime.a", None),
+        ("libruntime_lib.a", Some("vlad_lib")),
+    ] {
+        let mut cmd = Command::new(&rustc);
+        cmd.args([
             "--edition",
             "2021",
             "--crate-type",
@@ -39,11 +45,17 @@ fn main() {
             "-C",
             "debuginfo=0",
         ])
-        .args(["--target", &target])
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("cannot run rustc to build the runtime");
-    assert!(status.success(), "building the runtime failed");
+        .args(["--target", &target]);
+        if let Some(cfg) = cfg {
+            // Position-independent: the library may be a shared object.
+            cmd.args(["--cfg", cfg, "-C", "relocation-model=pic"]);
+        }
+        let status = cmd
+            .arg("-o")
+            .arg(out_dir.join(name))
+            .arg(&src)
+            .status()
+            .expect("cannot run rustc to build the runtime");
+        assert!(status.success(), "building the runtime ({name}) failed");
+    }
 }

@@ -225,6 +225,16 @@ impl Heap {
         if let Some(p) = self.bump(class, cell) {
             return p;
         }
+        // A library's chunks kept empty from earlier calls.
+        #[cfg(vlad_lib)]
+        if words < CLASSES - 1 {
+            if let Some(i) = self.spare(cell) {
+                self.filling[class] = i + 1;
+                if let Some(p) = self.bump(class, cell) {
+                    return p;
+                }
+            }
+        }
         if self.since > self.trigger {
             self.collect();
             if words < CLASSES - 1 && self.free[class] != 0 {
@@ -242,6 +252,16 @@ impl Heap {
         let p = c.used;
         c.used += cell;
         p as *mut u8
+    }
+
+    /// An empty chunk for cells of `cell` bytes (`release_all` keeps
+    /// them).
+    #[cfg(vlad_lib)]
+    fn spare(&self, cell: usize) -> Option<usize> {
+        (0..self.len).find(|&i| {
+            let c = self.chunk(i);
+            c.cell == cell && c.used == c.start
+        })
     }
 
     /// A cell from the chunk being filled for this size, if it has room.
@@ -379,6 +399,62 @@ fn spill_registers() -> [usize; 6] {
         );
     }
     core::hint::black_box(r)
+}
+
+/// Ordinary chunks a library keeps between calls, at most (bytes).
+#[cfg(vlad_lib)]
+const KEEP_BYTES: usize = 256 << 20;
+
+/// Gives back every cell: the end of a library call, when no cell is
+/// reachable any more (the results were copied out as reals). Ordinary
+/// chunks (up to [`KEEP_BYTES`]) are kept, emptied, for the next calls
+/// (`spare`): a call that builds a tape would otherwise fault in fresh
+/// pages every time; oversized ones go back to `malloc`. Also after a
+/// call left by an error, perhaps in the middle of a collection: nothing
+/// here depends on the state that was left.
+#[cfg(vlad_lib)]
+pub fn release_all() {
+    extern "C" {
+        fn free(p: *mut u8);
+    }
+    let h = HEAP.get();
+    let (mut kept, mut bytes) = (0, 0);
+    h.lo = usize::MAX;
+    h.hi = 0;
+    for i in 0..h.len {
+        let mut c = *h.chunk(i);
+        let size = c.end - c.start;
+        if c.cell / 8 < CLASSES - 1
+            && size == CHUNK_BYTES - CHUNK_BYTES % c.cell
+            && bytes + size <= KEEP_BYTES
+        {
+            let words = (size / c.cell).div_ceil(64);
+            // SAFETY: the bitmap has this many words.
+            unsafe { core::ptr::write_bytes(c.marks, 0, words) };
+            c.used = c.start;
+            // SAFETY: `kept <= i < len`: the slot is initialised, and the
+            // chunks stay sorted by address.
+            unsafe { h.chunks.add(kept).write(c) };
+            kept += 1;
+            bytes += size;
+            h.lo = h.lo.min(c.start);
+            h.hi = h.hi.max(c.end);
+        } else {
+            // SAFETY: both were returned by `malloc` in `add_chunk` and
+            // are freed once: the chunk leaves the list.
+            unsafe {
+                free(c.start as *mut u8);
+                free(c.marks as *mut u8);
+            }
+        }
+    }
+    h.len = kept;
+    h.filling = [0; CLASSES];
+    h.free = [0; CLASSES];
+    h.since = 0;
+    h.trigger = MIN_TRIGGER;
+    h.stack_len = 0;
+    h.heap_bytes = bytes;
 }
 
 /// A union cell of `bytes` bytes, 8-byte aligned.

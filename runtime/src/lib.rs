@@ -26,8 +26,16 @@
 //! program's object file. The C `main` lives here.
 //!
 //! Single-threaded by construction: compiled VLAD programs have one thread.
+//!
+//! Built a second time with `--cfg vlad_lib` for libraries (`build
+//! --lib`): no C `main`, no `vlad_main`; `read-real`, printing and errors
+//! behave as `library.rs` says, and every call of an export begins and
+//! ends there.
 
 #![cfg_attr(not(test), no_std)]
+// A library has no `main` and no standard input: what only they use is
+// left unused there.
+#![cfg_attr(vlad_lib, allow(dead_code, unused_imports))]
 
 #[path = "../../crates/base/src/number_core.rs"]
 #[allow(dead_code)]
@@ -50,6 +58,8 @@ mod stack_sizes;
 mod flush_policy;
 
 mod gc;
+#[cfg(vlad_lib)]
+mod library;
 mod memo;
 
 use core::cell::UnsafeCell;
@@ -60,7 +70,7 @@ extern "C" {
     fn exit(code: i32) -> !;
 }
 
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 extern "C" {
     fn vlad_main();
     static vlad_count_ops: u8;
@@ -214,6 +224,10 @@ fn print_bytes(bytes: &[u8]) {
 /// `ptr` must point to `len` readable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rt_print_str(ptr: *const u8, len: usize) {
+    #[cfg(vlad_lib)]
+    if library::capturing() {
+        return;
+    }
     // SAFETY: the caller passes a string of the program's object file.
     let s = unsafe { core::slice::from_raw_parts(ptr, len) };
     print_bytes(s);
@@ -221,6 +235,10 @@ pub unsafe extern "C" fn rt_print_str(ptr: *const u8, len: usize) {
 
 #[no_mangle]
 pub extern "C" fn rt_print_real(x: f64) {
+    #[cfg(vlad_lib)]
+    if library::capture_real(x) {
+        return;
+    }
     print_bytes(number_core::format_real(x).as_bytes());
 }
 
@@ -235,11 +253,20 @@ pub extern "C" fn rt_print_bool(b: i32) {
 /// output, so the two interleave as in the interpreter), then the counters
 /// if they were asked for, and exits with status 1.
 fn fail(parts: &[&[u8]]) -> ! {
-    flush();
     let mut line = Line::new();
     for p in parts {
         line.push(p);
     }
+    #[cfg(vlad_lib)]
+    library::fail(line.as_bytes());
+    #[cfg(not(vlad_lib))]
+    fail_exit(line)
+}
+
+/// [`fail`] in a program.
+#[cfg(not(vlad_lib))]
+fn fail_exit(mut line: Line) -> ! {
+    flush();
     line.push(b"\n");
     write_all(2, line.as_bytes());
     finish_counts();
@@ -304,6 +331,19 @@ pub extern "C" fn rt_err_site() {
 
 /// Where the value being added to the error message began.
 static ERR_VALUE_START: Global<usize> = Global::new(0);
+
+/// Forgets a message being assembled and the call site: a library call
+/// starts afresh after one that failed.
+#[cfg(vlad_lib)]
+fn reset_error_state() {
+    ERR_LINE.get().len = 0;
+    *ERR_VALUE_START.get() = 0;
+    // SAFETY: one call at a time; no compiled code is running.
+    unsafe {
+        rt_site_ptr = core::ptr::null();
+        rt_site_len = 0;
+    }
+}
 
 #[no_mangle]
 pub extern "C" fn rt_err_value_start() {
@@ -443,6 +483,18 @@ const EOF_ENDING: &[u8] = b"reached the end of input";
 pub unsafe extern "C" fn rt_read_real(msg: *const u8, msg_len: usize) -> f64 {
     // SAFETY: the caller passes a string of the program's object file.
     let msg = unsafe { core::slice::from_raw_parts(msg, msg_len) };
+    #[cfg(vlad_lib)]
+    {
+        let _ = msg;
+        library::read_real()
+    }
+    #[cfg(not(vlad_lib))]
+    read_stdin(msg)
+}
+
+/// `read-real` in a program: the next word of standard input.
+#[cfg(not(vlad_lib))]
+fn read_stdin(msg: &[u8]) -> f64 {
     let input = IN.get();
     let n = match input.next_word() {
         Some(n) => n,
@@ -469,7 +521,7 @@ pub static rt_counts: Global<[u64; counters::SLOTS]> = Global::new([0; counters:
 /// Prints the counters as the interpreter's `--count-ops=json` does, if the
 /// program was compiled with them.
 fn finish_counts() {
-    #[cfg(not(test))]
+    #[cfg(all(not(test), not(vlad_lib)))]
     {
         // SAFETY: a byte defined by the program's object file.
         if unsafe { vlad_count_ops } == 0 {
@@ -494,22 +546,22 @@ fn counts_json(c: &[u64; counters::SLOTS], out: &mut dyn core::fmt::Write) -> co
 // check uses the size obtained.
 
 /// `struct rlimit`: soft and hard limits.
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 #[repr(C)]
 struct Rlimit {
     cur: u64,
     max: u64,
 }
 
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 const RLIMIT_STACK: i32 = 3;
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 const RLIMIT_AS: i32 = 9;
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 const RLIM_INFINITY: u64 = u64::MAX;
 
 /// The soft limit `resource` has, if any.
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 fn soft_limit(resource: i32) -> Option<usize> {
     let mut r = Rlimit { cur: 0, max: 0 };
     // SAFETY: `r` is a valid, writable `struct rlimit` for the call.
@@ -519,15 +571,15 @@ fn soft_limit(resource: i32) -> Option<usize> {
 
 /// The size of the stack the program thread got (0: it runs on the main
 /// thread).
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 static mut PROGRAM_STACK: usize = 0;
 
 /// `pthread_attr_t` is 56 bytes on 64-bit glibc and musl.
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 #[repr(C, align(8))]
 struct PthreadAttr([u8; 64]);
 
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 extern "C" {
     fn pthread_attr_init(attr: *mut PthreadAttr) -> i32;
     fn pthread_attr_setstacksize(attr: *mut PthreadAttr, size: usize) -> i32;
@@ -549,7 +601,7 @@ pub static mut rt_stack_limit: usize = 0;
 
 /// Stack kept free below the limit for the runtime's own calls (printing
 /// the error, libm).
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 const STACK_MARGIN: usize = 1 << 20;
 
 /// Called by compiled code whose stack is exhausted.
@@ -558,7 +610,7 @@ pub extern "C" fn rt_stack_overflow() -> ! {
     fail(&[b"error: recursion too deep: the program ran out of stack"])
 }
 
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
     let here = 0u8;
     let top = core::ptr::addr_of!(here) as usize;
@@ -581,7 +633,7 @@ extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
     core::ptr::null_mut()
 }
 
-#[cfg(not(test))]
+#[cfg(all(not(test), not(vlad_lib)))]
 #[no_mangle]
 pub extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
     let cap = soft_limit(RLIMIT_AS);

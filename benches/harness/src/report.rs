@@ -251,6 +251,10 @@ Measured on the same kind of machine (2 cores, AMD EPYC), time per repetition, b
         s,
         "\nPublished ratios (STALIN∇ = 1.00; lower is faster):\n\n{PUBLISHED}"
     );
+    let _ = writeln!(
+        s,
+        "\n## GradBench\n\nParticle and saddle through GradBench's own eval scripts (`stalingrad gradbench`), beside the figures published for Enzyme and Futhark and our hand-written baselines of the same run: [gradbench.md](gradbench.md), made by `gradbench/run-evals.sh`."
+    );
     s
 }
 

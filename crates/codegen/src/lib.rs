@@ -39,6 +39,7 @@ use std::collections::HashMap;
 
 mod function;
 mod groups;
+pub mod lib_export;
 pub mod link;
 
 use function::{invariant_params, FnBuilder, Member};
@@ -74,6 +75,18 @@ const MAX_REG_RETURNS: usize = 8;
 
 /// Compiles a module to an object file for the host.
 pub fn compile(m: &fir::Module, opts: &Options) -> Result<Output, String> {
+    compile_entry(m, opts, ENTRY_SYMBOL)
+}
+
+/// [`compile`] for one export of a library (`lib_export`): the FIR `main`
+/// is entered through the C-ABI symbol `entry`, and the object defines no
+/// `vlad_count_ops` (a library has no exit to print counters at), so that
+/// the objects of several exports link together.
+pub fn compile_export(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output, String> {
+    compile_entry(m, opts, entry)
+}
+
+fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output, String> {
     let isa = host_isa()?;
     let builder = ObjectBuilder::new(isa, "vlad", cranelift_module::default_libcall_names())
         .map_err(|e| format!("cannot create object: {e}"))?;
@@ -93,8 +106,10 @@ pub fn compile(m: &fir::Module, opts: &Options) -> Result<Output, String> {
     for group in &groups {
         cg.define(group)?;
     }
-    cg.define_entry()?;
-    cg.define_count_flag()?;
+    cg.define_entry(entry)?;
+    if entry == ENTRY_SYMBOL {
+        cg.define_count_flag()?;
+    }
     let clif = std::mem::take(&mut cg.clif);
     let product = cg.module.finish();
     let object = product
@@ -332,12 +347,13 @@ impl Codegen<'_> {
             .map_err(|e| e.to_string())
     }
 
-    /// `vlad_main`: a SystemV function calling the FIR main.
-    fn define_entry(&mut self) -> Result<(), String> {
+    /// `vlad_main` (or an export's entry): a SystemV function calling the
+    /// FIR main.
+    fn define_entry(&mut self, entry: &str) -> Result<(), String> {
         let sig = Signature::new(CallConv::SystemV);
         let id = self
             .module
-            .declare_function(ENTRY_SYMBOL, Linkage::Export, &sig)
+            .declare_function(entry, Linkage::Export, &sig)
             .map_err(|e| e.to_string())?;
         let mut ctx = self.module.make_context();
         ctx.func.signature = sig;
@@ -360,7 +376,7 @@ impl Codegen<'_> {
             b.seal_all_blocks();
             b.finalize(self.module.target_config());
         }
-        self.finish_function(id, &mut ctx, ENTRY_SYMBOL)
+        self.finish_function(id, &mut ctx, entry)
     }
 
     fn finish_function(

@@ -71,7 +71,7 @@ fn link_in(dir: &Path, object: &[u8], output: &Path) -> Result<Duration, String>
 }
 
 /// A new directory under the system temporary directory.
-fn fresh_temp_dir() -> Result<PathBuf, String> {
+pub(crate) fn fresh_temp_dir() -> Result<PathBuf, String> {
     let base = std::env::temp_dir();
     let pid = std::process::id();
     for n in 0..1000u32 {

@@ -28,6 +28,8 @@ Examples:
   stalingrad test examples/*.vlad               check every `expr ===> value`
   stalingrad build prog.vlad -o prog            compile to a native executable
   stalingrad build prog.vlad -o prog && ./prog  compile to a native executable
+  stalingrad build --lib --export \"f real\" prog.vlad -o libprog.so
+                                                a C library (and libprog.h)
   stalingrad build --emit=flow prog.vlad        show what the flow analysis found
   stalingrad repl                               try expressions interactively
   stalingrad help tutorial                      where the manual starts
@@ -36,6 +38,9 @@ A tiny program (gradient.vlad):
   (define (f (list x y)) (+ (* 2 (* x x)) (* 3 (* x y))))
   ((gradient-R f) '(3 4))   ===> (24 9)";
 
+mod gradbench;
+mod json;
+mod library;
 mod output;
 mod repl;
 
@@ -72,6 +77,14 @@ enum Command {
     /// interpreter and print their values; definitions persist.
     #[command(long_about = repl::LONG_ABOUT, after_help = repl::AFTER_HELP)]
     Repl(ReplArgs),
+    /// Speak GradBench's protocol (JSON lines on standard input and
+    /// output): a tool for its `hello`, `particle` and `saddle` evals,
+    /// each module compiled with `build --lib` on `define`.
+    #[command(
+        after_help = "Example (gradbench/run-evals.sh runs GradBench's own evals against it):
+  echo '{\"id\":0,\"kind\":\"start\"}' | stalingrad gradbench"
+    )]
+    Gradbench(GradbenchArgs),
     /// Print a completion script for a shell (bash, zsh, fish, elvish,
     /// powershell) to standard output.
     #[command(
@@ -117,7 +130,7 @@ Topics:
   reference    docs/reference.md
   guide        docs/guide.md
   benchmarks   docs/benchmarks.md
-A command name (run, test, build, repl, completions, help) prints that
+A command name (run, test, build, repl, gradbench, completions, help) prints that
 command's help, as `stalingrad COMMAND --help` does.";
 
 #[derive(Args, Clone)]
@@ -196,6 +209,27 @@ struct BuildArgs {
     /// on standard error, as `run --count-ops=json` does.
     #[arg(long)]
     count_ops: bool,
+    /// Build a library instead of an executable: `-o libNAME.so` (shared,
+    /// the default) or `-o libNAME.a` (static), and a C header beside it;
+    /// the procedures named by `--export` become C functions over arrays
+    /// of doubles (docs/library.md).
+    #[arg(long, conflicts_with_all = ["emit", "count_ops"])]
+    lib: bool,
+    /// With `--lib`: a top-level procedure to export and its arguments'
+    /// shapes, as `"NAME SHAPE..."`, each shape `real` or a parenthesised
+    /// list of shapes (`--export "saddle (real real)"`); repeatable.
+    #[arg(long, value_name = "NAME SHAPE...", requires = "lib")]
+    export: Vec<String>,
+    /// With `--lib`: where to write the C header (default: the library's
+    /// path with `.h`).
+    #[arg(long, value_name = "FILE", requires = "lib")]
+    header: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+struct GradbenchArgs {
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Args, Clone)]
@@ -225,6 +259,7 @@ fn main() -> ExitCode {
         Command::Test(a) => &a.common,
         Command::Build(a) => &a.common,
         Command::Repl(a) => &a.common,
+        Command::Gradbench(a) => &a.common,
         Command::Completions { shell } => return completions(*shell),
         Command::Help { topic } => return help(topic.as_deref()),
     };
@@ -241,6 +276,7 @@ fn main() -> ExitCode {
                 Command::Test(a) => test(a),
                 Command::Build(a) => build(a),
                 Command::Repl(a) => repl::main(&a.common.include),
+                Command::Gradbench(a) => gradbench_main(&a.common.include),
                 // Answered above, before any thread.
                 Command::Completions { .. } | Command::Help { .. } => ExitCode::SUCCESS,
             }
@@ -355,6 +391,23 @@ fn test(a: TestArgs) -> ExitCode {
 }
 
 fn build(a: BuildArgs) -> ExitCode {
+    if a.lib {
+        let request = library::Request {
+            file: &a.file,
+            include: &a.common.include,
+            exports: &a.export,
+            output: a.output.clone(),
+            header: a.header.clone(),
+            keep_temps: a.keep_temps,
+        };
+        return match library::build(&request) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mut map = SourceMap::new();
     let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
         return ExitCode::FAILURE;
@@ -408,6 +461,16 @@ fn build(a: BuildArgs) -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
+    }
+}
+
+/// `stalingrad gradbench`: the protocol on standard input and output.
+fn gradbench_main(include: &[PathBuf]) -> ExitCode {
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    match gradbench::serve(&mut stdin.lock(), &mut stdout.lock(), include) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
     }
 }
 

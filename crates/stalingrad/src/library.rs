@@ -1,0 +1,367 @@
+//! `stalingrad build --lib`: top-level procedures as C functions over
+//! arrays of doubles (docs/library.md).
+//!
+//! Each `--export "NAME SHAPE..."` is compiled as a program of its own:
+//! the source's definitions (its top-level expressions are dropped), then
+//!
+//! ```text
+//! (define result (NAME (read-real) (list (read-real) (read-real)) ...))
+//! (define end (read-real))
+//! result
+//! ```
+//!
+//! with one `(read-real)` per `real` of the shapes. The flow analysis
+//! thus sees exactly what a call from C gives, unknown reals of a fixed
+//! shape, and its abstract value of `result` is the export's result
+//! layout: it must be reals, `()` and pairs only (no union, boolean or
+//! procedure), or the build fails naming the export. The library runtime
+//! (`runtime/src/library.rs`) reads the arguments from the caller's array,
+//! takes the second read as the end of the call, and captures the reals
+//! the final print writes, in the order printing visits them: depth first,
+//! left to right, the order the header documents. Reals the analysis
+//! knows are written by the C entry (`codegen::lib_export`).
+
+use codegen::lib_export::{self, Export, Kind, Leaf};
+use flow::{Av, AvId};
+use std::path::{Path, PathBuf};
+use syntax::{Diagnostic, SourceMap};
+
+/// The shape of an argument: one real, or a list of shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    Real,
+    List(Vec<Shape>),
+}
+
+/// One `--export` as given: the procedure and its arguments' shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    pub name: String,
+    pub args: Vec<Shape>,
+}
+
+/// Reads `NAME SHAPE...`, where a shape is `real` or `(SHAPE ...)`.
+pub fn parse_spec(text: &str) -> Result<Spec, String> {
+    let bad = |why: &str| {
+        format!("error: --export `{text}`: {why} (expected `NAME SHAPE...`, each shape `real` or a parenthesised list of shapes, as in `saddle (real real)`)")
+    };
+    let forms =
+        syntax::reader::read_str(text, syntax::FileId(0)).map_err(|d| bad(d.message.as_str()))?;
+    let mut forms = forms.into_iter();
+    let name = match forms.next().map(|f| f.kind) {
+        Some(syntax::sexp::SexpKind::Symbol(s)) => s,
+        _ => return Err(bad("it does not start with a procedure name")),
+    };
+    fn shape(f: &syntax::sexp::Sexp) -> Option<Shape> {
+        match &f.kind {
+            syntax::sexp::SexpKind::Symbol(s) if s == "real" => Some(Shape::Real),
+            syntax::sexp::SexpKind::List(items) => items
+                .iter()
+                .map(shape)
+                .collect::<Option<_>>()
+                .map(Shape::List),
+            _ => None,
+        }
+    }
+    let args = forms
+        .map(|f| shape(&f))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| bad("a shape is neither `real` nor a list of shapes"))?;
+    Ok(Spec { name, args })
+}
+
+/// The call's text with `(read-real)` per real, and with `args[i]` per
+/// real for the header.
+fn call_texts(spec: &Spec) -> (String, String, usize) {
+    fn go(s: &Shape, read: &mut String, doc: &mut String, n: &mut usize) {
+        match s {
+            Shape::Real => {
+                read.push_str(" (read-real)");
+                doc.push_str(&format!(" args[{n}]"));
+                *n += 1;
+            }
+            Shape::List(items) => {
+                read.push_str(" (list");
+                doc.push_str(" (");
+                let mark = doc.len();
+                for i in items {
+                    go(i, read, doc, n);
+                }
+                read.push(')');
+                // `( args[0]` reads better as `(args[0]`.
+                if doc.len() > mark {
+                    doc.remove(mark);
+                }
+                doc.push(')');
+            }
+        }
+    }
+    let (mut read, mut doc, mut n) = (format!("({}", spec.name), format!("({}", spec.name), 0);
+    for a in &spec.args {
+        go(a, &mut read, &mut doc, &mut n);
+    }
+    read.push(')');
+    doc.push(')');
+    (read, doc, n)
+}
+
+/// The generated definitions' names.
+const RESULT: &str = "stalingrad-export-result";
+const END: &str = "stalingrad-export-end";
+
+/// The result's reals and its shape's text, or what it is instead.
+fn result_layout(dom: &flow::Domain, av: AvId) -> Result<(Vec<Leaf>, String), String> {
+    fn go(
+        dom: &flow::Domain,
+        av: AvId,
+        leaves: &mut Vec<Leaf>,
+        text: &mut String,
+    ) -> Result<(), String> {
+        match dom.get(av) {
+            Av::Real(bits) => {
+                text.push_str(&format!("results[{}]", leaves.len()));
+                leaves.push(bits.map_or(Leaf::Computed, Leaf::Constant));
+                Ok(())
+            }
+            Av::Nil => {
+                text.push_str("()");
+                Ok(())
+            }
+            Av::Pair(..) => {
+                text.push('(');
+                let mut cur = av;
+                let mut first = true;
+                loop {
+                    match dom.get(cur) {
+                        Av::Pair(a, b) => {
+                            if !first {
+                                text.push(' ');
+                            }
+                            first = false;
+                            go(dom, *a, leaves, text)?;
+                            cur = *b;
+                        }
+                        Av::Nil => break,
+                        _ => {
+                            text.push_str(" . ");
+                            go(dom, cur, leaves, text)?;
+                            break;
+                        }
+                    }
+                }
+                text.push(')');
+                Ok(())
+            }
+            Av::Bool(_) => Err("a boolean".into()),
+            Av::Union(_) => {
+                Err("a value whose shape is only known at run time (a list of run-time length, or a choice of shapes)".into())
+            }
+            Av::Bottom => Err("nothing: the call never returns".into()),
+            Av::Prim(_) | Av::Closure(..) => Err("a procedure".into()),
+            Av::Wrap(..) | Av::Bundle(..) => Err("a value tagged by differentiation".into()),
+            Av::Sym(..) => Err("a symbolic value".into()),
+        }
+    }
+    let (mut leaves, mut text) = (Vec::new(), String::new());
+    go(dom, av, &mut leaves, &mut text)?;
+    Ok((leaves, text))
+}
+
+/// Compiles one export to an object whose entry is `body_symbol`.
+fn compile_export(
+    file: &Path,
+    include: &[PathBuf],
+    spec: &Spec,
+    prefix: &str,
+    index: usize,
+) -> Result<Export, String> {
+    let mut map = syntax::expand::library_map();
+    let render = |d: &Diagnostic, map: &SourceMap| d.render(map);
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("error: cannot read {}: {e}", file.display()))?;
+    let id = map.add(file.to_path_buf(), text);
+    let opts = syntax::expand::Options {
+        include_dirs: include.to_vec(),
+    };
+    let forms = syntax::reader::read_file(&map, id).map_err(|d| render(&d, &map))?;
+    let forms =
+        syntax::expand::splice_includes(&mut map, forms, &opts).map_err(|d| render(&d, &map))?;
+    let mut kept: Vec<syntax::sexp::Sexp> = forms
+        .into_iter()
+        .filter(|f| syntax::expand::defined_name(f).is_some())
+        .collect();
+    if !kept
+        .iter()
+        .any(|f| syntax::expand::defined_name(f).as_deref() == Some(spec.name.as_str()))
+    {
+        return Err(format!(
+            "error: export `{}`: {} has no top-level definition of that name",
+            spec.name,
+            file.display()
+        ));
+    }
+    let (read_call, doc_call, n_args) = call_texts(spec);
+    let main = format!("(define {RESULT} {read_call})\n(define {END} (read-real))\n{RESULT}\n");
+    let main_id = map.add(PathBuf::from(format!("<export {}>", spec.name)), main);
+    kept.extend(syntax::reader::read_file(&map, main_id).map_err(|d| render(&d, &map))?);
+    let ast = syntax::expand::expand_forms(&map, &kept).map_err(|d| render(&d, &map))?;
+    let prog = ir::anf::lower_program(&ast).map_err(|d| render(&d, &map))?;
+    base::memory::set_phase(base::memory::Phase::Analysing);
+    let analysis = flow::analyze(prog).map_err(|d| render(&d, &map))?;
+    let result = result_av(&analysis).ok_or_else(|| {
+        format!(
+            "error: internal error: export `{}`: the result's binding was not found",
+            spec.name
+        )
+    })?;
+    let (results, result_text) = result_layout(&analysis.ops.dom, result).map_err(|what| {
+        format!(
+            "error: export `{}`: its result must be reals in lists of fixed shape, but for arguments of the shapes given it is {what}",
+            spec.name
+        )
+    })?;
+    base::memory::set_phase(base::memory::Phase::Lowering);
+    let module = lower::lower_and_optimize(analysis, &map).map_err(|d| render(&d, &map))?;
+    base::memory::set_phase(base::memory::Phase::Compiling);
+    let body_symbol = format!(
+        "vlad_export{index}_{}",
+        lib_export::c_identifier(&spec.name)
+    );
+    let out = codegen::compile_export(&module, &codegen::Options::default(), &body_symbol)
+        .map_err(|e| format!("error: {e}"))?;
+    Ok(Export {
+        name: spec.name.clone(),
+        c_name: format!("{prefix}_{}", lib_export::c_identifier(&spec.name)),
+        body_symbol,
+        object: out.object,
+        n_args,
+        call_text: doc_call,
+        results,
+        result_text,
+    })
+}
+
+/// The abstract value of the result: of the binding the program's last
+/// top-level expression (the generated `result`) shows.
+fn result_av(a: &flow::Analysis) -> Option<AvId> {
+    let prog = &a.ops.prog;
+    let shown = prog.main.iter().rev().find_map(|s| match s {
+        ir::Stmt::Show { var, .. } => Some(*var),
+        _ => None,
+    })?;
+    let i = prog
+        .main
+        .iter()
+        .filter_map(|s| match s {
+            ir::Stmt::Bind(b) => Some(b.var),
+            _ => None,
+        })
+        .position(|v| v == shown)?;
+    a.main.get(i).map(|info| info.av)
+}
+
+/// The library's name prefix: the output's file name without `lib` and
+/// the extension, spelled for C.
+pub fn prefix_of(output: &Path) -> String {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = stem.strip_prefix("lib").unwrap_or(&stem);
+    lib_export::c_identifier(stem)
+}
+
+/// What `build --lib` was asked.
+pub struct Request<'a> {
+    pub file: &'a Path,
+    pub include: &'a [PathBuf],
+    pub exports: &'a [String],
+    pub output: Option<PathBuf>,
+    pub header: Option<PathBuf>,
+    pub keep_temps: bool,
+}
+
+/// Builds the library and its header; returns the paths written, or the
+/// error's whole text (`file:line:col: error: ...` or `error: ...`).
+pub fn build(r: &Request) -> Result<(PathBuf, PathBuf), String> {
+    if r.exports.is_empty() {
+        return Err("error: --lib needs at least one --export \"NAME SHAPE...\"".into());
+    }
+    let output = r.output.clone().unwrap_or_else(|| {
+        let stem = r
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "vlad".into());
+        PathBuf::from(format!("lib{stem}.so"))
+    });
+    let kind = match output.extension().and_then(|e| e.to_str()) {
+        Some("a") => Kind::Static,
+        Some("so") => Kind::Shared,
+        _ => {
+            return Err(format!(
+                "error: --lib: the output {} must end in .so (shared) or .a (static)",
+                output.display()
+            ))
+        }
+    };
+    let prefix = prefix_of(&output);
+    let mut exports = Vec::new();
+    for (i, text) in r.exports.iter().enumerate() {
+        let spec = parse_spec(text)?;
+        let e = compile_export(r.file, r.include, &spec, &prefix, i)?;
+        if let Some(other) = exports.iter().find(|o: &&Export| o.c_name == e.c_name) {
+            return Err(format!(
+                "error: exports `{}` and `{}` would both be the C function `{}`",
+                other.name, e.name, e.c_name
+            ));
+        }
+        exports.push(e);
+    }
+    let header = r
+        .header
+        .clone()
+        .unwrap_or_else(|| output.with_extension("h"));
+    let source = r
+        .file
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    std::fs::write(&header, lib_export::header(&prefix, &source, &exports))
+        .map_err(|e| format!("error: cannot write {}: {e}", header.display()))?;
+    let dir = lib_export::link_library(&prefix, &exports, &output, kind, r.keep_temps)
+        .map_err(|e| format!("error: {e}"))?;
+    if r.keep_temps {
+        eprintln!("kept temporary files in {}", dir.display());
+    }
+    Ok((output, header))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs() {
+        let s = parse_spec("saddle (real real) real").unwrap();
+        assert_eq!(s.name, "saddle");
+        assert_eq!(
+            s.args,
+            vec![Shape::List(vec![Shape::Real, Shape::Real]), Shape::Real]
+        );
+        let (read, doc, n) = call_texts(&s);
+        assert_eq!(read, "(saddle (list (read-real) (read-real)) (read-real))");
+        assert_eq!(doc, "(saddle (args[0] args[1]) args[2])");
+        assert_eq!(n, 3);
+        assert!(parse_spec("f int").is_err());
+        assert!(parse_spec("(f) real").is_err());
+        assert!(parse_spec("").is_err());
+        assert_eq!(parse_spec("f").unwrap().args, vec![]);
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(prefix_of(Path::new("out/libparticle.so")), "particle");
+        assert_eq!(prefix_of(Path::new("my-lib.a")), "my_lib");
+    }
+}

@@ -1,0 +1,187 @@
+//! `stalingrad gradbench`: a whole GradBench protocol session, as an eval
+//! drives it (start, define, evaluate, analysis), over the nine functions
+//! of `hello`, `particle` and `saddle`. Outputs must be the published
+//! answers to 1e-9 relative; every evaluate answer carries one `evaluate`
+//! timing per run, at least `min_runs`, each a whole number of
+//! nanoseconds; unknown modules and functions are `success: false`.
+
+mod common;
+
+#[path = "../src/json.rs"]
+#[allow(dead_code)]
+mod json;
+
+use common::*;
+use json::Json;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+const PARTICLE: f64 = 0.2071918746486116;
+const SADDLE: f64 = 8.246324826140356e-06;
+
+fn close(got: f64, want: f64) -> bool {
+    ((got - want) / want).abs() <= 1e-9
+}
+
+struct Tool {
+    child: std::process::Child,
+    to: std::process::ChildStdin,
+    from: BufReader<std::process::ChildStdout>,
+    id: u64,
+}
+
+impl Tool {
+    fn start() -> Tool {
+        let mut child = Command::new(binary())
+            .arg("gradbench")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run stalingrad gradbench");
+        let to = child.stdin.take().expect("stdin");
+        let from = BufReader::new(child.stdout.take().expect("stdout"));
+        Tool {
+            child,
+            to,
+            from,
+            id: 0,
+        }
+    }
+
+    /// Sends `{"id": N, ...fields}` and returns the answer, checking its id.
+    fn send(&mut self, fields: &str) -> Json {
+        let line = format!("{{\"id\":{},{fields}}}\n", self.id);
+        self.to.write_all(line.as_bytes()).expect("write");
+        self.to.flush().expect("flush");
+        let mut answer = String::new();
+        self.from.read_line(&mut answer).expect("read");
+        let v = json::parse(answer.trim()).unwrap_or_else(|e| panic!("{e}: {answer}"));
+        assert_eq!(
+            v.get("id").and_then(Json::as_f64),
+            Some(self.id as f64),
+            "{answer}"
+        );
+        // Ids are written as integers, as GradBench's own tools do.
+        assert!(
+            answer.starts_with(&format!("{{\"id\":{},", self.id))
+                || answer.trim() == format!("{{\"id\":{}}}", self.id),
+            "{answer}"
+        );
+        self.id += 1;
+        v
+    }
+
+    fn evaluate(&mut self, module: &str, function: &str, input: &str, min_runs: usize) -> Json {
+        let v = self.send(&format!(
+            "\"kind\":\"evaluate\",\"module\":\"{module}\",\"function\":\"{function}\",\"input\":{input}"
+        ));
+        assert_eq!(
+            v.get("success"),
+            Some(&Json::Bool(true)),
+            "{module} {function}: {v:?}"
+        );
+        let Some(Json::Arr(timings)) = v.get("timings") else {
+            panic!("{module} {function}: no timings: {v:?}");
+        };
+        assert!(
+            timings.len() >= min_runs,
+            "{module} {function}: {} runs",
+            timings.len()
+        );
+        for t in timings {
+            assert_eq!(t.get("name").and_then(Json::as_str), Some("evaluate"));
+            let ns = t
+                .get("nanoseconds")
+                .and_then(Json::as_f64)
+                .expect("nanoseconds");
+            assert!(ns > 0.0 && ns.fract() == 0.0, "{t:?}");
+        }
+        // The next message is the eval's analysis of this answer.
+        let of = self.id - 1;
+        let ack = self.send(&format!("\"kind\":\"analysis\",\"of\":{of},\"valid\":true"));
+        assert_eq!(ack.get("success"), None);
+        v.get("output").cloned().expect("output")
+    }
+
+    fn define(&mut self, module: &str) -> Json {
+        self.send(&format!("\"kind\":\"define\",\"module\":\"{module}\""))
+    }
+}
+
+#[test]
+fn a_session_over_the_nine_functions() {
+    let mut tool = Tool::start();
+    let started = tool.send("\"kind\":\"start\",\"eval\":\"particle\"");
+    assert_eq!(
+        started.get("tool").and_then(Json::as_str),
+        Some("stalingrad")
+    );
+
+    let d = tool.define("hello");
+    assert_eq!(d.get("success"), Some(&Json::Bool(true)), "{d:?}");
+    let mut x = 1.5;
+    for _ in 0..2 {
+        let y = tool.evaluate("hello", "square", &format!("{x:?}"), 1);
+        assert_eq!(y.as_f64(), Some(x * x));
+        x = tool
+            .evaluate("hello", "double", &format!("{:?}", x * x), 1)
+            .as_f64()
+            .expect("a number");
+    }
+    assert_eq!(x, 40.5);
+
+    assert_eq!(
+        tool.define("particle").get("success"),
+        Some(&Json::Bool(true))
+    );
+    for f in ["rr", "ff", "fr", "rf"] {
+        let out = tool.evaluate(
+            "particle",
+            f,
+            "{\"w\":0.0,\"min_runs\":3,\"min_seconds\":0}",
+            3,
+        );
+        let w = out.as_f64().unwrap_or(f64::NAN);
+        assert!(close(w, PARTICLE), "particle {f}: {w}");
+    }
+
+    assert_eq!(
+        tool.define("saddle").get("success"),
+        Some(&Json::Bool(true))
+    );
+    for f in ["rr", "ff", "fr", "rf"] {
+        let out = tool.evaluate(
+            "saddle",
+            f,
+            "{\"start\":[1.0,1.0],\"min_runs\":2,\"min_seconds\":0.01}",
+            2,
+        );
+        let Json::Arr(xs) = &out else {
+            panic!("saddle {f}: {out:?}")
+        };
+        assert_eq!(xs.len(), 4, "saddle {f}: {out:?}");
+        for x in xs {
+            let x = x.as_f64().unwrap_or(f64::NAN);
+            assert!(close(x, SADDLE), "saddle {f}: {x}");
+        }
+    }
+
+    // What the tool has not: an answer, not a crash.
+    let d = tool.define("gmm");
+    assert_eq!(d.get("success"), Some(&Json::Bool(false)));
+    assert!(d
+        .get("error")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .contains("gmm"));
+    let v = tool.send("\"kind\":\"evaluate\",\"module\":\"saddle\",\"function\":\"xx\",\"input\":{\"start\":[1,1]}");
+    assert_eq!(v.get("success"), Some(&Json::Bool(false)));
+    let v = tool.send(
+        "\"kind\":\"evaluate\",\"module\":\"particle\",\"function\":\"ff\",\"input\":{\"v\":1}",
+    );
+    assert_eq!(v.get("success"), Some(&Json::Bool(false)));
+
+    drop(tool.to);
+    let status = tool.child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}
