@@ -154,6 +154,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             zero_memo: HashMap::new(),
             zero_union_memo: HashMap::new(),
             plus_unions_memo: HashMap::new(),
+            shared_memo: Default::default(),
             consts: HashMap::new(),
             union_hit: std::cell::Cell::new(None),
             active: std::collections::HashSet::new(),

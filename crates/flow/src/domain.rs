@@ -169,6 +169,9 @@ pub struct Domain {
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
     site_ids: HashMap<Site, u32>,
+    /// The members being joined into, by union and kind, with the
+    /// additions to them that wait for that join (see [`Self::add_member`]).
+    joining: HashMap<(UnionId, Kind), Vec<AvId>>,
     /// Bumped whenever a union gains or changes a member: the analysis
     /// must then run again.
     pub generation: u64,
@@ -429,8 +432,15 @@ impl Domain {
 
     /// Adds the shapes of `v` to union `u`: joins it into the member of its
     /// kind, or appends it as a new member.
+    ///
+    /// Joining into a member of a union deep in [`MAX_PART_DEPTH`] sends
+    /// the mismatched parts back to the same union, and a part of the
+    /// member's own kind would join into that member again, before its
+    /// first join has returned: recursion without end (a second derivative
+    /// of a loop unrolled on constants overflowed the compiler's stack
+    /// this way). Such an addition waits in `joining` until the join under
+    /// way has updated the member, and is then joined into the new member.
     pub fn add_member(&mut self, u: UnionId, v: AvId) {
-        let u = self.find(u);
         if v == self.bottom() {
             return;
         }
@@ -439,35 +449,46 @@ impl Domain {
             return;
         }
         let Some(k) = self.kind(v) else { return };
-        loop {
+        let u = self.find(u);
+        if let Some(waiting) = self.joining.get_mut(&(u, k)) {
+            waiting.push(v);
+            return;
+        }
+        let mut work = vec![v];
+        // The additions already joined into the member as it then was:
+        // joining one again into the same member changes nothing.
+        let mut done: std::collections::HashSet<(AvId, AvId)> = Default::default();
+        while let Some(v) = work.pop() {
             let u = self.find(u);
             let ms = &self.unions[u.0 as usize].members;
-            match ms.iter().position(|m| self.kind(*m) == Some(k)) {
-                None => {
-                    self.unions[u.0 as usize].members.push(v);
+            let Some(i) = ms.iter().position(|m| self.kind(*m) == Some(k)) else {
+                self.unions[u.0 as usize].members.push(v);
+                self.generation += 1;
+                continue;
+            };
+            let old = ms[i];
+            if old == v || !done.insert((old, v)) {
+                continue;
+            }
+            let into = if self.unions[u.0 as usize].depth < MAX_PART_DEPTH {
+                Into::Site(Site::Part(u, k), 0)
+            } else {
+                Into::Union(u)
+            };
+            self.joining.insert((u, k), Vec::new());
+            let j = self.join_in(into, old, v);
+            work.extend(self.joining.remove(&(u, k)).unwrap_or_default());
+            let u2 = self.find(u);
+            let ms = &mut self.unions[u2.0 as usize].members;
+            // A nested addition may have changed this member meanwhile:
+            // join again with the newer one.
+            if u2 == u && ms.get(i) == Some(&old) {
+                if j != old {
+                    ms[i] = j;
                     self.generation += 1;
-                    return;
                 }
-                Some(i) => {
-                    let old = ms[i];
-                    let into = if self.unions[u.0 as usize].depth < MAX_PART_DEPTH {
-                        Into::Site(Site::Part(u, k), 0)
-                    } else {
-                        Into::Union(u)
-                    };
-                    let j = self.join_in(into, old, v);
-                    let u2 = self.find(u);
-                    let ms = &mut self.unions[u2.0 as usize].members;
-                    // A nested addition may have changed this member
-                    // meanwhile: join again with the newer one.
-                    if u2 == u && ms.get(i) == Some(&old) {
-                        if j != old {
-                            ms[i] = j;
-                            self.generation += 1;
-                        }
-                        return;
-                    }
-                }
+            } else {
+                work.push(v);
             }
         }
     }
