@@ -95,20 +95,28 @@ pub enum Kind {
 }
 
 /// Where the mismatched parts of a join go: the union of a site and the
-/// path from the values joined there (a hash, see [`Site::Within`]), or a
-/// union whose members are being joined.
+/// path from the values joined there (a hash, see [`Site::Within`], and
+/// its length), or a union whose members are being joined.
 #[derive(Clone, Copy)]
 enum Into {
-    Site(Site, u64),
+    Site(Site, u64, u32),
     Union(UnionId),
 }
+
+/// How long a path below a join site may grow before the parts deeper
+/// down go to the union of the path so far: without a bound, values that
+/// nest without end (a loop passing itself a forward value one level
+/// deeper) made a union per path, thousands of them, and lowering a
+/// function per union.
+pub const MAX_PATH_DEPTH: u32 = 8;
 
 impl Into {
     fn child(self, i: usize) -> Into {
         match self {
-            Into::Site(s, h) => Into::Site(
+            Into::Site(s, h, d) if d < MAX_PATH_DEPTH => Into::Site(
                 s,
                 h.wrapping_mul(0x100_0000_01b3).wrapping_add(i as u64 + 1),
+                d + 1,
             ),
             u => u,
         }
@@ -471,7 +479,7 @@ impl Domain {
                 continue;
             }
             let into = if self.unions[u.0 as usize].depth < MAX_PART_DEPTH {
-                Into::Site(Site::Part(u, k), 0)
+                Into::Site(Site::Part(u, k), 0, 0)
             } else {
                 Into::Union(u)
             };
@@ -498,7 +506,7 @@ impl Domain {
     /// already is); parts of values of one kind are joined at the same
     /// site.
     pub fn join_at(&mut self, site: Site, a: AvId, b: AvId) -> AvId {
-        self.join_in(Into::Site(site, 0), a, b)
+        self.join_in(Into::Site(site, 0, 0), a, b)
     }
 
     /// [`Self::join_at`], with mismatched parts going to the union of a
@@ -552,8 +560,8 @@ impl Domain {
             _ => {
                 let u = match into {
                     Into::Union(u) => u,
-                    Into::Site(site, 0) => self.site_union(site),
-                    Into::Site(site, path) => {
+                    Into::Site(site, 0, _) => self.site_union(site),
+                    Into::Site(site, path, _) => {
                         let base = self.site_index(site);
                         self.site_union(Site::Within(base, path))
                     }

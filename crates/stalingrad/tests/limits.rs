@@ -236,6 +236,7 @@ fn soak_programs_build_or_fail_fast_and_cleanly() {
     let programs = [
         ("tests/compile/cps-list-ref.vlad".to_string(), "10\n3\n"),
         ("tests/compile/bundle-loop.vlad".to_string(), "3\n"),
+        ("tests/compile/bundle-zero-loop.vlad".to_string(), "4\n"),
         (deeper_s.clone(), "3\n"),
         (
             "tests/corpus/pending/second-derivative-unrolled-loop.vlad".to_string(),
