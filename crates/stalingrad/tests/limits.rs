@@ -233,11 +233,22 @@ fn soak_programs_build_or_fail_fast_and_cleanly() {
     )
     .expect("write the program");
     let deeper_s = deeper.to_string_lossy().into_owned();
+    // The same, taken apart after the loop: the analysis does not converge.
+    let after = temp("bundle-after.vlad");
+    std::fs::write(
+        &after,
+        "(define (p2 y) (primal (primal y)))\n\
+         (p2 (let loop ((x 1.5) (n (read-real)))\n\
+         \x20 (if (zero? n) x (loop (bundle x (perturb x)) (- n 1)))))\n",
+    )
+    .expect("write the program");
+    let after_s = after.to_string_lossy().into_owned();
     let programs = [
         ("tests/compile/cps-list-ref.vlad".to_string(), "10\n3\n"),
         ("tests/compile/bundle-loop.vlad".to_string(), "3\n"),
         ("tests/compile/bundle-zero-loop.vlad".to_string(), "4\n"),
         (deeper_s.clone(), "3\n"),
+        (after_s.clone(), "3\n"),
         (
             "tests/corpus/pending/second-derivative-unrolled-loop.vlad".to_string(),
             "",
@@ -284,5 +295,6 @@ fn soak_programs_build_or_fail_fast_and_cleanly() {
         }
     }
     let _ = std::fs::remove_file(&deeper);
+    let _ = std::fs::remove_file(&after);
     failures.finish("soak programs", programs.len());
 }
