@@ -639,3 +639,43 @@ impl Domain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A union deep enough that joins of its members send mismatched
+    /// parts back to it, and a member with a part of its own kind: the
+    /// join once recursed without end (stack overflow).
+    #[test]
+    fn a_part_of_a_members_kind_joins_back_into_the_member() {
+        let mut d = Domain::new();
+        let mut u = d.site_union(Site::Result(0));
+        for _ in 0..MAX_PART_DEPTH {
+            u = d.site_union(Site::Part(u, Kind::Pair));
+        }
+        let (one, nil) = (d.real(1.0), d.nil());
+        let inner = d.pair(one, nil);
+        let outer = d.pair(inner, nil);
+        d.add_member(u, outer);
+        let two = d.real(2.0);
+        let other = d.pair(two, nil);
+        d.add_member(u, outer);
+        d.add_member(u, other);
+        let members = d.members(u).to_vec();
+        let uv = d.union_av(u);
+        let want_pair = d.pair(uv, nil);
+        let any = d.any_real();
+        assert_eq!(
+            members.len(),
+            2,
+            "{:?}",
+            members.iter().map(|m| d.get(*m)).collect::<Vec<_>>()
+        );
+        assert!(members.contains(&want_pair));
+        assert!(members.contains(&any) || members.contains(&one));
+        for v in [outer, inner, other] {
+            assert!(d.leq(v, uv), "{:?} is in the union", d.get(v));
+        }
+    }
+}
