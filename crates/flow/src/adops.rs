@@ -33,6 +33,12 @@ pub struct Ops {
     pub(crate) zero_union_memo: HashMap<UnionId, (u64, AvId)>,
     /// `plus` of two unions, likewise.
     pub(crate) plus_unions_memo: HashMap<(UnionId, UnionId), (u64, AvId)>,
+    /// `zero` and `plus` of values with unions inside, and the domain's
+    /// generation they were computed in, kept only when computing them
+    /// changed no union: valid while no union changes, so that a node
+    /// reached many times in a shared structure (a chain of triples) is
+    /// walked once per generation, not once per path to it.
+    pub(crate) shared_memo: SharedMemo,
     pub(crate) consts: HashMap<ConstId, AvId>,
     /// Set when an operation met a union where it needs a fixed shape
     /// (names the operation): the analysis then stops with a limit error.
@@ -49,6 +55,42 @@ pub struct Ops {
     pub symbolic: bool,
     pub(crate) pending: Vec<PendingMap>,
     pub(crate) next_virtual: u32,
+}
+
+/// See [`Ops::shared_memo`]. `plus` of values without unions is kept
+/// for good (it depends on nothing that changes).
+///
+/// A union's `zero` (and two unions' `plus`) is also walked at most once
+/// per outermost call (`walk`, its epoch in `seen`): otherwise every union
+/// that gains a member bumps the generation, and every other union met
+/// again below is walked again, exponentially many times in a structure
+/// of unions nested in unions. Walking once per call suffices: the
+/// analysis runs again whenever a union changed.
+#[derive(Default)]
+pub(crate) struct SharedMemo {
+    zero: HashMap<AvId, (u64, AvId)>,
+    plus: HashMap<(AvId, AvId), (Option<u64>, AvId)>,
+    seen: HashMap<(UnionId, Option<UnionId>), u64>,
+    walk: u64,
+    nesting: u32,
+}
+
+impl SharedMemo {
+    fn enter(&mut self) {
+        if self.nesting == 0 {
+            self.walk += 1;
+        }
+        self.nesting += 1;
+    }
+
+    fn leave(&mut self) {
+        self.nesting -= 1;
+    }
+
+    /// Is this the first time the walk under way meets `key`?
+    fn first_visit(&mut self, key: (UnionId, Option<UnionId>)) -> bool {
+        self.seen.insert(key, self.walk) != Some(self.walk)
+    }
 }
 
 /// A map of a union that lowering must call at run time: the operation,
@@ -365,6 +407,13 @@ impl Ops {
     }
 
     pub fn zero(&mut self, v: AvId) -> AvId {
+        self.shared_memo.enter();
+        let z = self.zero_node(v);
+        self.shared_memo.leave();
+        z
+    }
+
+    fn zero_node(&mut self, v: AvId) -> AvId {
         if let Some(u) = self.dom.as_union_id(v) {
             return self.zero_union(u);
         }
@@ -372,6 +421,12 @@ impl Ops {
         let cacheable = !self.dom.has_union(v);
         if let Some(z) = self.zero_memo.get(&v).filter(|_| cacheable) {
             return *z;
+        }
+        let generation = self.dom.generation;
+        if let Some((g, z)) = self.shared_memo.zero.get(&v) {
+            if *g == generation {
+                return *z;
+            }
         }
         let z = match self.dom.get(v).clone() {
             Av::Bottom | Av::Bool(_) | Av::Nil | Av::Sym(_, SymKind::Bool) => v,
@@ -412,12 +467,21 @@ impl Ops {
         };
         if cacheable {
             self.zero_memo.insert(v, z);
+        } else if self.dom.generation == generation {
+            self.shared_memo.zero.insert(v, (generation, z));
         }
         z
     }
 
     /// `zero` of a union: the union of its members' zeros ([`Site::Zero`]).
     pub fn zero_union(&mut self, u: UnionId) -> AvId {
+        self.shared_memo.enter();
+        let z = self.zero_union_walk(u);
+        self.shared_memo.leave();
+        z
+    }
+
+    fn zero_union_walk(&mut self, u: UnionId) -> AvId {
         let u = self.dom.find(u);
         if let Some((g, r)) = self.zero_union_memo.get(&u) {
             if *g == self.dom.generation {
@@ -425,7 +489,7 @@ impl Ops {
             }
         }
         let z = self.dom.site_union(Site::Zero(u));
-        if self.active.insert((u, None)) {
+        if self.shared_memo.first_visit((u, None)) && self.active.insert((u, None)) {
             for m in self.dom.members(u).to_vec() {
                 let zm = self.zero(m);
                 self.dom.add_member(z, zm);
@@ -601,6 +665,13 @@ impl Ops {
     /// kind ([`Site::Plus`]); members of different kinds do not conform,
     /// an error at run time.
     pub fn plus_unions(&mut self, u: UnionId, w: UnionId) -> AvId {
+        self.shared_memo.enter();
+        let p = self.plus_unions_walk(u, w);
+        self.shared_memo.leave();
+        p
+    }
+
+    fn plus_unions_walk(&mut self, u: UnionId, w: UnionId) -> AvId {
         let (u, w) = (self.dom.find(u), self.dom.find(w));
         if let Some((g, r)) = self.plus_unions_memo.get(&(u, w)) {
             if *g == self.dom.generation {
@@ -617,7 +688,7 @@ impl Ops {
                 None => self.dom.site_union(Site::Plus(u, w)),
             },
         };
-        if self.active.insert((u, Some(w))) {
+        if self.shared_memo.first_visit((u, Some(w))) && self.active.insert((u, Some(w))) {
             for mu in self.dom.members(u).to_vec() {
                 let Some(j) = self.dom.member_index(w, mu) else {
                     // Members without reals of different kinds sum too.
@@ -658,7 +729,10 @@ impl Ops {
     }
 
     pub fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
-        self.plus_inner(a, b).map_err(|_| {
+        self.shared_memo.enter();
+        let r = self.plus_inner(a, b);
+        self.shared_memo.leave();
+        r.map_err(|_| {
             format!(
                 "`plus` expects two values of the same shape, found {} and {}",
                 self.describe(a),
@@ -672,6 +746,23 @@ impl Ops {
         if a == bottom || b == bottom {
             return Ok(bottom);
         }
+        let generation = self.dom.generation;
+        if let Some((g, r)) = self.shared_memo.plus.get(&(a, b)) {
+            if g.is_none() || *g == Some(generation) {
+                return Ok(*r);
+            }
+        }
+        let r = self.plus_walk(a, b)?;
+        let forever = !self.dom.has_union(a) && !self.dom.has_union(b);
+        if forever || self.dom.generation == generation {
+            let g = (!forever).then_some(generation);
+            self.shared_memo.plus.insert((a, b), (g, r));
+        }
+        Ok(r)
+    }
+
+    /// [`Self::plus_inner`] without its memo.
+    fn plus_walk(&mut self, a: AvId, b: AvId) -> Op<AvId> {
         // With a union on one side, the sum has the shape of the sum of
         // the other side and the union's member of its kind; with unions
         // on both, it is a union.

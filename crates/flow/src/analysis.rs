@@ -165,6 +165,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             zero_memo: HashMap::new(),
             zero_union_memo: HashMap::new(),
             plus_unions_memo: HashMap::new(),
+            shared_memo: Default::default(),
             consts: HashMap::new(),
             union_hit: std::cell::Cell::new(None),
             active: std::collections::HashSet::new(),
@@ -208,11 +209,25 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             break;
         }
         if a.iteration >= MAX_PASSES {
+            // The lambda whose specialisations were made last is the one
+            // that keeps growing, when any does: positioned there if it is
+            // the user's (file 0 is the standard library).
+            let newest = a.specs.last().map(|s| s.lambda);
+            let span = newest
+                .and_then(|l| a.ops.prog.lambdas[l].span)
+                .filter(|s| s.file.0 != 0);
+            let growing = newest.map_or(String::new(), |l| {
+                format!(
+                    "; the specialisations of `{}` keep growing ({} in all)",
+                    a.lambda_name(l),
+                    a.specs.len()
+                )
+            });
             return Err(Diagnostic::new(
-                None,
+                span,
                 format!(
                     "the flow analysis did not converge in {MAX_PASSES} passes \
-                     (the program's values keep changing shape)"
+                     (the program's values keep changing shape{growing})"
                 ),
             ));
         }

@@ -95,20 +95,28 @@ pub enum Kind {
 }
 
 /// Where the mismatched parts of a join go: the union of a site and the
-/// path from the values joined there (a hash, see [`Site::Within`]), or a
-/// union whose members are being joined.
+/// path from the values joined there (a hash, see [`Site::Within`], and
+/// its length), or a union whose members are being joined.
 #[derive(Clone, Copy)]
 enum Into {
-    Site(Site, u64),
+    Site(Site, u64, u32),
     Union(UnionId),
 }
+
+/// How long a path below a join site may grow before the parts deeper
+/// down go to the union of the path so far: without a bound, values that
+/// nest without end (a loop passing itself a forward value one level
+/// deeper) made a union per path, thousands of them, and lowering a
+/// function per union.
+pub const MAX_PATH_DEPTH: u32 = 8;
 
 impl Into {
     fn child(self, i: usize) -> Into {
         match self {
-            Into::Site(s, h) => Into::Site(
+            Into::Site(s, h, d) if d < MAX_PATH_DEPTH => Into::Site(
                 s,
                 h.wrapping_mul(0x100_0000_01b3).wrapping_add(i as u64 + 1),
+                d + 1,
             ),
             u => u,
         }
@@ -169,6 +177,9 @@ pub struct Domain {
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
     site_ids: HashMap<Site, u32>,
+    /// The members being joined into, by union and kind, with the
+    /// additions to them that wait for that join (see [`Self::add_member`]).
+    joining: HashMap<(UnionId, Kind), Vec<AvId>>,
     /// Bumped whenever a union gains or changes a member: the analysis
     /// must then run again.
     pub generation: u64,
@@ -467,8 +478,15 @@ impl Domain {
 
     /// Adds the shapes of `v` to union `u`: joins it into the member of its
     /// kind, or appends it as a new member.
+    ///
+    /// Joining into a member of a union deep in [`MAX_PART_DEPTH`] sends
+    /// the mismatched parts back to the same union, and a part of the
+    /// member's own kind would join into that member again, before its
+    /// first join has returned: recursion without end (a second derivative
+    /// of a loop unrolled on constants overflowed the compiler's stack
+    /// this way). Such an addition waits in `joining` until the join under
+    /// way has updated the member, and is then joined into the new member.
     pub fn add_member(&mut self, u: UnionId, v: AvId) {
-        let u = self.find(u);
         if v == self.bottom() {
             return;
         }
@@ -477,35 +495,46 @@ impl Domain {
             return;
         }
         let Some(k) = self.kind(v) else { return };
-        loop {
+        let u = self.find(u);
+        if let Some(waiting) = self.joining.get_mut(&(u, k)) {
+            waiting.push(v);
+            return;
+        }
+        let mut work = vec![v];
+        // The additions already joined into the member as it then was:
+        // joining one again into the same member changes nothing.
+        let mut done: std::collections::HashSet<(AvId, AvId)> = Default::default();
+        while let Some(v) = work.pop() {
             let u = self.find(u);
             let ms = &self.unions[u.0 as usize].members;
-            match ms.iter().position(|m| self.kind(*m) == Some(k)) {
-                None => {
-                    self.unions[u.0 as usize].members.push(v);
+            let Some(i) = ms.iter().position(|m| self.kind(*m) == Some(k)) else {
+                self.unions[u.0 as usize].members.push(v);
+                self.generation += 1;
+                continue;
+            };
+            let old = ms[i];
+            if old == v || !done.insert((old, v)) {
+                continue;
+            }
+            let into = if self.unions[u.0 as usize].depth < MAX_PART_DEPTH {
+                Into::Site(Site::Part(u, k), 0, 0)
+            } else {
+                Into::Union(u)
+            };
+            self.joining.insert((u, k), Vec::new());
+            let j = self.join_in(into, old, v);
+            work.extend(self.joining.remove(&(u, k)).unwrap_or_default());
+            let u2 = self.find(u);
+            let ms = &mut self.unions[u2.0 as usize].members;
+            // A nested addition may have changed this member meanwhile:
+            // join again with the newer one.
+            if u2 == u && ms.get(i) == Some(&old) {
+                if j != old {
+                    ms[i] = j;
                     self.generation += 1;
-                    return;
                 }
-                Some(i) => {
-                    let old = ms[i];
-                    let into = if self.unions[u.0 as usize].depth < MAX_PART_DEPTH {
-                        Into::Site(Site::Part(u, k), 0)
-                    } else {
-                        Into::Union(u)
-                    };
-                    let j = self.join_in(into, old, v);
-                    let u2 = self.find(u);
-                    let ms = &mut self.unions[u2.0 as usize].members;
-                    // A nested addition may have changed this member
-                    // meanwhile: join again with the newer one.
-                    if u2 == u && ms.get(i) == Some(&old) {
-                        if j != old {
-                            ms[i] = j;
-                            self.generation += 1;
-                        }
-                        return;
-                    }
-                }
+            } else {
+                work.push(v);
             }
         }
     }
@@ -515,7 +544,7 @@ impl Domain {
     /// already is); parts of values of one kind are joined at the same
     /// site.
     pub fn join_at(&mut self, site: Site, a: AvId, b: AvId) -> AvId {
-        self.join_in(Into::Site(site, 0), a, b)
+        self.join_in(Into::Site(site, 0, 0), a, b)
     }
 
     /// [`Self::join_at`], with mismatched parts going to the union of a
@@ -569,8 +598,8 @@ impl Domain {
             _ => {
                 let u = match into {
                     Into::Union(u) => u,
-                    Into::Site(site, 0) => self.site_union(site),
-                    Into::Site(site, path) => {
+                    Into::Site(site, 0, _) => self.site_union(site),
+                    Into::Site(site, path, _) => {
                         let base = self.site_index(site);
                         self.site_union(Site::Within(base, path))
                     }
@@ -689,6 +718,46 @@ impl Domain {
             Av::Wrap(_, x) => self.has_union(*x),
             Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
             _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A union deep enough that joins of its members send mismatched
+    /// parts back to it, and a member with a part of its own kind: the
+    /// join once recursed without end (stack overflow).
+    #[test]
+    fn a_part_of_a_members_kind_joins_back_into_the_member() {
+        let mut d = Domain::new();
+        let mut u = d.site_union(Site::Result(0));
+        for _ in 0..MAX_PART_DEPTH {
+            u = d.site_union(Site::Part(u, Kind::Pair));
+        }
+        let (one, nil) = (d.real(1.0), d.nil());
+        let inner = d.pair(one, nil);
+        let outer = d.pair(inner, nil);
+        d.add_member(u, outer);
+        let two = d.real(2.0);
+        let other = d.pair(two, nil);
+        d.add_member(u, outer);
+        d.add_member(u, other);
+        let members = d.members(u).to_vec();
+        let uv = d.union_av(u);
+        let want_pair = d.pair(uv, nil);
+        let any = d.any_real();
+        assert_eq!(
+            members.len(),
+            2,
+            "{:?}",
+            members.iter().map(|m| d.get(*m)).collect::<Vec<_>>()
+        );
+        assert!(members.contains(&want_pair));
+        assert!(members.contains(&any) || members.contains(&one));
+        for v in [outer, inner, other] {
+            assert!(d.leq(v, uv), "{:?} is in the union", d.get(v));
         }
     }
 }

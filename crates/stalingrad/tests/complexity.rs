@@ -352,8 +352,9 @@ fn ad_operations_preserve_sharing() {
     let mut failures = Failures::default();
     let mut runner = Runner::default();
     let mut checks = 0;
-    let cases: [ChainCase; 3] = [
+    let cases: [ChainCase; 4] = [
         ("chain-zero.vlad", "0", "zero", |c| c.zero),
+        ("chain-triple.vlad", "1", "zero", |c| c.zero),
         ("chain-plus.vlad", "2", "plus", |c| c.plus),
         ("chain-transform.vlad", "1", "transform", |c| c.transform),
     ];

@@ -217,3 +217,84 @@ fn memory_exhaustion_is_a_clean_error() {
     let _ = std::fs::remove_file(&src);
     failures.finish("memory exhaustion", 4);
 }
+
+/// Programs a robustness soak found to crash the compiler or take the
+/// machine's memory (and the shapes next to them): `build` ends well
+/// within a minute (about a second here) with a binary that prints what
+/// `run` prints, or with a clean positioned error; never a signal, an
+/// abort or a runaway.
+#[test]
+fn soak_programs_build_or_fail_fast_and_cleanly() {
+    let deeper = temp("bundle-deeper.vlad");
+    std::fs::write(
+        &deeper,
+        "(let loop ((x 1.5) (n (read-real)))\n\
+         \x20 (if (zero? n) (primal (primal x)) (loop (bundle x (perturb x)) (- n 1))))\n",
+    )
+    .expect("write the program");
+    let deeper_s = deeper.to_string_lossy().into_owned();
+    // The same, taken apart after the loop: the analysis does not converge.
+    let after = temp("bundle-after.vlad");
+    std::fs::write(
+        &after,
+        "(define (p2 y) (primal (primal y)))\n\
+         (p2 (let loop ((x 1.5) (n (read-real)))\n\
+         \x20 (if (zero? n) x (loop (bundle x (perturb x)) (- n 1)))))\n",
+    )
+    .expect("write the program");
+    let after_s = after.to_string_lossy().into_owned();
+    let programs = [
+        ("tests/compile/cps-list-ref.vlad".to_string(), "10\n3\n"),
+        ("tests/compile/bundle-loop.vlad".to_string(), "3\n"),
+        ("tests/compile/bundle-zero-loop.vlad".to_string(), "4\n"),
+        (deeper_s.clone(), "3\n"),
+        (after_s.clone(), "3\n"),
+        (
+            "tests/corpus/pending/second-derivative-unrolled-loop.vlad".to_string(),
+            "",
+        ),
+    ];
+    let watchdog = runner::Limits {
+        time: std::time::Duration::from_secs(60),
+        memory_kb: None,
+    };
+    let mut failures = Failures::default();
+    for (src, input) in &programs {
+        let exe = temp("soak");
+        let mut cmd = std::process::Command::new(stalingrad());
+        cmd.args(["build", src, "-o"])
+            .arg(&exe)
+            .current_dir(repo_root())
+            .env_remove("RUST_BACKTRACE");
+        let started = std::time::Instant::now();
+        let build = runner::run_text(&mut cmd, &[], &watchdog);
+        let took = started.elapsed();
+        println!("build {src}: {:.2} s", took.as_secs_f64());
+        if !clean(&build) || took >= watchdog.time {
+            failures.add(format!("build {src} ({took:?}):\n{}", build.transcript()));
+            continue;
+        }
+        if !build.success() {
+            if !build.stderr.contains(&format!("{src}:")) {
+                failures.add(format!(
+                    "build {src}: unpositioned:\n{}",
+                    build.transcript()
+                ));
+            }
+            continue;
+        }
+        let interp = run_stalingrad(&["run".into(), src.clone()], Some(input.as_bytes()));
+        let native = run_program(&exe, &[], Some(input.as_bytes()));
+        let _ = std::fs::remove_file(&exe);
+        if native.stdout != interp.stdout || !native.success() {
+            failures.add(format!(
+                "{src}: the binary differs from run:\n{}\n{}",
+                native.transcript(),
+                interp.transcript()
+            ));
+        }
+    }
+    let _ = std::fs::remove_file(&deeper);
+    let _ = std::fs::remove_file(&after);
+    failures.finish("soak programs", programs.len());
+}
