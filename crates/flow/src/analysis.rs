@@ -380,10 +380,7 @@ impl Analyzer {
                     if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
                         self.trace_census();
                     }
-                    return limit(format!(
-                        "the analysis needs more than {MAX_SPECS} specialisations (while specialising `{}`)",
-                        self.lambda_name(lambda)
-                    ));
+                    return Err(self.too_many_specs(lambda));
                 }
                 let id = SpecId(self.specs.len() as u32);
                 let skeleton: SpecKey = (
@@ -441,6 +438,47 @@ impl Analyzer {
         s.result = new;
         s.binds = binds;
         Ok((new, id))
+    }
+
+    /// The error of an analysis that needs more than [`MAX_SPECS`]
+    /// specialisations. When a recursive procedure of the program kept
+    /// passing itself deeper values (a derivative tower of run-time height,
+    /// a structure nested one level more per call), that is what grows:
+    /// the error names it, at its definition, and says what would make the
+    /// program compile.
+    fn too_many_specs(&self, lambda: LambdaId) -> Limit {
+        let grower = self
+            .grown
+            .iter()
+            .filter(|(l, (n, _))| {
+                *n >= GROW
+                    && matches!(self.ops.prog.lambdas[**l].origin, ir::Origin::Source)
+                    && self.ops.prog.lambdas[**l].name.is_some()
+                    && self.ops.prog.lambdas[**l]
+                        .span
+                        .is_some_and(|s| s.file.0 != 0)
+            })
+            .max_by_key(|(l, (n, d))| (*n, *d, std::cmp::Reverse(**l)));
+        match grower {
+            Some((l, (n, d))) => Limit {
+                message: format!(
+                    "`{}` calls itself with values that grow at each call ({d} levels deep after \
+                     {n} calls), and the analysis needs more than {MAX_SPECS} specialisations for \
+                     what is computed on them: a nesting of AD, or of data, whose depth is known \
+                     only at run time cannot be compiled; make that depth a constant \
+                     (`stalingrad run` runs the program as it is)",
+                    self.lambda_name(*l)
+                ),
+                span: self.ops.prog.lambdas[*l].span,
+            },
+            None => Limit {
+                message: format!(
+                    "the analysis needs more than {MAX_SPECS} specialisations (while specialising `{}`)",
+                    self.lambda_name(lambda)
+                ),
+                span: None,
+            },
+        }
     }
 
     /// For `VLAD_FLOW_TRACE`: the unions per kind of site, the longest

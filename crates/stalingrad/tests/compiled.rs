@@ -36,6 +36,7 @@ fn programs() -> Vec<PathBuf> {
             "tests/errors/inc",
             "tests/run/incdir",
             "tests/corpus/pending",
+            "tests/refused",
         ],
     ));
     v
