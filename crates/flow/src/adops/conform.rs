@@ -10,16 +10,99 @@ use crate::domain::{Av, AvId, SymKind};
 
 impl Ops {
     /// `(custom-*j-conform x zero)`: `x` when it has the shape of `zero`.
-    /// A shape that only run time decides (a union with members on both
-    /// sides of the question, an unknown boolean) is let through; `plus`
-    /// still rejects it where the sensitivity is used.
+    /// A shape that only run time decides is split on when it can be (see
+    /// below); otherwise (a union that holds itself, an unknown boolean)
+    /// it is let through, and `plus` still rejects a mismatch where the
+    /// sensitivity is used.
     pub fn custom_conform(&mut self, x: AvId, zero: AvId) -> Op<AvId> {
         match self.conforms(x, zero) {
             Some(false) => Err(ir::prim::nonconforming_sensitivity(
                 &self.describe(zero),
                 &self.describe(x),
             )),
-            _ => Ok(x),
+            Some(true) => Ok(x),
+            None => {
+                // A sensitivity whose shape a branch decides, against a
+                // zero of known shape: split the application on its union
+                // as the other primitives do, so each member is decided
+                // here and compiled code reports what `run` reports.
+                // Unions that hold themselves (lists of run-time length)
+                // would split without end; those are let through.
+                // Lowering follows the analysis's split, so it never
+                // splits itself.
+                if let Some(u) = self.splittable_union(x, 8).filter(|_| !self.symbolic) {
+                    if self.union_free(zero, 64) {
+                        self.hit("`custom-*j-conform`", u);
+                        return Ok(self.dom.bottom());
+                    }
+                }
+                Ok(x)
+            }
+        }
+    }
+
+    /// The first union in `v`, within `depth` levels, when it does not
+    /// hold itself.
+    fn splittable_union(&self, v: AvId, depth: usize) -> Option<AvId> {
+        if let Some(u) = self.dom.as_union_id(v) {
+            let holds_itself = self
+                .dom
+                .members(u)
+                .iter()
+                .any(|m| self.contains_union(*m, u, 16));
+            return (!holds_itself).then_some(v);
+        }
+        if depth == 0 {
+            return None;
+        }
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => self
+                .splittable_union(*a, depth - 1)
+                .or_else(|| self.splittable_union(*b, depth - 1)),
+            Av::Wrap(_, y) => self.splittable_union(*y, depth - 1),
+            Av::Closure(_, env) => env
+                .iter()
+                .find_map(|y| self.splittable_union(*y, depth - 1)),
+            _ => None,
+        }
+    }
+
+    /// Whether `v` holds union `u` within `depth` levels (or is too deep
+    /// to tell, which counts as holding it).
+    fn contains_union(&self, v: AvId, u: crate::domain::UnionId, depth: usize) -> bool {
+        if depth == 0 {
+            return true;
+        }
+        if let Some(w) = self.dom.as_union_id(v) {
+            return w == u
+                || self
+                    .dom
+                    .members(w)
+                    .iter()
+                    .any(|m| self.contains_union(*m, u, depth - 1));
+        }
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                self.contains_union(*a, u, depth - 1) || self.contains_union(*b, u, depth - 1)
+            }
+            Av::Wrap(_, y) => self.contains_union(*y, u, depth - 1),
+            Av::Closure(_, env) => env.iter().any(|y| self.contains_union(*y, u, depth - 1)),
+            _ => false,
+        }
+    }
+
+    /// Whether `v` holds no union within `depth` levels and is no deeper.
+    fn union_free(&self, v: AvId, depth: usize) -> bool {
+        if depth == 0 || self.dom.as_union_id(v).is_some() {
+            return false;
+        }
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                self.union_free(*a, depth - 1) && self.union_free(*b, depth - 1)
+            }
+            Av::Wrap(_, y) => self.union_free(*y, depth - 1),
+            Av::Closure(_, env) => env.iter().all(|y| self.union_free(*y, depth - 1)),
+            _ => true,
         }
     }
 
