@@ -24,6 +24,13 @@
 //! The shape checks of what `fr` and its backpropagator return are
 //! patterns owned by `custom-*j`, so a wrong shape is a run-time error
 //! naming it and the value found, in `run` and in compiled code alike.
+//! So are `df` and `dx` of the wrong shape: each must conform (be a valid
+//! operand of `plus`) to the zero of what it is the sensitivity of, which
+//! `custom-*j-conform` checks where the backpropagator returns them rather
+//! than wherever `plus` would later meet them. The check is an
+//! application like any other, so it is transformed along with the rest
+//! (its own transforms are in the prelude), and the flow analysis decides
+//! it at compile time whenever the shapes are known.
 
 use crate::reverse::Backward;
 use crate::{transform, tvar, AdMemo};
@@ -67,6 +74,8 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Opt
     let sens = vec![Tag::Sensitize];
     let df = bw.emit(prog, "df", car(sens.clone(), out, pat, true));
     let dx = bw.emit(prog, "dx", car(sens.clone(), out, pat, false));
+    bw.conform(prog, df, free[f]);
+    bw.conform(prog, dx, param);
     let mut env = Vec::with_capacity(free.len());
     for (i, v) in free.iter().enumerate() {
         env.push(if i == f { df } else { bw.zero_sens(prog, *v) });
@@ -121,6 +130,28 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Opt
         name: Some("custom-*j^R".to_string()),
         span: lam.span,
     }))
+}
+
+impl Backward {
+    /// `(custom-*j-conform (unsensitize s) (zero (*j-inverse rx)))`:
+    /// sensitivity `s` must have the shape of the primal value whose
+    /// reverse value is `rx`. Its result is not needed: the application
+    /// either returns `s`'s inside or stops the program.
+    fn conform(&mut self, prog: &mut Program, s: Var, rx: Var) {
+        let inside = self.call(prog, Prim::Unsensitize, s);
+        let primal = self.call(prog, Prim::StarJInverse, rx);
+        let zero = self.call(prog, Prim::Zero, primal);
+        let pair = self.emit(
+            prog,
+            "c",
+            Rhs::Cons {
+                tags: vec![],
+                car: inside,
+                cdr: zero,
+            },
+        );
+        self.call(prog, Prim::CustomConform, pair);
+    }
 }
 
 /// A shape `custom-*j` requires of what the user's code returns.

@@ -14,6 +14,7 @@ use ir::EntityRef;
 use ir::{ConstDatum, ConstId, Program, Tag};
 use std::collections::HashMap;
 
+mod conform;
 mod prims;
 
 /// The program, its AD memo tables and the abstract domain, with the

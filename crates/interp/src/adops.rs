@@ -12,7 +12,7 @@ use crate::memo::Transform;
 use crate::value::{Closure, Value};
 use ad::Untransformed;
 use ir::{ConstDatum, ConstId, PatId, Tag};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use std::rc::Rc;
 
@@ -400,6 +400,51 @@ impl Interp<'_> {
             memo.insert(k, r.clone());
         }
         Ok(r)
+    }
+
+    /// Whether `plus` of `a` and `b` is defined, decided from their shapes
+    /// alone: [`Interp::plus`] skips the walk when one side is a known
+    /// zero, which is exactly the side `custom-*j-conform` compares with.
+    /// Linear in the shared structure (pairs met twice are walked once).
+    pub fn conforms(&self, a: &Value, b: &Value) -> Result<bool> {
+        let mut seen = HashSet::new();
+        self.conforms_memo(a, b, &mut seen)
+    }
+
+    fn conforms_memo(
+        &self,
+        a: &Value,
+        b: &Value,
+        seen: &mut HashSet<(usize, usize)>,
+    ) -> Result<bool> {
+        crate::eval::check_stack()?;
+        if let (Some(x), Some(y)) = (a.addr(), b.addr()) {
+            if !seen.insert((x, y)) {
+                return Ok(true);
+            }
+        }
+        Ok(match (a, b) {
+            (Value::Real(_), Value::Real(_)) | (Value::Nil, Value::Nil) => true,
+            (Value::Bool(x), Value::Bool(y)) => x == y,
+            (Value::Prim(p), Value::Prim(q)) if p == q => true,
+            (Value::Pair(p), Value::Pair(q)) | (Value::Bundle(p), Value::Bundle(q)) => {
+                self.conforms_memo(&p.0, &q.0, seen)? && self.conforms_memo(&p.1, &q.1, seen)?
+            }
+            (Value::Closure(c), Value::Closure(d))
+                if c.lambda == d.lambda && c.env.len() == d.env.len() =>
+            {
+                for (x, y) in c.env.iter().zip(d.env.iter()) {
+                    if !self.conforms_memo(x, y, seen)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            (Value::Perturbation(x), Value::Perturbation(y))
+            | (Value::Sensitivity(x), Value::Sensitivity(y))
+            | (Value::Reverse(x), Value::Reverse(y)) => self.conforms_memo(x, y, seen)?,
+            _ => self.nil_like(a) && self.nil_like(b),
+        })
     }
 
     /// A value with no reals that stands for the sensitivity of a

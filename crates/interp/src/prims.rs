@@ -113,6 +113,16 @@ impl Interp<'_> {
                 let (x, y) = two_values(p, &arg)?;
                 V(self.plus(&x, &y)?)
             }
+            Prim::CustomConform => {
+                let (x, zero) = two_values(p, &arg)?;
+                if !self.conforms(&x, &zero)? {
+                    return err(ir::prim::nonconforming_sensitivity(
+                        &zero.describe(),
+                        &x.describe(),
+                    ));
+                }
+                V(x)
+            }
             Prim::Perturb => V(self.tag_wrap(Tag::Perturb, arg)?),
             Prim::Unperturb => V(self.tag_unwrap(Tag::Perturb, arg)?),
             Prim::Sensitize => V(self.tag_wrap(Tag::Sensitize, arg)?),

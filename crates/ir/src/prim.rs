@@ -82,6 +82,7 @@ prims! {
     Unsensitize = "unsensitize", Ad;
     StarJ = "*j", Ad;
     StarJInverse = "*j-inverse", Ad;
+    CustomConform = "custom-*j-conform", Ad;
 }
 
 impl Prim {
@@ -152,4 +153,12 @@ impl Prim {
         };
         format!("`{}` expects {what}, found {found}", self.name())
     }
+}
+
+/// The error of `custom-*j-conform`: a custom derivative's backpropagator
+/// returned a sensitivity `found` not shaped like `zero`, the zero of the
+/// value it is the sensitivity of. Named after `custom-*j`, whose contract
+/// the user broke (VLAD.md 6.5); both values as messages show them.
+pub fn nonconforming_sensitivity(zero: &str, found: &str) -> String {
+    format!("`custom-*j` expects a sensitivity of the same shape as {zero}, found {found}")
 }

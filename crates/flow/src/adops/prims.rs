@@ -126,6 +126,10 @@ impl Ops {
                     let (a, b) = pair2(self)?;
                     self.plus(a, b)?
                 }
+                Prim::CustomConform => {
+                    let (x, zero) = pair2(self)?;
+                    self.custom_conform(x, zero)?
+                }
                 Prim::Perturb => self.tag_wrap(Tag::Perturb, arg),
                 Prim::Sensitize => self.tag_wrap(Tag::Sensitize, arg),
                 Prim::StarJ => self.tag_wrap(Tag::Reverse, arg),

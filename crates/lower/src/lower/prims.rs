@@ -121,6 +121,10 @@ impl Lowerer<'_> {
                         Some((a, c)) => Ok(self.plus(fb, a, c)),
                         None => Err("`plus` expects two arguments".to_string()),
                     },
+                    Prim::CustomConform => match pair {
+                        Some((x, zero)) => self.ops.custom_conform(x, zero),
+                        None => Err(p.expects(ir::Expects::TwoArguments, &self.ops.describe(arg))),
+                    },
                     Prim::Perturb => Ok(self.ops.tag_wrap(ir::Tag::Perturb, arg)),
                     Prim::Sensitize => Ok(self.ops.tag_wrap(ir::Tag::Sensitize, arg)),
                     Prim::StarJ => Ok(self.ops.tag_wrap(ir::Tag::Reverse, arg)),

@@ -1,0 +1,169 @@
+//! `custom-*j-conform` on abstract values: the compile-time twin of
+//! `Interp::conforms` (crates/interp/src/adops.rs), which decides whether
+//! `plus` of two values is defined from their shapes alone. Shapes are
+//! mostly known at compile time, so the check usually costs nothing in
+//! compiled code: it is decided here, and a sensitivity that cannot
+//! conform becomes the run-time error at the place it is returned.
+
+use super::{Op, Ops};
+use crate::domain::{Av, AvId, SymKind};
+
+impl Ops {
+    /// `(custom-*j-conform x zero)`: `x` when it has the shape of `zero`.
+    /// A shape that only run time decides is split on when it can be (see
+    /// below); otherwise (a union that holds itself, an unknown boolean)
+    /// it is let through, and `plus` still rejects a mismatch where the
+    /// sensitivity is used.
+    pub fn custom_conform(&mut self, x: AvId, zero: AvId) -> Op<AvId> {
+        match self.conforms(x, zero) {
+            Some(false) => Err(ir::prim::nonconforming_sensitivity(
+                &self.describe(zero),
+                &self.describe(x),
+            )),
+            Some(true) => Ok(x),
+            None => {
+                // A sensitivity whose shape a branch decides, against a
+                // zero of known shape: split the application on its union
+                // as the other primitives do, so each member is decided
+                // here and compiled code reports what `run` reports.
+                // Unions that hold themselves (lists of run-time length)
+                // would split without end; those are let through.
+                // Lowering follows the analysis's split, so it never
+                // splits itself.
+                if let Some(u) = self.splittable_union(x, 8).filter(|_| !self.symbolic) {
+                    if self.union_free(zero, 64) {
+                        self.hit("`custom-*j-conform`", u);
+                        return Ok(self.dom.bottom());
+                    }
+                }
+                Ok(x)
+            }
+        }
+    }
+
+    /// The first union in `v`, within `depth` levels, when it does not
+    /// hold itself.
+    fn splittable_union(&self, v: AvId, depth: usize) -> Option<AvId> {
+        if let Some(u) = self.dom.as_union_id(v) {
+            let holds_itself = self
+                .dom
+                .members(u)
+                .iter()
+                .any(|m| self.contains_union(*m, u, 16));
+            return (!holds_itself).then_some(v);
+        }
+        if depth == 0 {
+            return None;
+        }
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => self
+                .splittable_union(*a, depth - 1)
+                .or_else(|| self.splittable_union(*b, depth - 1)),
+            Av::Wrap(_, y) => self.splittable_union(*y, depth - 1),
+            Av::Closure(_, env) => env
+                .iter()
+                .find_map(|y| self.splittable_union(*y, depth - 1)),
+            _ => None,
+        }
+    }
+
+    /// Whether `v` holds union `u` within `depth` levels (or is too deep
+    /// to tell, which counts as holding it).
+    fn contains_union(&self, v: AvId, u: crate::domain::UnionId, depth: usize) -> bool {
+        if depth == 0 {
+            return true;
+        }
+        if let Some(w) = self.dom.as_union_id(v) {
+            return w == u
+                || self
+                    .dom
+                    .members(w)
+                    .iter()
+                    .any(|m| self.contains_union(*m, u, depth - 1));
+        }
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                self.contains_union(*a, u, depth - 1) || self.contains_union(*b, u, depth - 1)
+            }
+            Av::Wrap(_, y) => self.contains_union(*y, u, depth - 1),
+            Av::Closure(_, env) => env.iter().any(|y| self.contains_union(*y, u, depth - 1)),
+            _ => false,
+        }
+    }
+
+    /// Whether `v` holds no union within `depth` levels and is no deeper.
+    fn union_free(&self, v: AvId, depth: usize) -> bool {
+        if depth == 0 || self.dom.as_union_id(v).is_some() {
+            return false;
+        }
+        match self.dom.get(v) {
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                self.union_free(*a, depth - 1) && self.union_free(*b, depth - 1)
+            }
+            Av::Wrap(_, y) => self.union_free(*y, depth - 1),
+            Av::Closure(_, env) => env.iter().all(|y| self.union_free(*y, depth - 1)),
+            _ => true,
+        }
+    }
+
+    /// Whether `plus` of `a` and `b` is defined: `None` when that depends
+    /// on values known only at run time.
+    fn conforms(&self, a: AvId, b: AvId) -> Option<bool> {
+        let bottom = self.dom.bottom();
+        if a == bottom || b == bottom {
+            return Some(true);
+        }
+        for (u, other, first) in [(a, b, true), (b, a, false)] {
+            if let Some(u) = self.dom.as_union_id(u) {
+                let answers: Vec<Option<bool>> = self
+                    .dom
+                    .members(u)
+                    .iter()
+                    .map(|m| {
+                        if first {
+                            self.conforms(*m, other)
+                        } else {
+                            self.conforms(other, *m)
+                        }
+                    })
+                    .collect();
+                return if answers.iter().all(|r| *r == Some(true)) {
+                    Some(true)
+                } else if answers.iter().all(|r| *r == Some(false)) {
+                    Some(false)
+                } else {
+                    None
+                };
+            }
+        }
+        let all = |pairs: &mut dyn Iterator<Item = (AvId, AvId)>| {
+            let mut known = true;
+            for (x, y) in pairs {
+                match self.conforms(x, y) {
+                    Some(false) => return Some(false),
+                    None => known = false,
+                    Some(true) => {}
+                }
+            }
+            known.then_some(true)
+        };
+        let real = |v: &Av| matches!(v, Av::Real(_) | Av::Sym(_, SymKind::Real));
+        match (self.dom.get(a), self.dom.get(b)) {
+            (x, y) if real(x) && real(y) => Some(true),
+            (Av::Nil, Av::Nil) => Some(true),
+            (Av::Bool(Some(x)), Av::Bool(Some(y))) => Some(x == y),
+            (Av::Bool(_) | Av::Sym(_, SymKind::Bool), Av::Bool(_) | Av::Sym(_, SymKind::Bool)) => {
+                None
+            }
+            (Av::Prim(p), Av::Prim(q)) if p == q => Some(true),
+            (Av::Pair(a1, b1), Av::Pair(a2, b2)) | (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+                all(&mut [(*a1, *a2), (*b1, *b2)].into_iter())
+            }
+            (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
+                all(&mut e1.iter().copied().zip(e2.iter().copied()))
+            }
+            (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => self.conforms(*x, *y),
+            _ => Some(self.nil_like(a) && self.nil_like(b)),
+        }
+    }
+}
