@@ -1,5 +1,5 @@
 //! The reverse transform of a procedure with a custom derivative
-//! (VLAD.md 6.5, `(custom-*j f fr)`): instead of differentiating the code,
+//! (docs/reference.md, `(custom-*j f fr)`): instead of differentiating the code,
 //! which would differentiate `f`, it applies the user's `fr`.
 //!
 //! For the procedure `g` that `custom-*j` returns (a closure whose

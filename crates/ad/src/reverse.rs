@@ -10,7 +10,7 @@
 //!         in (cons xr^R bp)
 //! ```
 //!
-//! Sensitivity variables hold sensitized values (VLAD.md 6.3): a
+//! Sensitivity variables hold sensitized values (docs/reference.md): a
 //! backpropagator receives `(sensitize dy)` and returns
 //! `(sensitize (cons df dx))`, where `df` is a closure of the same lambda
 //! whose environment holds the sensitivities of the free variables.

@@ -31,7 +31,7 @@
 //! times stops the analysis with an error naming the expression.
 //!
 //! Type errors the analysis finds on a path are not compile-time errors
-//! (VLAD.md section 7): they become [`Plan::Error`], a run-time error in the
+//! (docs/reference.md): they become [`Plan::Error`], a run-time error in the
 //! compiled program with the interpreter's message.
 
 use crate::adops::{Op, Ops};

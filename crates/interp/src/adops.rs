@@ -1,4 +1,4 @@
-//! The AD operations of VLAD.md section 6 on run-time values, and the
+//! The AD operations of docs/reference.md on run-time values, and the
 //! tag-aware pair operations that transformed code uses.
 //!
 //! A value "in the world `[T, ...]`" is `T` applied to a value of the world

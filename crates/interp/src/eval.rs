@@ -166,7 +166,7 @@ pub struct Interp<'io> {
     prim_closures: HashMap<(Tag, Prim), Value>,
     input: &'io mut dyn BufRead,
     pub(crate) out: &'io mut dyn Write,
-    /// What `zero` and the transformations have met (VLAD.md 6.4).
+    /// What `zero` and the transformations have met (docs/reference.md).
     pub(crate) values: crate::memo::ValueMemo,
     /// Non-tail calls in progress.
     depth: usize,

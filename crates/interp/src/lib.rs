@@ -4,7 +4,7 @@
 //! (or test report) and operation counts. It applies the AD
 //! transformations of crate `ad` at run time, memoised per lambda, so it is
 //! the oracle compiled code is checked against: simple, exact, and faithful
-//! to VLAD.md rather than fast.
+//! to the language's definition rather than fast.
 
 mod adops;
 pub mod count;

@@ -1,5 +1,5 @@
 //! What the interpreter remembers about the values the AD operations have
-//! met, so that they preserve sharing across calls (VLAD.md 6.4).
+//! met, so that they preserve sharing across calls (docs/reference.md).
 //!
 //! Values are immutable, so an operation's result depends only on the
 //! identity of its arguments. Without this memory, reverse mode through a

@@ -1,4 +1,4 @@
-//! The primitives of VLAD.md section 5, on untagged values. Their behaviour
+//! The primitives of docs/reference.md, on untagged values. Their behaviour
 //! on tagged values comes from the AD prelude (crate `ad`), never from here.
 
 use crate::eval::{err, Interp, Result};

@@ -1,4 +1,4 @@
-//! Run-time values and their printed form (VLAD.md section 8).
+//! Run-time values and their printed form (docs/reference.md).
 //!
 //! AD tags are wrappers: `(perturb v)` of a real, a boolean, `()` or a pair
 //! is `Perturbation(v)`, built in O(1), and its parts are tagged only when
@@ -95,7 +95,7 @@ impl Value {
         }
     }
 
-    /// The printed form (VLAD.md section 8).
+    /// The printed form (docs/reference.md).
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         self.write_text(&mut s);
@@ -199,7 +199,7 @@ impl Value {
 }
 
 /// Equality of reals for `stalingrad test`: within 1e-9 relative or 1e-12
-/// absolute (VLAD.md section 9).
+/// absolute (docs/reference.md).
 pub fn reals_match(a: f64, b: f64) -> bool {
     if a == b || (a.is_nan() && b.is_nan()) {
         return true;

@@ -29,7 +29,7 @@ base::entity!(GroupId, "G");
 base::entity!(ConstId, "k");
 base::entity!(PatId, "p");
 
-/// The kinds of AD tag (VLAD.md section 6.1).
+/// The kinds of AD tag (docs/reference.md).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Tag {
     Perturb,
@@ -112,7 +112,7 @@ pub enum Origin {
     Backprop {
         of: LambdaId,
     },
-    /// The procedure `(custom-*j f fr)` returns (VLAD.md 6.5): it applies
+    /// The procedure `(custom-*j f fr)` returns (docs/reference.md): it applies
     /// `f`, whose closure is environment slot `f`, and its reverse
     /// transform applies `fr`, slot `fr`, instead of differentiating the
     /// code (crate `ad`, `custom.rs`).

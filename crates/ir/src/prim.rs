@@ -1,4 +1,4 @@
-//! The primitives of VLAD.md sections 5 and 6, by name.
+//! The primitives of docs/reference.md, by name.
 
 use std::fmt;
 
@@ -158,7 +158,7 @@ impl Prim {
 /// The error of `custom-*j-conform`: a custom derivative's backpropagator
 /// returned a sensitivity `found` not shaped like `zero`, the zero of the
 /// value it is the sensitivity of. Named after `custom-*j`, whose contract
-/// the user broke (VLAD.md 6.5); both values as messages show them.
+/// the user broke (docs/reference.md); both values as messages show them.
 pub fn nonconforming_sensitivity(zero: &str, found: &str) -> String {
     format!("`custom-*j` expects a sensitivity of the same shape as {zero}, found {found}")
 }

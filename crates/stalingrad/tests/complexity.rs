@@ -1,4 +1,4 @@
-//! Operation counts (VLAD.md 6.4) of the programs of `tests/complexity/`,
+//! Operation counts (docs/reference.md) of the programs of `tests/complexity/`,
 //! with n on standard input, in both modes: `stalingrad run
 //! --count-ops=json FILE`, and the binary of `stalingrad build --count-ops
 //! FILE`. The counters are the one JSON line printed on standard error

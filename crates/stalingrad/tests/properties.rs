@@ -368,7 +368,7 @@ fn gradients_forward_reverse_and_finite_differences_agree() {
         // The plain program: gradients, then the finite-difference points.
         let hs: Vec<f64> = x.iter().map(|xi| 1e-6 * xi.abs().max(1.0)).collect();
         // Custom derivatives that are correct by construction must give
-        // the same gradient (VLAD.md 6.5): one by forward mode, one that
+        // the same gradient (docs/reference.md): one by forward mode, one that
         // is f's own reverse transform.
         let mut body = format!(
             "(define vg-custom-f (custom-vjp f (lambda (x dy) \

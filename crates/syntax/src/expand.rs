@@ -7,7 +7,7 @@
 //!    and spliced into one sequence of top-level forms. A file is included
 //!    at most once (by canonical path), a cycle is an error naming the
 //!    chain.
-//! 2. **Expansion.** Every form of VLAD.md section 3 becomes the small core
+//! 2. **Expansion.** Every form of docs/reference.md becomes the small core
 //!    of [`ast`]: n-ary procedures become one-argument procedures on
 //!    `cons*` chains, `let*`/named `let`/`cond`/`and`/`or`/`list`/`cons*`
 //!    disappear. Keywords are recognised only where no variable of that

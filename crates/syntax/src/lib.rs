@@ -11,7 +11,7 @@
 //!
 //! Stages: [`reader`] (text to [`sexp::Sexp`] with positions), [`expand`]
 //! (S-expressions to core AST). [`number`] owns numerals in both directions:
-//! reading every VLAD numeral and printing reals the way VLAD.md section 8
+//! reading every VLAD numeral and printing reals the way docs/reference.md
 //! asks. [`diag`] is the error type every later stage reports with.
 
 pub mod ast;

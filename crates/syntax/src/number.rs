@@ -5,7 +5,7 @@
 //! correctly rounded `str::parse::<f64>` (after we have checked the token
 //! against VLAD's own grammar, because Rust also accepts `inf`, `NaN`, ...),
 //! and printing uses Rust's shortest round-trip digits laid out the way
-//! JavaScript's `Number.prototype.toString` lays them out (VLAD.md section 8).
+//! JavaScript's `Number.prototype.toString` lays them out (docs/reference.md).
 //!
 //! The work is done in `base::number_core`, which uses only `core` so that the
 //! native runtime shares it (compiled programs print exactly as `run` does).
@@ -24,7 +24,7 @@ pub fn parse_numeral(tok: &str) -> Option<f64> {
     number_core::parse_numeral(tok)
 }
 
-/// Prints a real the way VLAD.md section 8 asks: the shortest digits that
+/// Prints a real the way docs/reference.md asks: the shortest digits that
 /// read back to the same `f64`, laid out as JavaScript's
 /// `Number.prototype.toString` lays them out.
 ///

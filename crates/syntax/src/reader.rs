@@ -1,7 +1,7 @@
 //! Text to [`Sexp`]s, with the line and column where each datum starts.
 //!
 //! This is a small hand-written reader rather than the `lexpr` crate that
-//! VLAD.md section 1 suggests: lexpr 0.2.7 rejects `1e5`, `4.` and `-.25`
+//! docs/reference.md suggests: lexpr 0.2.7 rejects `1e5`, `4.` and `-.25`
 //! and reads `.5` as a symbol, and patching numeric tokens before lexpr sees
 //! them while keeping a position map would be more code than this reader,
 //! which only has to know VLAD's tiny syntax (lists, `'`, `#t`/`#f`,

@@ -1,4 +1,4 @@
-//! The maps of unions at the cost of the interpreter's (VLAD.md 6.4): a
+//! The maps of unions at the cost of the interpreter's (docs/reference.md): a
 //! zero that costs nothing to add, a structure reached twice walked once,
 //! a round trip through a transformation that gives back what it started
 //! from.
