@@ -91,17 +91,8 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Opt
             cdr: dx,
         },
     );
-    let bp_free = ir::free_vars(s, &bw.body, result);
-    let bp_lambda = prog.lambdas.push(ir::Lambda {
-        param: s,
-        body: bw.body,
-        result,
-        free: bp_free.clone(),
-        group: None,
-        origin: Origin::Backprop { of: l },
-        name: Some("custom-*j^B".to_string()),
-        span: lam.span,
-    });
+    let name = Some("custom-*j^B".to_string());
+    let (bp_lambda, bp_free) = bw.into_backprop(prog, l, s, result, name, lam.span);
     let bpw = fwd.emit(
         prog,
         "bp",

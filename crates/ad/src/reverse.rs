@@ -323,17 +323,8 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Lam
             cdr: dx,
         },
     );
-    let bp_free = ir::free_vars(s_in, &bw.body, out);
-    let bp_lambda = prog.lambdas.push(ir::Lambda {
-        param: s_in,
-        body: bw.body,
-        result: out,
-        free: bp_free.clone(),
-        group: None,
-        origin: Origin::Backprop { of: l },
-        name: prog.lambdas[l].name.as_ref().map(|n| format!("{n}^B")),
-        span: lam.span,
-    });
+    let name = prog.lambdas[l].name.as_ref().map(|n| format!("{n}^B"));
+    let (bp_lambda, bp_free) = bw.into_backprop(prog, l, s_in, out, name, lam.span);
     let bpv = prog.new_var("bp");
     fwd.push(Binding {
         var: bpv,
@@ -388,6 +379,31 @@ impl Backward {
             consts: HashSet::new(),
             prims: HashMap::new(),
         }
+    }
+
+    /// The backpropagator of lambda `of`: parameter `param`, this body,
+    /// result `out`; with its free variables (the closure's environment).
+    pub(crate) fn into_backprop(
+        self,
+        prog: &mut Program,
+        of: LambdaId,
+        param: Var,
+        out: Var,
+        name: Option<String>,
+        span: Option<syntax::Span>,
+    ) -> (LambdaId, Vec<Var>) {
+        let free = ir::free_vars(param, &self.body, out);
+        let id = prog.lambdas.push(ir::Lambda {
+            param,
+            body: self.body,
+            result: out,
+            free: free.clone(),
+            group: None,
+            origin: Origin::Backprop { of },
+            name,
+            span,
+        });
+        (id, free)
     }
 
     pub(crate) fn emit(&mut self, prog: &mut Program, name: &str, rhs: Rhs) -> Var {
