@@ -5,6 +5,7 @@
 pub mod fields;
 pub mod inline;
 pub mod params;
+pub mod results;
 pub mod returns;
 pub mod schedule;
 pub mod simplify;
@@ -18,8 +19,9 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// into self tail calls), simplification, inlining bottom up, again
 /// simplification, parameter merging (which drops the parameters nothing
 /// reads, so the loads that fed them die), merging results every return
-/// gives equal, keeping in cells only the slots worth storing, and
-/// scheduling last.
+/// gives equal, dropping the results no caller reads (before and after
+/// `fields`, whose dropped slots leave more of them unread), keeping in
+/// cells only the slots worth storing, and scheduling last.
 pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
@@ -28,7 +30,9 @@ pub const PIPELINE: &[Pass] = &[
     ("params", params::shrink),
     ("simplify", simplify::simplify),
     ("returns", returns::merge_equal_results),
+    ("results", results::drop_dead),
     ("fields", fields::shrink_cells),
+    ("results", results::drop_dead),
     ("schedule", schedule::schedule),
 ];
 

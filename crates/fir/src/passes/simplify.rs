@@ -53,6 +53,13 @@ pub fn simplify_func(f: &mut Func) {
     dce_block(&mut f.body, &mut live);
 }
 
+/// Only the dead-code removal of [`simplify_func`]: for a pass that left
+/// uses of values it removed in code nothing needs.
+pub(crate) fn dce(f: &mut Func) {
+    let mut live = vec![false; f.types.len()];
+    dce_block(&mut f.body, &mut live);
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum K {
     F(f64),
