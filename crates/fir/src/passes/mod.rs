@@ -2,8 +2,10 @@
 //! module that satisfies the invariants of [`crate::verify`] and leaves one
 //! that does; in debug builds `optimize` checks that after every pass.
 
+pub mod compact;
 pub mod fields;
 pub mod inline;
+pub mod known;
 pub mod params;
 pub mod results;
 pub mod returns;
@@ -32,6 +34,8 @@ pub const PIPELINE: &[Pass] = &[
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),
     ("fields", fields::shrink_cells),
+    ("params", params::shrink),
+    ("simplify", simplify::simplify),
     ("results", results::drop_dead),
     ("schedule", schedule::schedule),
 ];

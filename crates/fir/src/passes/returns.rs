@@ -30,8 +30,8 @@ pub fn merge_equal_results(m: &mut Module) {
 }
 
 fn merge_round(m: &mut Module) -> bool {
+    let mut changed = super::known::use_known_results(m);
     let classes = partition(m);
-    let mut changed = false;
     for f in &mut m.funcs {
         let mut rename: HashMap<Val, Val> = HashMap::new();
         collect_renames(&f.body, &classes, &mut rename);
@@ -162,7 +162,8 @@ mod tests {
     use super::*;
     use crate::testing::inst as i;
 
-    /// `f(x) = (x, x * 2, x)`; `main` prints the third result of `f(1)`.
+    /// `f(x) = (x * 3, x * 2, x * 3)`; `main` prints the third result of
+    /// `f(1)`.
     #[test]
     fn a_result_always_equal_to_an_earlier_one_is_that_one() {
         let v = Val::new;
@@ -170,13 +171,15 @@ mod tests {
             name: "f".into(),
             params: vec![Ty::F64],
             returns: vec![Ty::F64, Ty::F64, Ty::F64],
-            types: vec![Ty::F64, Ty::F64, Ty::F64],
+            types: vec![Ty::F64; 5],
             body: Block {
                 insts: vec![
                     i(&[1], Op::F64Const(2.0)),
                     i(&[2], Op::FBin(crate::FBin::Mul, v(0), v(1))),
+                    i(&[3], Op::F64Const(3.0)),
+                    i(&[4], Op::FBin(crate::FBin::Mul, v(0), v(3))),
                 ],
-                term: Term::Return(vec![v(0), v(2), v(0)]),
+                term: Term::Return(vec![v(4), v(2), v(4)]),
             },
         };
         let main = Func {

@@ -13,7 +13,8 @@
 //!   not `-0`, a nonzero constant, ...). Never `0 * x = 0` (wrong for
 //!   infinities, NaNs and negative `x`) and never reassociation;
 //! - common subexpressions are merged, with `+` and `*` commutative
-//!   (exact in IEEE arithmetic);
+//!   (exact in IEEE arithmetic), and so are tag tests, zero tests and
+//!   loads of one cell (cells never change);
 //! - a conditional on a constant becomes the arm it takes; an `If` result
 //!   both arms yield alike becomes that value;
 //! - pure instructions whose results are unused are removed, as are unused
@@ -51,6 +52,7 @@ pub fn simplify_func(f: &mut Func) {
     f.types.resize(cx.next, crate::Ty::F64);
     let mut live = vec![false; cx.next];
     dce_block(&mut f.body, &mut live);
+    super::compact::compact(f);
 }
 
 /// Only the dead-code removal of [`simplify_func`]: for a pass that left
@@ -74,6 +76,12 @@ enum Key {
     Un(FUnKey, Val),
     Cmp(CmpKey, Val, Val),
     Not(Val),
+    /// Cells never change, so a cell's tag, zero mark and slots read
+    /// twice are read once (a tape cell's fields were loaded once per
+    /// closure that captured them).
+    TagIs(Val, u32),
+    IsZero(Val),
+    Load(Val, u32, u32),
 }
 
 type FBinKey = u8;
@@ -363,18 +371,33 @@ impl Fwd {
                 inst.op = Op::Alloc(tag, fields.into_iter().map(|v| self.r(v)).collect());
                 out.push(inst);
             }
-            Op::TagIs(..)
-            | Op::IsZero(_)
-            | Op::AllocZero(..)
-            | Op::MemoGet(..)
-            | Op::MemoPut(..)
-            | Op::Count(_) => {
+            Op::TagIs(p, tag) => {
+                let v = one.expect("tag_is result");
+                let p = self.r(p);
+                inst.op = Op::TagIs(p, tag);
+                if self.available(Key::TagIs(p, tag), v) {
+                    out.push(inst);
+                }
+            }
+            Op::IsZero(p) => {
+                let v = one.expect("is_zero result");
+                let p = self.r(p);
+                inst.op = Op::IsZero(p);
+                if self.available(Key::IsZero(p), v) {
+                    out.push(inst);
+                }
+            }
+            Op::AllocZero(..) | Op::MemoGet(..) | Op::MemoPut(..) | Op::Count(_) => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 out.push(inst);
             }
             Op::Load(p, tag, n) => {
-                inst.op = Op::Load(self.r(p), tag, n);
-                out.push(inst);
+                let v = one.expect("load result");
+                let p = self.r(p);
+                inst.op = Op::Load(p, tag, n);
+                if self.available(Key::Load(p, tag, n), v) {
+                    out.push(inst);
+                }
             }
             Op::Call(g, args) => {
                 inst.op = Op::Call(g, args.into_iter().map(|v| self.r(v)).collect());
@@ -550,10 +573,11 @@ mod tests {
             ops(&f),
             vec![
                 Op::F64Const(0.0),
-                Op::FBin(FBin::Add, Val::new(0), Val::new(3))
+                Op::FBin(FBin::Add, Val::new(0), Val::new(1))
             ]
         );
-        assert_eq!(f.body.term, Term::Return(vec![Val::new(4)]));
+        // Values are renumbered densely (`compact`).
+        assert_eq!(f.body.term, Term::Return(vec![Val::new(2)]));
     }
 
     #[test]
@@ -574,7 +598,7 @@ mod tests {
             },
         );
         simplify_func(&mut f);
-        assert_eq!(f.body.term, Term::Return(vec![Val::new(1), Val::new(4)]));
+        assert_eq!(f.body.term, Term::Return(vec![Val::new(1), Val::new(3)]));
         assert!(ops(&f).contains(&Op::FBin(FBin::Mul, Val::new(2), Val::new(0))));
     }
 
@@ -629,12 +653,12 @@ mod tests {
             ops(&f),
             vec![
                 Op::F64Const(0.25),
-                Op::FBin(FBin::Mul, Val::new(0), Val::new(5)),
+                Op::FBin(FBin::Mul, Val::new(0), Val::new(1)),
                 Op::F64Const(3.0),
                 Op::FBin(FBin::Div, Val::new(0), Val::new(3)),
             ]
         );
-        assert_eq!(f.types.len(), 6);
+        assert_eq!(f.types.len(), 5);
     }
 
     #[test]

@@ -1,0 +1,315 @@
+//! Results a caller already knows: a result that every `Return` of a
+//! function gives as the same parameter, or as the same constant (through
+//! tail calls too), is at every call the argument passed there, or that
+//! constant.
+//!
+//! Why: the forward sweep of reverse mode returns, with the tape, values
+//! its caller passed in (the loop's state) and constants of the derivative
+//! rules (`1`, `-1`); the caller stored them in the tape cell, so `fields`
+//! could neither see them equal to a slot stored already nor drop them as
+//! constants.
+
+use crate::{Block, Func, Module, Op, Term, Ty, Val};
+use base::EntityRef;
+use std::collections::HashMap;
+
+/// What one result of a function is known to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Known {
+    /// Nothing seen yet (the optimistic start of the fixpoint).
+    Top,
+    Param(usize),
+    /// A real by its bits (so `-0` and `0` differ), or a boolean.
+    Real(u64),
+    Bool(bool),
+    Unknown,
+}
+
+impl Known {
+    fn meet(self, other: Known) -> Known {
+        match (self, other) {
+            (Known::Top, k) | (k, Known::Top) => k,
+            (a, b) if a == b => a,
+            _ => Known::Unknown,
+        }
+    }
+}
+
+/// What each value of a function is, as far as a result can be known:
+/// parameters, constants, and `If` results both arms give alike.
+fn value_known(f: &Func) -> HashMap<Val, Known> {
+    fn of(out: &HashMap<Val, Known>, v: Val) -> Known {
+        out.get(&v).copied().unwrap_or(Known::Unknown)
+    }
+    fn walk(b: &Block, out: &mut HashMap<Val, Known>) {
+        for i in &b.insts {
+            match &i.op {
+                Op::F64Const(x) => {
+                    out.insert(i.results[0], Known::Real(x.to_bits()));
+                }
+                Op::BoolConst(x) => {
+                    out.insert(i.results[0], Known::Bool(*x));
+                }
+                Op::If { then_, else_, .. } => {
+                    walk(then_, out);
+                    walk(else_, out);
+                    for (k, r) in i.results.iter().enumerate() {
+                        let mut known = Known::Top;
+                        for arm in [then_, else_] {
+                            // An arm that does not yield gives nothing here.
+                            if let Term::Yield(vs) = &arm.term {
+                                known = known.meet(of(out, vs[k]));
+                            }
+                        }
+                        if known != Known::Top {
+                            out.insert(*r, known);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out: HashMap<Val, Known> = (0..f.params.len())
+        .map(|p| (Val::new(p), Known::Param(p)))
+        .collect();
+    walk(&f.body, &mut out);
+    out
+}
+
+/// How a function can end.
+enum End {
+    Return(Vec<Val>),
+    Tail(usize, Vec<Val>),
+}
+
+fn ends(b: &Block, out: &mut Vec<End>) {
+    for i in &b.insts {
+        if let Op::If { then_, else_, .. } = &i.op {
+            ends(then_, out);
+            ends(else_, out);
+        }
+    }
+    match &b.term {
+        Term::Return(vs) => out.push(End::Return(vs.clone())),
+        Term::TailCall(g, args) => out.push(End::Tail(g.index(), args.clone())),
+        _ => {}
+    }
+}
+
+/// For each function, what each of its results is known to be (a
+/// greatest fixpoint: recursion that returns a parameter it passes on
+/// unchanged keeps it known).
+fn known_results(m: &Module) -> Vec<Vec<Known>> {
+    let vals: Vec<HashMap<Val, Known>> = m.funcs.iter().map(value_known).collect();
+    let ends: Vec<Vec<End>> = m
+        .funcs
+        .iter()
+        .map(|f| {
+            let mut out = Vec::new();
+            ends(&f.body, &mut out);
+            out
+        })
+        .collect();
+    let mut known: Vec<Vec<Known>> = m
+        .funcs
+        .iter()
+        .map(|f| vec![Known::Top; f.returns.len()])
+        .collect();
+    let of = |vals: &HashMap<Val, Known>, v: Val| vals.get(&v).copied().unwrap_or(Known::Unknown);
+    loop {
+        let mut changed = false;
+        for fi in 0..m.funcs.len() {
+            for j in 0..known[fi].len() {
+                let mut k = Known::Top;
+                for e in &ends[fi] {
+                    let here = match e {
+                        End::Return(vs) => of(&vals[fi], vs[j]),
+                        End::Tail(g, args) => match known[*g][j] {
+                            Known::Param(q) => of(&vals[fi], args[q]),
+                            other => other,
+                        },
+                    };
+                    k = k.meet(here);
+                }
+                if k != known[fi][j] {
+                    known[fi][j] = k;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return known;
+        }
+    }
+}
+
+/// Replaces, at every call, the uses of a result known to be an argument
+/// or a constant by that value; the results themselves are left for
+/// `results` to drop. Returns whether anything was replaced.
+pub fn use_known_results(m: &mut Module) -> bool {
+    let known = known_results(m);
+    let mut any = false;
+    for f in &mut m.funcs {
+        let mut rename: HashMap<Val, Val> = HashMap::new();
+        let mut consts: Vec<(Val, Op)> = Vec::new();
+        let mut by_const: HashMap<Known, Val> = HashMap::new();
+        let types = &mut f.types;
+        collect(&f.body, &known, &mut |r, k, args| {
+            let to = match k {
+                Known::Param(p) => args[p],
+                Known::Real(_) | Known::Bool(_) => *by_const.entry(k).or_insert_with(|| {
+                    let (ty, op) = match k {
+                        Known::Real(bits) => (Ty::F64, Op::F64Const(f64::from_bits(bits))),
+                        Known::Bool(b) => (Ty::Bool, Op::BoolConst(b)),
+                        _ => unreachable!("a constant"),
+                    };
+                    let v = Val::new(types.len());
+                    types.push(ty);
+                    consts.push((v, op));
+                    v
+                }),
+                Known::Top | Known::Unknown => return,
+            };
+            rename.insert(r, to);
+        });
+        if rename.is_empty() {
+            continue;
+        }
+        any = true;
+        // A renamed result may be an argument that is itself a renamed
+        // result (a chain of calls): follow to the end.
+        let resolve = |mut v: Val| {
+            while let Some(w) = rename.get(&v) {
+                v = *w;
+            }
+            v
+        };
+        f.body.for_each_use_mut(&mut |v| *v = resolve(*v));
+        // Constants at the top of the body are visible everywhere.
+        let mut insts: Vec<crate::Inst> = consts
+            .into_iter()
+            .map(|(v, op)| crate::Inst {
+                results: vec![v],
+                op,
+            })
+            .collect();
+        insts.append(&mut f.body.insts);
+        f.body.insts = insts;
+    }
+    any
+}
+
+fn collect(b: &Block, known: &[Vec<Known>], f: &mut impl FnMut(Val, Known, &[Val])) {
+    for i in &b.insts {
+        match &i.op {
+            Op::Call(g, args) | Op::CallAt(g, args, _) => {
+                for (r, k) in i.results.iter().zip(&known[g.index()]) {
+                    f(*r, *k, args);
+                }
+            }
+            Op::If { then_, else_, .. } => {
+                collect(then_, known, f);
+                collect(else_, known, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::inst as i;
+    use crate::FuncId;
+
+    /// `f(x, n)` returns `(x, -1, x * n)` at `n = 0` and otherwise what
+    /// `f(x, n - 1)` returns; `main` prints all three results of `f(2, 3)`.
+    #[test]
+    fn a_parameter_or_constant_returned_is_known_at_the_call() {
+        let v = Val::new;
+        let f = Func {
+            name: "f".into(),
+            params: vec![Ty::F64, Ty::F64],
+            returns: vec![Ty::F64; 3],
+            types: [[Ty::F64; 3].as_slice(), &[Ty::Bool], &[Ty::F64; 9]].concat(),
+            body: Block {
+                insts: vec![
+                    i(&[2], Op::F64Const(0.0)),
+                    i(&[3], Op::FCmp(crate::Cmp::Eq, v(1), v(2))),
+                    i(
+                        &[10, 11, 12],
+                        Op::If {
+                            cond: v(3),
+                            then_: Block {
+                                insts: vec![
+                                    i(&[4], Op::F64Const(-1.0)),
+                                    i(&[5], Op::FBin(crate::FBin::Mul, v(0), v(1))),
+                                ],
+                                term: Term::Yield(vec![v(0), v(4), v(5)]),
+                            },
+                            else_: Block {
+                                insts: vec![
+                                    i(&[6], Op::F64Const(1.0)),
+                                    i(&[7], Op::FBin(crate::FBin::Sub, v(1), v(6))),
+                                ],
+                                term: Term::TailCall(FuncId::new(0), vec![v(0), v(7)]),
+                            },
+                        },
+                    ),
+                ],
+                term: Term::Return(vec![v(10), v(11), v(12)]),
+            },
+        };
+        let main = Func {
+            name: "main".into(),
+            params: vec![],
+            returns: vec![],
+            types: vec![Ty::F64; 5],
+            body: Block {
+                insts: vec![
+                    i(&[0], Op::F64Const(2.0)),
+                    i(&[1], Op::F64Const(3.0)),
+                    i(&[2, 3, 4], Op::Call(FuncId::new(0), vec![v(0), v(1)])),
+                    i(&[], Op::PrintReal(v(2))),
+                    i(&[], Op::PrintReal(v(3))),
+                    i(&[], Op::PrintReal(v(4))),
+                ],
+                term: Term::Return(vec![]),
+            },
+        };
+        let mut m = Module {
+            funcs: vec![f, main],
+            main: Some(FuncId::new(1)),
+            strings: vec![],
+        };
+        assert_eq!(
+            known_results(&m)[0],
+            vec![
+                Known::Param(0),
+                Known::Real((-1.0f64).to_bits()),
+                Known::Unknown
+            ]
+        );
+        let run = |m: &Module| {
+            let mut out = Vec::new();
+            crate::eval::run(m, &mut &b""[..], &mut out).expect("runs");
+            out
+        };
+        let before = run(&m);
+        assert!(use_known_results(&mut m));
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+        assert_eq!(run(&m), before);
+        // main prints its own 2 and a constant -1 instead of the results.
+        let prints: Vec<Op> = m.funcs[1]
+            .body
+            .insts
+            .iter()
+            .filter(|i| matches!(i.op, Op::PrintReal(_)))
+            .map(|i| i.op.clone())
+            .collect();
+        assert_eq!(prints[0], Op::PrintReal(v(0)));
+        assert_eq!(prints[1], Op::PrintReal(v(5)));
+        assert_eq!(prints[2], Op::PrintReal(v(4)));
+    }
+}
