@@ -25,6 +25,7 @@
 // The C `main` that calls into this module is not compiled for unit tests.
 #![cfg_attr(test, allow(dead_code))]
 
+use crate::cell_layout::{bump_slot, BUMP_WORDS};
 use crate::{fail, Global};
 
 extern "C" {
@@ -319,6 +320,11 @@ impl Heap {
     }
 
     fn collect(&mut self) {
+        // Every chunk's `used` must be up to date for marking and
+        // sweeping.
+        for w in 1..BUMP_WORDS {
+            self.sync_in(w);
+        }
         self.collections += 1;
         // The memo tables name cells this collection may free.
         crate::memo::forget();
@@ -369,6 +375,9 @@ impl Heap {
         }
         self.since = 0;
         self.trigger = (2 * live).max(MIN_TRIGGER);
+        for w in 1..BUMP_WORDS {
+            self.sync_out(w);
+        }
     }
 }
 
@@ -449,6 +458,9 @@ pub fn release_all() {
         }
     }
     h.len = kept;
+    for w in 1..BUMP_WORDS {
+        set_bump_entries(w, 0, 0);
+    }
     h.filling = [0; CLASSES];
     h.free = [0; CLASSES];
     h.since = 0;
@@ -457,10 +469,86 @@ pub fn release_all() {
     h.heap_bytes = bytes;
 }
 
-/// A union cell of `bytes` bytes, 8-byte aligned.
+/// Where compiled code allocates small cells without a call: for cells of
+/// `w` words, `rt_bump[bump_slot(w)]` is the next free address and the
+/// next entry the end of the region (both 0: no region; compiled code
+/// then calls [`rt_alloc`]). A region is the unused tail of its size's
+/// filling chunk, whose `used` lags behind what compiled code bumped until
+/// the runtime takes the region back (`Heap::sync_in`): at every
+/// `rt_alloc` of that size and before a collection.
+#[no_mangle]
+pub static mut rt_bump: [usize; 2 * BUMP_WORDS] = [0; 2 * BUMP_WORDS];
+
+/// The entries of `rt_bump` for cells of `w` words.
+fn bump_entries(w: usize) -> (usize, usize) {
+    // SAFETY: compiled code and the runtime run on one thread (a library
+    // serialises its calls), and compiled code is not running while the
+    // runtime is.
+    unsafe {
+        let r = &raw const rt_bump;
+        ((*r)[bump_slot(w)], (*r)[bump_slot(w) + 1])
+    }
+}
+
+fn set_bump_entries(w: usize, next: usize, end: usize) {
+    // SAFETY: as in `bump_entries`.
+    unsafe {
+        let r = &raw mut rt_bump;
+        (*r)[bump_slot(w)] = next;
+        (*r)[bump_slot(w) + 1] = end;
+    }
+}
+
+impl Heap {
+    /// Takes back the region of cells of `w` words: its chunk's `used`
+    /// catches up with what compiled code bumped, and those bytes count
+    /// toward the next collection.
+    fn sync_in(&mut self, w: usize) {
+        let (next, _) = bump_entries(w);
+        if next == 0 {
+            return;
+        }
+        let f = self.filling[w];
+        if f != 0 {
+            let c = self.chunk_mut(f - 1);
+            if c.start <= next && next <= c.end && next >= c.used {
+                let grown = next - c.used;
+                c.used = next;
+                self.since += grown;
+            }
+        }
+        set_bump_entries(w, 0, 0);
+    }
+
+    /// Gives compiled code the rest of the filling chunk of cells of `w`
+    /// words as its region.
+    fn sync_out(&mut self, w: usize) {
+        let f = self.filling[w];
+        if f == 0 {
+            return;
+        }
+        let c = *self.chunk(f - 1);
+        if c.cell == 8 * w {
+            set_bump_entries(w, c.used, c.end);
+        }
+    }
+}
+
+/// A union cell of `bytes` bytes, 8-byte aligned: what compiled code
+/// calls when the cell does not fit its size's region, or is too large
+/// for one.
 #[no_mangle]
 pub extern "C" fn rt_alloc(bytes: usize) -> *mut u8 {
-    HEAP.get().alloc(bytes)
+    let h = HEAP.get();
+    let words = bytes.div_ceil(8).max(1);
+    if words < BUMP_WORDS {
+        h.sync_in(words);
+    }
+    let p = h.alloc(bytes);
+    if words < BUMP_WORDS {
+        h.sync_out(words);
+    }
+    p
 }
 
 /// With `VLAD_GC_STATS` set in the environment, prints at exit on

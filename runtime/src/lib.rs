@@ -41,6 +41,10 @@
 #[allow(dead_code)]
 mod number_core;
 
+#[path = "../../crates/base/src/cell_layout.rs"]
+#[allow(dead_code)]
+mod cell_layout;
+
 #[path = "../../crates/base/src/counters.rs"]
 #[allow(dead_code)]
 mod counters;

@@ -22,6 +22,8 @@
 //!   `std` and `alloc`.
 
 /// Core-only.
+pub mod cell_layout;
+/// Core-only.
 pub mod counters;
 pub mod entity;
 /// Core-only.
