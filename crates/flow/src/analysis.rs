@@ -560,13 +560,10 @@ impl Analyzer {
         let Some((op, u)) = self.ops.union_hit.take() else {
             return Ok(info);
         };
-        let found = rhs.uses().into_iter().find_map(|x| {
-            let mut path = Vec::new();
-            let whole = vals.get(&x).copied()?;
-            self.path_to(whole, u, &mut path, SPLIT_DEPTH)
-                .then_some((x, path))
-        });
-        let Some((x, path)) = found else {
+        let Some((x, path, u)) = self.split_point(rhs, vals, u) else {
+            if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
+                self.trace_lost_union(rhs, vals, u);
+            }
             return limit(format!(
                 "not compiled yet: {op} of a value whose shape is known only at run time"
             ));
@@ -611,6 +608,66 @@ impl Analyzer {
                 cases,
             },
         })
+    }
+
+    /// Where to split binding `rhs` for an operation that met union `u`:
+    /// an operand, the path to the union in it, and the union. The union
+    /// met may not be in any operand but made by the operation itself from
+    /// one that is, mapping a structural operation over its members
+    /// ([`Ops::map_union`]: `car` of a sensitivity untags a union of
+    /// tagged pairs, then takes apart the union of pairs it made); then
+    /// the union mapped is split on, whose members the operation maps
+    /// without making a union.
+    fn split_point(
+        &self,
+        rhs: &Rhs,
+        vals: &HashMap<Var, AvId>,
+        u: UnionId,
+    ) -> Option<(Var, Vec<u32>, UnionId)> {
+        let mut todo = vec![self.ops.dom.find(u)];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(u) = todo.pop() {
+            if !seen.insert(u) {
+                continue;
+            }
+            let found = rhs.uses().into_iter().find_map(|x| {
+                let mut path = Vec::new();
+                let whole = vals.get(&x).copied()?;
+                self.path_to(whole, u, &mut path, SPLIT_DEPTH)
+                    .then_some((x, path))
+            });
+            if let Some((x, path)) = found {
+                return Some((x, path, u));
+            }
+            if let Some((_, a, b)) = self.ops.map_origin(u) {
+                todo.extend(b.map(|b| self.ops.dom.find(b)));
+                todo.push(self.ops.dom.find(a));
+            }
+        }
+        None
+    }
+
+    /// For `VLAD_FLOW_TRACE`: a binding whose operation met a union found
+    /// in none of its operands.
+    fn trace_lost_union(&self, rhs: &Rhs, vals: &HashMap<Var, AvId>, u: UnionId) {
+        let (dom, prog) = (&self.ops.dom, &self.ops.prog);
+        eprintln!("  union met nowhere in `{}`", ir::print::rhs(prog, rhs));
+        eprintln!("    union {u:?} sites {:?}", dom.sites_of(u));
+        let mut w = Some(u);
+        while let Some((op, a, b)) = w.and_then(|w| self.ops.map_origin(w)) {
+            eprintln!("    mapped by {op:?} from {a:?} {b:?}");
+            w = Some(a);
+        }
+        let mut shapes = crate::text::union_text(dom, prog, u);
+        shorten(&mut shapes, 600);
+        eprintln!("    members {shapes}");
+        for x in rhs.uses() {
+            if let Some(v) = vals.get(&x) {
+                let mut t = crate::text::av_text(dom, prog, *v);
+                shorten(&mut t, 600);
+                eprintln!("    {} = {t}", ir::print::var(prog, x));
+            }
+        }
     }
 
     /// Finds union `u` in `v`, within `depth` constructors (pairs, tags,
