@@ -27,8 +27,9 @@
 //! over unions member by member (`zero`, `plus`, [`Ops::map_union`]): the
 //! result is a union of its own, and lowering makes a function per map
 //! that loops over a recursive union at run time. An operation that needs
-//! a shape and meets a union holding itself more than [`MAX_SPLITS`]
-//! times stops the analysis with an error naming the expression.
+//! a shape and meets a union holding itself splits on it once per level
+//! of the fixed-shape value it compares it with (at most [`MAX_SPLITS`]
+//! nested splits).
 //!
 //! Type errors the analysis finds on a path are not compile-time errors
 //! (docs/reference.md): they become [`Plan::Error`], a run-time error in the
@@ -72,10 +73,22 @@ pub const GROW: u32 = 8;
 /// How deep inside an operand a union that an operation met is looked for
 /// to split on.
 const SPLIT_DEPTH: usize = 64;
-/// How many splits may nest in one binding: a union that holds itself
-/// (a list of run-time length) met by a structural operation would
-/// otherwise split forever.
-const MAX_SPLITS: u32 = 8;
+/// How many splits may nest in one binding. Each split makes one
+/// occurrence of a union in an operand one of its members, and the
+/// operations that need shapes compare the operand with something of
+/// fixed shape (a constant pattern, the tangent given to `bundle`, the
+/// zero a custom sensitivity must conform to) or look one level into it:
+/// so a union that holds itself (a list of run-time length) is split once
+/// per level of the fixed side, one member going on at each level
+/// (`'(1 2 3)` against a list of run-time length: four splits). The
+/// limit only bounds the analysis' time on a fixed side far larger than
+/// programs write (abstract values stop at [`MAX_DEPTH`] levels).
+const MAX_SPLITS: u32 = 256;
+/// How many cases the splits of one binding may analyse in all: a guard
+/// on time should several members go on at each level (every level
+/// multiplies the cases), which no operation on a union of distinct
+/// kinds of members has been seen to do.
+const MAX_SPLIT_CASES: u32 = 20_000;
 
 ir::entity!(SpecId, "S");
 
@@ -180,6 +193,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         budget: HashMap::new(),
         grown: HashMap::new(),
         splits: 0,
+        split_cases: 0,
         contexts: HashMap::new(),
         ctx: u32::MAX,
         summary: HashMap::new(),
@@ -253,6 +267,8 @@ struct Analyzer {
     grown: HashMap<LambdaId, (u32, u32)>,
     /// Splits under way in the binding being analysed.
     splits: u32,
+    /// Cases its splits analysed so far (see [`MAX_SPLIT_CASES`]).
+    split_cases: u32,
     /// Contexts of union sites, by specialisation key without unions.
     contexts: HashMap<SpecKey, u32>,
     /// The context being analysed (`u32::MAX` for the top level).
@@ -423,9 +439,11 @@ impl Analyzer {
         self.stack.push((lambda, branch, id));
         let outer = std::mem::replace(&mut self.ctx, self.specs[id.0 as usize].ctx);
         let splits = std::mem::replace(&mut self.splits, 0);
+        let cases = std::mem::replace(&mut self.split_cases, 0);
         let r = self.analyze_body(lambda, &env, arg);
         self.ctx = outer;
         self.splits = splits;
+        self.split_cases = cases;
         self.stack.pop();
         let (result, binds) = r?;
         let old = self.specs[id.0 as usize].result;
@@ -564,22 +582,29 @@ impl Analyzer {
             if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
                 self.trace_lost_union(rhs, vals, u);
             }
+            // Operations are functions of their operands: a union one
+            // meets is an operand's, or made from an operand's by the
+            // operation (see `split_point`).
             return limit(format!(
-                "not compiled yet: {op} of a value whose shape is known only at run time"
+                "internal error: {op} met a union of shapes that no operand holds or was made from"
             ));
         };
-        if self.splits >= MAX_SPLITS {
+        if self.splits == 0 {
+            self.split_cases = 0;
+        }
+        let members = self.ops.dom.members(u).to_vec();
+        self.split_cases = self.split_cases.saturating_add(members.len() as u32);
+        if self.splits >= MAX_SPLITS || self.split_cases > MAX_SPLIT_CASES {
             let mut shapes = crate::text::union_text(&self.ops.dom, &self.ops.prog, u);
             shorten(&mut shapes, 300);
             return limit(format!(
-                "not compiled yet: {op} of a value whose shape is known only at run time \
-                 and holds itself (such as a list of run-time length): {shapes}"
+                "the analysis needs more than {MAX_SPLITS} nested splits, or {MAX_SPLIT_CASES} \
+                 cases, of {op} on values whose shape is known only at run time: {shapes}"
             ));
         }
         let Some(whole) = vals.get(&x).copied() else {
             return limit("internal error: a split operand without a value");
         };
-        let members = self.ops.dom.members(u).to_vec();
         let mut narrowed = vals.clone();
         let mut av = self.ops.dom.bottom();
         let mut cases = Vec::with_capacity(members.len());
@@ -612,39 +637,125 @@ impl Analyzer {
 
     /// Where to split binding `rhs` for an operation that met union `u`:
     /// an operand, the path to the union in it, and the union. The union
-    /// met may not be in any operand but made by the operation itself from
-    /// one that is, mapping a structural operation over its members
-    /// ([`Ops::map_union`]: `car` of a sensitivity untags a union of
-    /// tagged pairs, then takes apart the union of pairs it made); then
-    /// the union mapped is split on, whose members the operation maps
-    /// without making a union.
+    /// met may be in no operand but made by the operation itself from
+    /// unions that are: mapping a structural operation over a union's
+    /// members ([`Ops::map_union`]: `car` of a sensitivity untags a union
+    /// of tagged pairs, then takes apart the union of pairs it made),
+    /// `zero` or `plus` of unions, or a union of the parts of a union's
+    /// members. Then the nearest union it was made from that an operand
+    /// holds is split on: on its members the operation makes no union
+    /// (or a smaller one, split on next). Failing that, a union of an
+    /// operand whose members hold one of those is split on, which brings
+    /// them within reach.
     fn split_point(
         &self,
         rhs: &Rhs,
         vals: &HashMap<Var, AvId>,
         u: UnionId,
     ) -> Option<(Var, Vec<u32>, UnionId)> {
-        let mut todo = vec![self.ops.dom.find(u)];
-        let mut seen = std::collections::HashSet::new();
-        while let Some(u) = todo.pop() {
-            if !seen.insert(u) {
-                continue;
-            }
+        let dom = &self.ops.dom;
+        let mut sources = vec![dom.find(u)];
+        let mut i = 0;
+        while let Some(&w) = sources.get(i) {
+            i += 1;
             let found = rhs.uses().into_iter().find_map(|x| {
                 let mut path = Vec::new();
                 let whole = vals.get(&x).copied()?;
-                self.path_to(whole, u, &mut path, SPLIT_DEPTH)
-                    .then_some((x, path))
+                self.path_to(whole, w, &mut path, SPLIT_DEPTH)
+                    .then_some((x, path, w))
             });
-            if let Some((x, path)) = found {
-                return Some((x, path, u));
+            if found.is_some() {
+                return found;
             }
-            if let Some((_, a, b)) = self.ops.map_origin(u) {
-                todo.extend(b.map(|b| self.ops.dom.find(b)));
-                todo.push(self.ops.dom.find(a));
+            for site in dom.sites_of(w) {
+                let from = match site {
+                    Site::Zero(a) | Site::Part(a, _) => [Some(a), None],
+                    Site::Plus(a, b) => [Some(a), Some(b)],
+                    Site::Map(_, a, b) => [Some(a), b],
+                    _ => [None, None],
+                };
+                for a in from.into_iter().flatten() {
+                    let a = dom.find(a);
+                    if !sources.contains(&a) {
+                        sources.push(a);
+                    }
+                }
             }
         }
+        rhs.uses().into_iter().find_map(|x| {
+            let whole = vals.get(&x).copied()?;
+            let (path, w) = self.union_holding(whole, &sources)?;
+            Some((x, path, w))
+        })
+    }
+
+    /// The shallowest union in `v` (within [`SPLIT_DEPTH`] constructors)
+    /// whose members hold one of `targets`, and the path to it.
+    fn union_holding(&self, v: AvId, targets: &[UnionId]) -> Option<(Vec<u32>, UnionId)> {
+        let dom = &self.ops.dom;
+        let mut level: Vec<(AvId, Vec<u32>)> = vec![(v, Vec::new())];
+        for _ in 0..=SPLIT_DEPTH {
+            let mut next = Vec::new();
+            for (x, p) in level {
+                if let Some(w) = dom.as_union_id(x) {
+                    let mut seen = std::collections::HashSet::new();
+                    if dom
+                        .members(w)
+                        .iter()
+                        .any(|m| self.reaches(*m, targets, &mut seen))
+                    {
+                        return Some((p, w));
+                    }
+                    continue;
+                }
+                let children: Vec<AvId> = match dom.get(x) {
+                    Av::Pair(a, b) | Av::Bundle(a, b) => vec![*a, *b],
+                    Av::Wrap(_, y) => vec![*y],
+                    Av::Closure(_, env) => env.to_vec(),
+                    _ => continue,
+                };
+                for (i, c) in children.into_iter().enumerate() {
+                    let mut q = p.clone();
+                    q.push(i as u32);
+                    next.push((c, q));
+                }
+            }
+            if next.is_empty() {
+                return None;
+            }
+            level = next;
+        }
         None
+    }
+
+    /// Whether `v` holds one of `targets`, looking into the members of
+    /// the unions it holds (`seen`: the values already looked at).
+    fn reaches(
+        &self,
+        v: AvId,
+        targets: &[UnionId],
+        seen: &mut std::collections::HashSet<AvId>,
+    ) -> bool {
+        if !seen.insert(v) {
+            return false;
+        }
+        let dom = &self.ops.dom;
+        if let Some(w) = dom.as_union_id(v) {
+            return targets.contains(&w)
+                || dom
+                    .members(w)
+                    .to_vec()
+                    .into_iter()
+                    .any(|m| self.reaches(m, targets, seen));
+        }
+        match dom.get(v).clone() {
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                self.reaches(a, targets, seen) || self.reaches(b, targets, seen)
+            }
+            Av::Wrap(_, y) => self.reaches(y, targets, seen),
+            Av::Closure(_, env) => env.iter().any(|y| self.reaches(*y, targets, seen)),
+            _ => false,
+        }
     }
 
     /// For `VLAD_FLOW_TRACE`: a binding whose operation met a union found
