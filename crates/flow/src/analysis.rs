@@ -70,9 +70,6 @@ pub const MAX_PASSES: u32 = 1000;
 /// their arguments are joined into unions of shapes: a list of known
 /// length up to about this is built as a fixed-shape value.
 pub const GROW: u32 = 8;
-/// How deep inside an operand a union that an operation met is looked for
-/// to split on.
-const SPLIT_DEPTH: usize = 64;
 /// How many splits may nest in one binding. Each split makes one
 /// occurrence of a union in an operand one of its members, and the
 /// operations that need shapes compare the operand with something of
@@ -80,9 +77,10 @@ const SPLIT_DEPTH: usize = 64;
 /// zero a custom sensitivity must conform to) or look one level into it:
 /// so a union that holds itself (a list of run-time length) is split once
 /// per level of the fixed side, one member going on at each level
-/// (`'(1 2 3)` against a list of run-time length: four splits). The
-/// limit only bounds the analysis' time on a fixed side far larger than
-/// programs write (abstract values stop at [`MAX_DEPTH`] levels).
+/// (`'(1 2 3)` against a list of run-time length: four splits). Abstract
+/// values stop at [`MAX_DEPTH`] levels, below this; a constant pattern
+/// may be larger, and gets twice its size more (a split on a tagged list
+/// may take two).
 const MAX_SPLITS: u32 = 256;
 /// How many cases the splits of one binding may analyse in all: a guard
 /// on time should several members go on at each level (every level
@@ -594,11 +592,17 @@ impl Analyzer {
         }
         let members = self.ops.dom.members(u).to_vec();
         self.split_cases = self.split_cases.saturating_add(members.len() as u32);
-        if self.splits >= MAX_SPLITS || self.split_cases > MAX_SPLIT_CASES {
+        let max_splits = match rhs {
+            Rhs::Check { expect, .. } => {
+                MAX_SPLITS.saturating_add(2 * datum_size(&self.ops.prog.consts[*expect].datum))
+            }
+            _ => MAX_SPLITS,
+        };
+        if self.splits >= max_splits || self.split_cases > MAX_SPLIT_CASES {
             let mut shapes = crate::text::union_text(&self.ops.dom, &self.ops.prog, u);
             shorten(&mut shapes, 300);
             return limit(format!(
-                "the analysis needs more than {MAX_SPLITS} nested splits, or {MAX_SPLIT_CASES} \
+                "the analysis needs more than {max_splits} nested splits, or {MAX_SPLIT_CASES} \
                  cases, of {op} on values whose shape is known only at run time: {shapes}"
             ));
         }
@@ -659,10 +663,9 @@ impl Analyzer {
         while let Some(&w) = sources.get(i) {
             i += 1;
             let found = rhs.uses().into_iter().find_map(|x| {
-                let mut path = Vec::new();
                 let whole = vals.get(&x).copied()?;
-                self.path_to(whole, w, &mut path, SPLIT_DEPTH)
-                    .then_some((x, path, w))
+                let (path, w) = self.shallowest_union(whole, |_, y| y == w)?;
+                Some((x, path, w))
             });
             if found.is_some() {
                 return found;
@@ -689,43 +692,17 @@ impl Analyzer {
         })
     }
 
-    /// The shallowest union in `v` (within [`SPLIT_DEPTH`] constructors)
-    /// whose members hold one of `targets`, and the path to it.
+    /// The shallowest union in `v` whose members hold one of `targets`,
+    /// and the path to it.
     fn union_holding(&self, v: AvId, targets: &[UnionId]) -> Option<(Vec<u32>, UnionId)> {
-        let dom = &self.ops.dom;
-        let mut level: Vec<(AvId, Vec<u32>)> = vec![(v, Vec::new())];
-        for _ in 0..=SPLIT_DEPTH {
-            let mut next = Vec::new();
-            for (x, p) in level {
-                if let Some(w) = dom.as_union_id(x) {
-                    let mut seen = std::collections::HashSet::new();
-                    if dom
-                        .members(w)
-                        .iter()
-                        .any(|m| self.reaches(*m, targets, &mut seen))
-                    {
-                        return Some((p, w));
-                    }
-                    continue;
-                }
-                let children: Vec<AvId> = match dom.get(x) {
-                    Av::Pair(a, b) | Av::Bundle(a, b) => vec![*a, *b],
-                    Av::Wrap(_, y) => vec![*y],
-                    Av::Closure(_, env) => env.to_vec(),
-                    _ => continue,
-                };
-                for (i, c) in children.into_iter().enumerate() {
-                    let mut q = p.clone();
-                    q.push(i as u32);
-                    next.push((c, q));
-                }
-            }
-            if next.is_empty() {
-                return None;
-            }
-            level = next;
-        }
-        None
+        self.shallowest_union(v, |s, w| {
+            let mut seen = std::collections::HashSet::new();
+            s.ops
+                .dom
+                .members(w)
+                .iter()
+                .any(|m| s.reaches(*m, targets, &mut seen))
+        })
     }
 
     /// Whether `v` holds one of `targets`, looking into the members of
@@ -781,20 +758,34 @@ impl Analyzer {
         }
     }
 
-    /// Finds union `u` in `v`, within `depth` constructors (pairs, tags,
-    /// bundles, closure environments); `path` gives the child taken at
-    /// each step. The shallowest occurrence is taken (breadth first): a
-    /// union split before left copies of itself one level below where it
-    /// was (the tail of a list member), and the operation that needs a
-    /// shape met the union at a position not split yet.
-    fn path_to(&self, v: AvId, u: UnionId, path: &mut Vec<u32>, depth: usize) -> bool {
+    /// The shallowest union in `v` that `wanted` accepts, looking through
+    /// constructors (pairs, tags, bundles, closure environments) but not
+    /// into unions, and the path to it (the child taken at each step).
+    /// The shallowest occurrence is taken (breadth first): a union split
+    /// before left copies of itself one level below where it was (the
+    /// tail of a list member), and the operation that needs a shape met
+    /// the union at a position not split yet. Each value is looked at
+    /// once, at its shallowest path: values are shared, and a list
+    /// split once per element is as deep as the constant compared with
+    /// it.
+    fn shallowest_union(
+        &self,
+        v: AvId,
+        wanted: impl Fn(&Self, UnionId) -> bool,
+    ) -> Option<(Vec<u32>, UnionId)> {
+        let mut seen = std::collections::HashSet::new();
         let mut level: Vec<(AvId, Vec<u32>)> = vec![(v, Vec::new())];
-        for _ in 0..=depth {
+        while !level.is_empty() {
             let mut next = Vec::new();
             for (x, p) in level {
-                if self.ops.dom.as_union_id(x) == Some(u) {
-                    *path = p;
-                    return true;
+                if !seen.insert(x) {
+                    continue;
+                }
+                if let Some(w) = self.ops.dom.as_union_id(x) {
+                    if wanted(self, w) {
+                        return Some((p, w));
+                    }
+                    continue;
                 }
                 let children: Vec<AvId> = match self.ops.dom.get(x) {
                     Av::Pair(a, b) | Av::Bundle(a, b) => vec![*a, *b],
@@ -808,12 +799,9 @@ impl Analyzer {
                     next.push((c, q));
                 }
             }
-            if next.is_empty() {
-                return false;
-            }
             level = next;
         }
-        false
+        None
     }
 
     fn eval_rhs_plain(
@@ -1072,7 +1060,14 @@ impl Analyzer {
     }
 }
 
-/// The variables a binding's right-hand side reads.
+/// The number of pairs and atoms of a constant.
+fn datum_size(d: &ir::ConstDatum) -> u32 {
+    match d {
+        ir::ConstDatum::Pair(a, b) => 1 + datum_size(a).saturating_add(datum_size(b)),
+        _ => 1,
+    }
+}
+
 /// Cuts `s` to at most `max` bytes, ending in `...` when cut, (a list of shapes in an analysis error).
 pub(crate) fn shorten(s: &mut String, max: usize) {
     if s.len() > max {
