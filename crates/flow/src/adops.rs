@@ -934,13 +934,17 @@ impl Ops {
             (Av::Bool(Some(x)), ConstDatum::Bool(y)) => Some(x == y),
             (Av::Bool(None), ConstDatum::Bool(_)) => None,
             (Av::Nil, ConstDatum::Nil) => Some(true),
-            (Av::Pair(a, b), ConstDatum::Pair(x, y)) => {
-                match (self.match_datum(*a, x), self.match_datum(*b, y)) {
-                    (Some(false), _) | (_, Some(false)) => Some(false),
+            // A `car` that cannot match decides: the `cdr` is not looked
+            // at, so that no union in it is split on (a split per member
+            // of every union the constant reaches would multiply).
+            (Av::Pair(a, b), ConstDatum::Pair(x, y)) => match self.match_datum(*a, x) {
+                Some(false) => Some(false),
+                first => match (first, self.match_datum(*b, y)) {
+                    (_, Some(false)) => Some(false),
                     (Some(true), Some(true)) => Some(true),
                     _ => None,
-                }
-            }
+                },
+            },
             _ => Some(false),
         }
     }

@@ -27,21 +27,23 @@
 //! over unions member by member (`zero`, `plus`, [`Ops::map_union`]): the
 //! result is a union of its own, and lowering makes a function per map
 //! that loops over a recursive union at run time. An operation that needs
-//! a shape and meets a union holding itself more than [`MAX_SPLITS`]
-//! times stops the analysis with an error naming the expression.
+//! a shape and meets a union holding itself splits on it once per level
+//! of the fixed-shape value it compares it with (at most [`MAX_SPLITS`]
+//! nested splits).
 //!
 //! Type errors the analysis finds on a path are not compile-time errors
 //! (docs/reference.md): they become [`Plan::Error`], a run-time error in the
 //! compiled program with the interpreter's message.
 
 use crate::adops::{Op, Ops};
-use crate::domain::{Av, AvId, Domain, Site, UnionId};
+use crate::domain::{Av, AvId, Domain, Site};
 use ad::AdMemo;
 use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{Diagnostic, Span};
 
 mod recursion;
+mod split;
 
 /// How many specialisations a recursive lambda may get that differ only in
 /// their constants: fixed-size recursions (unit vectors, `map-n` over a
@@ -69,13 +71,23 @@ pub const MAX_PASSES: u32 = 1000;
 /// their arguments are joined into unions of shapes: a list of known
 /// length up to about this is built as a fixed-shape value.
 pub const GROW: u32 = 8;
-/// How deep inside an operand a union that an operation met is looked for
-/// to split on.
-const SPLIT_DEPTH: usize = 64;
-/// How many splits may nest in one binding: a union that holds itself
-/// (a list of run-time length) met by a structural operation would
-/// otherwise split forever.
-const MAX_SPLITS: u32 = 8;
+/// How many splits may nest in one binding. Each split makes one
+/// occurrence of a union in an operand one of its members, and the
+/// operations that need shapes compare the operand with something of
+/// fixed shape (a constant pattern, the tangent given to `bundle`, the
+/// zero a custom sensitivity must conform to) or look one level into it:
+/// so a union that holds itself (a list of run-time length) is split once
+/// per level of the fixed side, one member going on at each level
+/// (`'(1 2 3)` against a list of run-time length: four splits). Abstract
+/// values stop at [`MAX_DEPTH`] levels, below this; a constant pattern
+/// may be larger, and gets twice its size more (a split on a tagged list
+/// may take two).
+const MAX_SPLITS: u32 = 256;
+/// How many cases the splits of one binding may analyse in all: a guard
+/// on time should several members go on at each level (every level
+/// multiplies the cases), which no operation on a union of distinct
+/// kinds of members has been seen to do.
+const MAX_SPLIT_CASES: u32 = 20_000;
 
 ir::entity!(SpecId, "S");
 
@@ -180,6 +192,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         budget: HashMap::new(),
         grown: HashMap::new(),
         splits: 0,
+        split_cases: 0,
         contexts: HashMap::new(),
         ctx: u32::MAX,
         summary: HashMap::new(),
@@ -253,6 +266,8 @@ struct Analyzer {
     grown: HashMap<LambdaId, (u32, u32)>,
     /// Splits under way in the binding being analysed.
     splits: u32,
+    /// Cases its splits analysed so far (see [`MAX_SPLIT_CASES`]).
+    split_cases: u32,
     /// Contexts of union sites, by specialisation key without unions.
     contexts: HashMap<SpecKey, u32>,
     /// The context being analysed (`u32::MAX` for the top level).
@@ -423,9 +438,11 @@ impl Analyzer {
         self.stack.push((lambda, branch, id));
         let outer = std::mem::replace(&mut self.ctx, self.specs[id.0 as usize].ctx);
         let splits = std::mem::replace(&mut self.splits, 0);
+        let cases = std::mem::replace(&mut self.split_cases, 0);
         let r = self.analyze_body(lambda, &env, arg);
         self.ctx = outer;
         self.splits = splits;
+        self.split_cases = cases;
         self.stack.pop();
         let (result, binds) = r?;
         let old = self.specs[id.0 as usize].result;
@@ -541,111 +558,6 @@ impl Analyzer {
                 .unwrap_or(self.ops.dom.bottom())
         };
         Ok((result, binds))
-    }
-
-    /// The abstract value and plan of binding `var = rhs`. An operation
-    /// that needs the shape of a value and finds a union there (it records
-    /// the union, [`Ops::hit`]) is analysed again once per member of that
-    /// union, with the operand narrowed to the member ([`Plan::Switch`]).
-    fn eval_rhs(
-        &mut self,
-        var: Var,
-        rhs: &Rhs,
-        vals: &HashMap<Var, AvId>,
-        env: &[AvId],
-        group: Option<ir::GroupId>,
-    ) -> R<BindInfo> {
-        self.ops.union_hit.set(None);
-        let info = self.eval_rhs_plain(var, rhs, vals, env, group)?;
-        let Some((op, u)) = self.ops.union_hit.take() else {
-            return Ok(info);
-        };
-        let found = rhs.uses().into_iter().find_map(|x| {
-            let mut path = Vec::new();
-            let whole = vals.get(&x).copied()?;
-            self.path_to(whole, u, &mut path, SPLIT_DEPTH)
-                .then_some((x, path))
-        });
-        let Some((x, path)) = found else {
-            return limit(format!(
-                "not compiled yet: {op} of a value whose shape is known only at run time"
-            ));
-        };
-        if self.splits >= MAX_SPLITS {
-            let mut shapes = crate::text::union_text(&self.ops.dom, &self.ops.prog, u);
-            shorten(&mut shapes, 300);
-            return limit(format!(
-                "not compiled yet: {op} of a value whose shape is known only at run time \
-                 and holds itself (such as a list of run-time length): {shapes}"
-            ));
-        }
-        let Some(whole) = vals.get(&x).copied() else {
-            return limit("internal error: a split operand without a value");
-        };
-        let members = self.ops.dom.members(u).to_vec();
-        let mut narrowed = vals.clone();
-        let mut av = self.ops.dom.bottom();
-        let mut cases = Vec::with_capacity(members.len());
-        self.splits += 1;
-        for m in members {
-            let part = self.ops.replace_at(whole, &path, m);
-            narrowed.insert(x, part);
-            let info = self.eval_rhs(var, rhs, &narrowed, env, group);
-            let info = match info {
-                Ok(i) => i,
-                Err(e) => {
-                    self.splits -= 1;
-                    return Err(e);
-                }
-            };
-            let site = Site::Switch(var, self.ctx);
-            av = self.ops.dom.join_at(site, av, info.av);
-            cases.push((m, info));
-        }
-        self.splits -= 1;
-        Ok(BindInfo {
-            av,
-            plan: Plan::Switch {
-                var: x,
-                path,
-                cases,
-            },
-        })
-    }
-
-    /// Finds union `u` in `v`, within `depth` constructors (pairs, tags,
-    /// bundles, closure environments); `path` gives the child taken at
-    /// each step. The shallowest occurrence is taken (breadth first): a
-    /// union split before left copies of itself one level below where it
-    /// was (the tail of a list member), and the operation that needs a
-    /// shape met the union at a position not split yet.
-    fn path_to(&self, v: AvId, u: UnionId, path: &mut Vec<u32>, depth: usize) -> bool {
-        let mut level: Vec<(AvId, Vec<u32>)> = vec![(v, Vec::new())];
-        for _ in 0..=depth {
-            let mut next = Vec::new();
-            for (x, p) in level {
-                if self.ops.dom.as_union_id(x) == Some(u) {
-                    *path = p;
-                    return true;
-                }
-                let children: Vec<AvId> = match self.ops.dom.get(x) {
-                    Av::Pair(a, b) | Av::Bundle(a, b) => vec![*a, *b],
-                    Av::Wrap(_, y) => vec![*y],
-                    Av::Closure(_, env) => env.to_vec(),
-                    _ => continue,
-                };
-                for (i, c) in children.into_iter().enumerate() {
-                    let mut q = p.clone();
-                    q.push(i as u32);
-                    next.push((c, q));
-                }
-            }
-            if next.is_empty() {
-                return false;
-            }
-            level = next;
-        }
-        false
     }
 
     fn eval_rhs_plain(
@@ -904,7 +816,6 @@ impl Analyzer {
     }
 }
 
-/// The variables a binding's right-hand side reads.
 /// Cuts `s` to at most `max` bytes, ending in `...` when cut, (a list of shapes in an analysis error).
 pub(crate) fn shorten(s: &mut String, max: usize) {
     if s.len() > max {
