@@ -333,6 +333,20 @@ pub extern "C" fn rt_err_site() {
     }
 }
 
+/// `file:line:col: ` of a position given by compiled code (a callee
+/// inlined at a call site, whose errors name that site).
+///
+/// # Safety
+/// `ptr` and `len` must name bytes of the program, as for [`rt_err_str`].
+#[no_mangle]
+pub unsafe extern "C" fn rt_err_at(ptr: *const u8, len: usize) {
+    // SAFETY: the caller passes a string of the program's object file.
+    let site = unsafe { core::slice::from_raw_parts(ptr, len) };
+    let line = ERR_LINE.get();
+    line.push(site);
+    line.push(b": ");
+}
+
 /// Where the value being added to the error message began.
 static ERR_VALUE_START: Global<usize> = Global::new(0);
 

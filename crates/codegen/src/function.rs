@@ -539,6 +539,10 @@ impl FnBuilder<'_, '_> {
                         fir::ErrPart::Site => {
                             self.call_import("rt_err_site", &[])?;
                         }
+                        fir::ErrPart::At(s) => {
+                            let args = self.string(*s)?;
+                            self.call_import("rt_err_at", &args)?;
+                        }
                         fir::ErrPart::ValueStart => {
                             self.call_import("rt_err_value_start", &[])?;
                         }

@@ -263,7 +263,7 @@ impl Codegen<'_> {
             "rt_memo_put" => (&[types::I64; 4], &[]),
             "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end"
             | "rt_err_site" => (&[], &[]),
-            "rt_err_str" => (&[types::I64, types::I64], &[]),
+            "rt_err_str" | "rt_err_at" => (&[types::I64, types::I64], &[]),
             "rt_err_real" => (&[types::F64], &[]),
             "rt_err_bool" => (&[types::I32], &[]),
             _ => return Err(format!("internal error: unknown import `{name}`")),

@@ -192,6 +192,10 @@ impl Eval<'_> {
                 for p in parts {
                     match p {
                         crate::ErrPart::ValueStart => start = msg.len(),
+                        crate::ErrPart::At(s) => {
+                            msg.push_str(self.string(*s)?);
+                            msg.push_str(": ");
+                        }
                         crate::ErrPart::Site => {
                             if let Some(s) = self.sites.last() {
                                 msg.push_str(self.string(*s)?);

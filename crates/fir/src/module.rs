@@ -201,6 +201,9 @@ pub enum ErrPart {
     ValueEnd,
     /// `file:line:col: ` of the innermost `CallAt` running, if any.
     Site,
+    /// `file:line:col: ` of this position (the string): a `Site` of a
+    /// callee inlined at a `CallAt` of that position.
+    At(StrId),
 }
 
 #[derive(Clone, Debug, PartialEq)]

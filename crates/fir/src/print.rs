@@ -201,6 +201,7 @@ fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
                     }
                     crate::ErrPart::ValueStart => write!(out, " <"),
                     crate::ErrPart::Site => write!(out, " site"),
+                    crate::ErrPart::At(s) => write!(out, " at {}", s),
                     crate::ErrPart::ValueEnd => write!(out, " >"),
                 };
             }

@@ -367,7 +367,7 @@ impl<'a> Checker<'a> {
             Term::ErrorWith(parts) => {
                 for p in parts {
                     match p {
-                        ErrPart::Str(s) => self.string(*s)?,
+                        ErrPart::Str(s) | ErrPart::At(s) => self.string(*s)?,
                         ErrPart::Real(v) => self.use_val(*v, Some(Ty::F64))?,
                         ErrPart::Bool(v) => self.use_val(*v, Some(Ty::Bool))?,
                         ErrPart::ValueStart | ErrPart::ValueEnd | ErrPart::Site => {}

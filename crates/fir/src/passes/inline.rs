@@ -12,7 +12,10 @@
 //!   callee: its own terms, `Return` included, are valid in tail position);
 //! - a `Call` instruction is replaced by the callee's renamed instructions
 //!   when the callee returns only from its last term; its results are then
-//!   substituted by the returned values.
+//!   substituted by the returned values. So is a `CallAt` (a call from the
+//!   user's code whose callee may report an error at it, such as `car` of
+//!   a list): the callee's errors then name the position themselves
+//!   (`ErrPart::At`) and its calls run under it.
 //!
 //! Growth is bounded by a size limit per function and a number of rounds,
 //! so recursion cannot make it unroll without end.
@@ -38,6 +41,9 @@ pub fn inline(m: &mut Module) {
     drop_unneeded_sites(m);
     rounds(m);
     prune(m);
+    // Calls inlined from a `CallAt` run under its position: only those
+    // whose callee may report at it need to.
+    drop_unneeded_sites(m);
 }
 
 /// The second inlining: every non-recursive callee within the size limit,
@@ -45,6 +51,7 @@ pub fn inline(m: &mut Module) {
 pub fn inline_bottom_up(m: &mut Module) {
     bottom_up(m);
     prune(m);
+    drop_unneeded_sites(m);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
@@ -231,6 +238,36 @@ fn count_sites(b: &Block, sites: &mut [usize]) {
     b.for_each_call(&mut |g, _, _| sites[g.index()] += 1);
 }
 
+/// What a callee inlined at a `CallAt` of position `site` must do to
+/// behave as it did under that call: its errors positioned at the running
+/// call site name `site`, and its calls run under `site` (a call that
+/// already has a position of its own keeps it).
+fn at_site(b: &mut Block, site: crate::StrId) {
+    for i in &mut b.insts {
+        match &mut i.op {
+            Op::Call(g, args) => i.op = Op::CallAt(*g, std::mem::take(args), site),
+            Op::If { then_, else_, .. } => {
+                at_site(then_, site);
+                at_site(else_, site);
+            }
+            _ => {}
+        }
+    }
+    match &mut b.term {
+        Term::ErrorWith(parts) => {
+            for p in parts {
+                if matches!(p, crate::ErrPart::Site) {
+                    *p = crate::ErrPart::At(site);
+                }
+            }
+        }
+        // Left as a tail call only in an arm of the callee's own (then
+        // it is not inlined at a `Call`); as its last term it becomes a
+        // call below, which must run under `site` too.
+        Term::TailCall(..) | Term::Return(_) | Term::Yield(_) | Term::Error(_) => {}
+    }
+}
+
 /// Does the callee leave only through its last term (no `Return` or
 /// `TailCall` inside an `If` arm)?
 fn single_exit(b: &Block) -> bool {
@@ -324,7 +361,7 @@ impl Inliner<'_> {
                     self.block(else_);
                     out.push(inst);
                 }
-                Op::Call(g, args)
+                Op::Call(g, args) | Op::CallAt(g, args, _)
                     if self.worth(*g)
                         && self.funcs.get(*g).is_some_and(|c| single_exit(&c.body)) =>
                 {
@@ -333,7 +370,10 @@ impl Inliner<'_> {
                         out.push(inst);
                         continue;
                     };
-                    let body = self.renamed(callee, args);
+                    let mut body = self.renamed(callee, args);
+                    if let Op::CallAt(_, _, site) = inst.op {
+                        at_site(&mut body, site);
+                    }
                     self.size += self.callee_size(g);
                     self.changed = true;
                     out.extend(body.insts);
@@ -345,7 +385,10 @@ impl Inliner<'_> {
                         }
                         Term::TailCall(h, a) => out.push(Inst {
                             results: inst.results.clone(),
-                            op: Op::Call(h, a),
+                            op: match inst.op {
+                                Op::CallAt(_, _, site) => Op::CallAt(h, a, site),
+                                _ => Op::Call(h, a),
+                            },
                         }),
                         t @ (Term::Error(_) | Term::ErrorWith(_)) => {
                             // Nothing after an error runs.
