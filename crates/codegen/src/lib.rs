@@ -101,12 +101,16 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         stack_limit: None,
         clif: String::new(),
     };
+    // Cranelift compiles each function as it is defined.
+    let functions = base::timing::span("cranelift");
     let groups = plan_groups(m);
     cg.declare_all(&groups)?;
     for group in &groups {
         cg.define(group)?;
     }
     cg.define_entry(entry)?;
+    functions.end();
+    let _object = base::timing::span("object");
     if entry == ENTRY_SYMBOL {
         cg.define_count_flag()?;
     }
