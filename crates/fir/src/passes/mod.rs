@@ -2,6 +2,7 @@
 //! module that satisfies the invariants of [`crate::verify`] and leaves one
 //! that does; in debug builds `optimize` checks that after every pass.
 
+pub mod compact;
 pub mod fields;
 pub mod inline;
 pub mod params;
