@@ -171,7 +171,11 @@ pub enum SymKind {
 #[derive(Default, Debug)]
 pub struct Domain {
     nodes: Vec<Av>,
-    index: HashMap<Av, AvId>,
+    /// Hash-consing: every node made is looked up here, most of the time
+    /// of analysing and lowering large programs, so with rustc's hasher
+    /// (probabilistic-prolog-R of STALIN∇: std's SipHash was a quarter of
+    /// the build).
+    index: HashMap<Av, AvId, rustc_hash::FxBuildHasher>,
     /// Nesting depth of each node (Bottom and atoms are 1).
     depths: Vec<u32>,
     unions: Vec<UnionData>,
