@@ -9,6 +9,8 @@
 //! - [`flush`]: when printed output leaves its buffer (`run` and the
 //!   runtime).
 //! - [`memory`]: the memory budget, and out-of-memory as a clean error.
+//! - [`timing`]: the time and heap of each stage of a build
+//!   (`--time-passes`, `VLAD_PASS_TRACE`).
 //! - [`stack_sizes`]: the stacks the CLI and compiled programs ask for.
 //! - [`stack`]: the stack a thread may recurse on, checked where the
 //!   interpreter and the analysis recurse.
@@ -38,5 +40,6 @@ pub mod scc;
 pub mod stack;
 /// Core-only.
 pub mod stack_sizes;
+pub mod timing;
 
 pub use entity::{Arena, EntityRef};

@@ -45,12 +45,30 @@ impl Phase {
 }
 
 static IN_USE: AtomicUsize = AtomicUsize::new(0);
+/// The most bytes in use since the last [`reset_peak`].
+static PEAK: AtomicUsize = AtomicUsize::new(0);
 static BUDGET: AtomicUsize = AtomicUsize::new(usize::MAX);
 static PHASE: AtomicUsize = AtomicUsize::new(Phase::Starting as usize);
 
 /// Bytes allocated and not yet freed (through [`Budgeted`]).
 pub fn in_use() -> usize {
     IN_USE.load(Ordering::Relaxed)
+}
+
+/// The most bytes in use since the last [`reset_peak`] (for
+/// `--time-passes`, `crate::timing`).
+pub fn peak() -> usize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// Restarts [`peak`] from the bytes in use now, returning the peak so far.
+pub fn reset_peak() -> usize {
+    PEAK.swap(in_use(), Ordering::Relaxed)
+}
+
+/// Makes [`peak`] at least `bytes` (restoring an outer measurement).
+pub fn raise_peak(bytes: usize) {
+    PEAK.fetch_max(bytes, Ordering::Relaxed);
 }
 
 /// The budget in bytes (`usize::MAX`: none).
@@ -126,9 +144,13 @@ pub struct Budgeted;
 impl Budgeted {
     fn reserve(&self, bytes: usize) {
         let before = IN_USE.fetch_add(bytes, Ordering::Relaxed);
-        if before.saturating_add(bytes) > BUDGET.load(Ordering::Relaxed) {
+        let now = before.saturating_add(bytes);
+        if now > BUDGET.load(Ordering::Relaxed) {
             IN_USE.fetch_sub(bytes, Ordering::Relaxed);
             out_of_memory();
+        }
+        if now > PEAK.load(Ordering::Relaxed) {
+            PEAK.fetch_max(now, Ordering::Relaxed);
         }
     }
 }

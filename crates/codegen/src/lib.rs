@@ -101,12 +101,16 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         stack_limit: None,
         clif: String::new(),
     };
+    // Cranelift compiles each function as it is defined.
+    let functions = base::timing::span("cranelift");
     let groups = plan_groups(m);
     cg.declare_all(&groups)?;
     for group in &groups {
         cg.define(group)?;
     }
     cg.define_entry(entry)?;
+    functions.end();
+    let _object = base::timing::span("object");
     if entry == ENTRY_SYMBOL {
         cg.define_count_flag()?;
     }
@@ -116,6 +120,11 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         .emit()
         .map_err(|e| format!("cannot write object: {e}"))?;
     Ok(Output { object, clif })
+}
+
+/// Whether Cranelift verifies each function it compiles.
+fn verify_clif() -> bool {
+    cfg!(debug_assertions) || std::env::var_os("VLAD_VERIFY_CLIF").is_some()
 }
 
 /// The host ISA with the flags DESIGN-NOTES section 4 asks for.
@@ -128,6 +137,14 @@ fn host_isa() -> Result<OwnedTargetIsa, String> {
         // optimiser would re-place every pure instruction at its first use,
         // which measured slower (more spills) on every benchmark.
         ("opt_level", "none"),
+        // Cranelift's verifier checks the IR this crate makes from FIR
+        // (itself verified after lowering): a fifth of code generation
+        // (tests/corpus/evaluator.vlad: 1.86 s -> 1.47 s). Debug builds
+        // and the test suite (`VLAD_VERIFY_CLIF`) keep it.
+        (
+            "enable_verifier",
+            if verify_clif() { "true" } else { "false" },
+        ),
         ("is_pic", "true"),
         // `return_call` needs frame pointers on x86-64.
         ("preserve_frame_pointers", "true"),

@@ -171,7 +171,11 @@ pub enum SymKind {
 #[derive(Default, Debug)]
 pub struct Domain {
     nodes: Vec<Av>,
-    index: HashMap<Av, AvId>,
+    /// Hash-consing: every node made is looked up here, most of the time
+    /// of analysing and lowering large programs, so with rustc's hasher
+    /// (probabilistic-prolog-R of STALIN∇: std's SipHash was a quarter of
+    /// the build).
+    index: HashMap<Av, AvId, rustc_hash::FxBuildHasher>,
     /// Nesting depth of each node (Bottom and atoms are 1).
     depths: Vec<u32>,
     unions: Vec<UnionData>,
@@ -183,6 +187,12 @@ pub struct Domain {
     /// Bumped whenever a union gains or changes a member: the analysis
     /// must then run again.
     pub generation: u64,
+    /// [`Self::widen`] of each compound node, while no union is merged
+    /// (the `generation` it was computed in): a shared structure is
+    /// widened once per node, not once per path (widening the keys of
+    /// calls was a third of the build of STALIN∇'s probabilistic-prolog-R).
+    widened: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
+    widened_generation: u64,
 }
 
 impl Domain {
@@ -261,6 +271,22 @@ impl Domain {
     /// Forgets every constant real and boolean inside `id`: the widening
     /// that keeps recursion from unrolling forever on a counter.
     pub fn widen(&mut self, id: AvId) -> AvId {
+        if self.widened_generation != self.generation {
+            self.widened.clear();
+            self.widened_generation = self.generation;
+        }
+        if let Some(w) = self.widened.get(&id) {
+            return *w;
+        }
+        let w = self.widen_node(id);
+        // Widening only interns: no union changed meanwhile.
+        if w != id {
+            self.widened.insert(id, w);
+        }
+        w
+    }
+
+    fn widen_node(&mut self, id: AvId) -> AvId {
         match self.get(id).clone() {
             Av::Real(Some(_)) | Av::Sym(_, SymKind::Real) => self.any_real(),
             Av::Bool(Some(_)) | Av::Sym(_, SymKind::Bool) => self.boolean(None),

@@ -30,8 +30,8 @@ pub fn lower_and_optimize(
     analysis: flow::Analysis,
     map: &syntax::SourceMap,
 ) -> Result<fir::Module, syntax::Diagnostic> {
-    let mut m = lower::lower(analysis, map);
-    if let Err(e) = fir::verify::verify(&m) {
+    let mut m = base::timing::time("lower", || lower::lower(analysis, map));
+    if let Err(e) = base::timing::time("verify", || fir::verify::verify(&m)) {
         return Err(syntax::Diagnostic::new(
             None,
             format!("internal error: the compiler cannot compile this program yet (lowering broke an invariant of the FIR: {e})"),

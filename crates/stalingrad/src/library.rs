@@ -175,6 +175,8 @@ fn compile_export(
     prefix: &str,
     index: usize,
 ) -> Result<Export, String> {
+    let _export = base::timing::span(format!("export {}", spec.name));
+    let parse = base::timing::span("parse");
     let mut map = syntax::expand::library_map();
     let render = |d: &Diagnostic, map: &SourceMap| d.render(map);
     let text = std::fs::read_to_string(file)
@@ -205,9 +207,12 @@ fn compile_export(
     let main_id = map.add(PathBuf::from(format!("<export {}>", spec.name)), main);
     kept.extend(syntax::reader::read_file(&map, main_id).map_err(|d| render(&d, &map))?);
     let ast = syntax::expand::expand_forms(&map, &kept).map_err(|d| render(&d, &map))?;
-    let prog = ir::anf::lower_program(&ast).map_err(|d| render(&d, &map))?;
+    parse.end();
+    let prog =
+        base::timing::time("ir", || ir::anf::lower_program(&ast)).map_err(|d| render(&d, &map))?;
     base::memory::set_phase(base::memory::Phase::Analysing);
-    let analysis = flow::analyze(prog).map_err(|d| render(&d, &map))?;
+    let analysis =
+        base::timing::time("analysis", || flow::analyze(prog)).map_err(|d| render(&d, &map))?;
     let result = result_av(&analysis).ok_or_else(|| {
         format!(
             "error: internal error: export `{}`: the result's binding was not found",
@@ -227,8 +232,10 @@ fn compile_export(
         "vlad_export{index}_{}",
         lib_export::c_identifier(&spec.name)
     );
-    let out = codegen::compile_export(&module, &codegen::Options::default(), &body_symbol)
-        .map_err(|e| format!("error: {e}"))?;
+    let out = base::timing::time("codegen", || {
+        codegen::compile_export(&module, &codegen::Options::default(), &body_symbol)
+    })
+    .map_err(|e| format!("error: {e}"))?;
     Ok(Export {
         name: spec.name.clone(),
         c_name: format!("{prefix}_{}", lib_export::c_identifier(&spec.name)),
@@ -329,8 +336,10 @@ pub fn build(r: &Request) -> Result<(PathBuf, PathBuf), String> {
         .unwrap_or_default();
     std::fs::write(&header, lib_export::header(&prefix, &source, &exports))
         .map_err(|e| format!("error: cannot write {}: {e}", header.display()))?;
-    let dir = lib_export::link_library(&prefix, &exports, &output, kind, r.keep_temps)
-        .map_err(|e| format!("error: {e}"))?;
+    let dir = base::timing::time("link", || {
+        lib_export::link_library(&prefix, &exports, &output, kind, r.keep_temps)
+    })
+    .map_err(|e| format!("error: {e}"))?;
     if r.keep_temps {
         eprintln!("kept temporary files in {}", dir.display());
     }

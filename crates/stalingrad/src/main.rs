@@ -224,6 +224,12 @@ struct BuildArgs {
     /// path with `.h`).
     #[arg(long, value_name = "FILE", requires = "lib")]
     header: Option<PathBuf>,
+    /// Print to standard error, as each stage ends, its wall time and the
+    /// change and peak of the compiler's heap: parse, ir, analysis, lower,
+    /// each optimisation pass (with its number of runs), codegen, link
+    /// (docs/guide.md describes the format).
+    #[arg(long)]
+    time_passes: bool,
 }
 
 #[derive(Args, Clone)]
@@ -303,8 +309,8 @@ fn load(file: &Path, common: &Common, map: &mut SourceMap) -> Result<ir::Program
     let opts = syntax::expand::Options {
         include_dirs: common.include.clone(),
     };
-    let ast = syntax::expand::load_program(map, file, &opts)?;
-    ir::anf::lower_program(&ast)
+    let ast = base::timing::time("parse", || syntax::expand::load_program(map, file, &opts))?;
+    base::timing::time("ir", || ir::anf::lower_program(&ast))
 }
 
 /// [`load`], reporting a failure on standard error.
@@ -390,7 +396,18 @@ fn test(a: TestArgs) -> ExitCode {
     }
 }
 
+/// `build`, with `--time-passes`' report of the stages that ran (all of
+/// them, or those up to a failure).
 fn build(a: BuildArgs) -> ExitCode {
+    if a.time_passes {
+        base::timing::enable();
+    }
+    let code = build_stages(a);
+    base::timing::finish();
+    code
+}
+
+fn build_stages(a: BuildArgs) -> ExitCode {
     if a.lib {
         let request = library::Request {
             file: &a.file,
@@ -428,7 +445,7 @@ fn build(a: BuildArgs) -> ExitCode {
         count_ops: a.count_ops,
         want_clif: a.emit == Some(Emit::Clif),
     };
-    let out = match codegen::compile(&module, &opts) {
+    let out = match base::timing::time("codegen", || codegen::compile(&module, &opts)) {
         Ok(out) => out,
         Err(e) => return fail(&e),
     };
@@ -451,7 +468,7 @@ fn build(a: BuildArgs) -> ExitCode {
         }
         _ => {
             let path = a.output.unwrap_or(stem);
-            match codegen::link(&out.object, &path, a.keep_temps) {
+            match base::timing::time("link", || codegen::link(&out.object, &path, a.keep_temps)) {
                 Ok(linked) => {
                     if a.keep_temps {
                         eprintln!("kept temporary files in {}", linked.temp_dir.display());
@@ -491,11 +508,14 @@ pub(crate) fn compile_front(
     map: &SourceMap,
 ) -> Result<Front, Diagnostic> {
     if stop == Some(Emit::Anf) {
-        return Ok(Front::Text(ir::print::program(&prog)));
+        return Ok(Front::Text(base::timing::time("print", || {
+            ir::print::program(&prog)
+        })));
     }
     base::memory::set_phase(base::memory::Phase::Analysing);
-    let analysis = flow::analyze(prog)?;
+    let analysis = base::timing::time("analysis", || flow::analyze(prog))?;
     if stop == Some(Emit::Flow) {
+        let _print = base::timing::span("print");
         // The transformed lambdas the analysis created, then its view of
         // every specialisation.
         let mut text = ir::print::program(&analysis.ops.prog);
@@ -510,7 +530,9 @@ pub(crate) fn compile_front(
     base::memory::set_phase(base::memory::Phase::Lowering);
     let module = lower::lower_and_optimize(analysis, map)?;
     if stop == Some(Emit::Ir) {
-        return Ok(Front::Text(fir::print::module(&module)));
+        return Ok(Front::Text(base::timing::time("print", || {
+            fir::print::module(&module)
+        })));
     }
     Ok(Front::Module(module))
 }

@@ -56,8 +56,8 @@ pub fn shrink_cells(m: &mut Module) {
     };
     let mut before = size(m);
     for _ in 0..ROUNDS {
-        drop_dead_slots(m);
-        super::simplify::simplify(m);
+        base::timing::time("drop-dead-slots", || drop_dead_slots(m));
+        base::timing::time("simplify", || super::simplify::simplify(m));
         let after = size(m);
         if after == before {
             break;

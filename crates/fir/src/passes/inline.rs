@@ -38,25 +38,46 @@ const ROUNDS: usize = 6;
 /// over the call graph, each followed by pruning what `main` no longer
 /// reaches.
 pub fn inline(m: &mut Module) {
+    let budget = budget(m);
     drop_unneeded_sites(m);
-    rounds(m);
+    rounds(m, budget);
     prune(m);
     // Calls inlined from a `CallAt` run under its position: only those
     // whose callee may report at it need to.
     drop_unneeded_sites(m);
 }
 
+/// Each inlining pass grows the module to at most `GROWTH` times its size
+/// at the pass's start plus `SLACK` instructions. The limit per function
+/// ([`MAX_SIZE`]) bounds no module: a recursive evaluator of 8 thousand
+/// instructions after lowering grew to 419 thousand, 248 functions at the
+/// limit, and code generation took seconds per build. The benchmark
+/// programs stay within it (saddle-FF, whose copies mostly fold away,
+/// reaches 160 thousand from 1.6 thousand: a lower `SLACK` changes its
+/// code).
+const GROWTH: usize = 8;
+const SLACK: usize = 200_000;
+
+/// The size the module may grow to, from its size now.
+fn budget(m: &Module) -> usize {
+    let size: usize = m.funcs.iter().map(|f| f.body.size()).sum();
+    GROWTH.saturating_mul(size).saturating_add(SLACK)
+}
+
 /// The second inlining: every non-recursive callee within the size limit,
 /// bottom up over the call graph's strongly connected components.
 pub fn inline_bottom_up(m: &mut Module) {
-    bottom_up(m);
+    let budget = budget(m);
+    bottom_up(m, budget);
     prune(m);
     drop_unneeded_sites(m);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
-/// tail-called thunks above all.
-fn rounds(m: &mut Module) {
+/// tail-called thunks above all, while the module stays within `budget`
+/// (moving a callee of one call site costs nothing, each copy of another
+/// costs its size).
+fn rounds(m: &mut Module, budget: usize) {
     for _ in 0..ROUNDS {
         let sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
         let mut sites = vec![0usize; m.funcs.len()];
@@ -66,6 +87,15 @@ fn rounds(m: &mut Module) {
         if let Some(main) = m.main {
             sites[main.index()] += 1;
         }
+        let (_, _, _, recursive) = call_graph(m);
+        // What is called (functions only dead ones call are counted too,
+        // until `prune`).
+        let total: usize = (0..m.funcs.len())
+            .filter(|&g| sites[g] > 0)
+            .map(|g| sizes[g])
+            .sum();
+        let mut left = budget.saturating_sub(total);
+        let admitted = admit(&sizes, &sites, &recursive, left);
         // The callees as they were at the start of the round: only those
         // the round may inline (a deep copy of the whole module per round
         // was most of the build time of large programs).
@@ -73,7 +103,7 @@ fn rounds(m: &mut Module) {
             .funcs
             .iter()
             .enumerate()
-            .map(|(g, f)| (sizes[g] <= SMALL || sites[g] == 1).then(|| f.clone()))
+            .map(|(g, f)| (sites[g] == 1 || admitted[g]).then(|| f.clone()))
             .collect();
         let mut changed = false;
         for (i, f) in m.funcs.iter_mut().enumerate() {
@@ -86,6 +116,7 @@ fn rounds(m: &mut Module) {
                 },
                 size: sizes[i],
                 max_size: MAX_SIZE,
+                budget: left,
                 types: std::mem::take(&mut f.types),
                 subst: HashMap::new(),
                 changed: false,
@@ -103,6 +134,10 @@ fn rounds(m: &mut Module) {
             }
             f.body = body;
             f.types = cx.types;
+            left = cx.budget;
+            if cx.changed {
+                super::compact::compact(f);
+            }
             changed |= cx.changed;
         }
         if !changed {
@@ -111,15 +146,44 @@ fn rounds(m: &mut Module) {
     }
 }
 
-/// Largest function the bottom-up pass makes by inlining.
-const MAX_SIZE_BOTTOM_UP: usize = 6000;
+/// Which callees of more than one call site a round may copy into their
+/// callers, given `left`, what remains of the module's budget: all of
+/// them while copying each into every caller fits in it; otherwise the
+/// most profitable first, while they fit: callees outside any recursive
+/// cycle (copying a function of a cycle into another unrolls the
+/// recursion, a copy per level, and saves one call per level at most),
+/// then the smallest.
+fn admit(sizes: &[usize], sites: &[usize], recursive: &[bool], left: usize) -> Vec<bool> {
+    let n = sizes.len();
+    let cost = |g: usize| sizes[g] * (sites[g] - 1);
+    let candidates: Vec<usize> = (0..n)
+        .filter(|&g| sites[g] > 1 && sizes[g] <= SMALL)
+        .collect();
+    let mut admitted = vec![false; n];
+    if candidates.iter().map(|&g| cost(g)).sum::<usize>() <= left {
+        for g in candidates {
+            admitted[g] = true;
+        }
+        return admitted;
+    }
+    let mut order = candidates;
+    order.sort_by_key(|&g| (recursive[g], sizes[g], g));
+    let mut left = left;
+    for g in order {
+        if cost(g) <= left {
+            left -= cost(g);
+            admitted[g] = true;
+        }
+    }
+    admitted
+}
 
-/// Inlines, bottom up over the call graph, every call of a function that
-/// is not recursive (in no cycle of the call graph) into its callers, as
-/// long as the caller stays below [`MAX_SIZE_BOTTOM_UP`]. Callees come
-/// first, so what is spliced in has had its own calls inlined already.
-fn bottom_up(m: &mut Module) {
-    let n = m.funcs.len();
+/// The call graph (the callees of each function), the strongly connected
+/// component of each function in it, in reverse topological order, and
+/// whether each function is recursive (in a cycle of the graph).
+type CallGraph = (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>, Vec<bool>);
+
+fn call_graph(m: &Module) -> CallGraph {
     let graph: Vec<Vec<usize>> = m
         .funcs
         .iter()
@@ -132,15 +196,28 @@ fn bottom_up(m: &mut Module) {
         })
         .collect();
     let comps = base::scc::sccs(&graph);
-    let mut scc = vec![0usize; n];
+    let mut scc = vec![0usize; m.funcs.len()];
     for (c, members) in comps.iter().enumerate() {
         for &f in members {
             scc[f] = c;
         }
     }
-    let recursive: Vec<bool> = (0..n)
+    let recursive = (0..m.funcs.len())
         .map(|f| comps[scc[f]].len() > 1 || graph[f].contains(&f))
         .collect();
+    (graph, comps, scc, recursive)
+}
+
+/// Largest function the bottom-up pass makes by inlining.
+const MAX_SIZE_BOTTOM_UP: usize = 6000;
+
+/// Inlines, bottom up over the call graph, every call of a function that
+/// is not recursive (in no cycle of the call graph) into its callers, as
+/// long as the caller stays below [`MAX_SIZE_BOTTOM_UP`]. Callees come
+/// first, so what is spliced in has had its own calls inlined already.
+fn bottom_up(m: &mut Module, budget: usize) {
+    let (graph, comps, scc, recursive) = call_graph(m);
+    let mut left = budget.saturating_sub(m.funcs.iter().map(|f| f.body.size()).sum());
     let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
     for members in &comps {
         for &i in members {
@@ -165,6 +242,7 @@ fn bottom_up(m: &mut Module) {
                 },
                 size: sizes[i],
                 max_size: MAX_SIZE_BOTTOM_UP.max(sizes[i]),
+                budget: left,
                 types,
                 subst: HashMap::new(),
                 changed: false,
@@ -173,10 +251,14 @@ fn bottom_up(m: &mut Module) {
             if !cx.subst.is_empty() {
                 substitute_block(&mut body, &cx.subst);
             }
-            let types = cx.types;
+            let (types, changed) = (cx.types, cx.changed);
+            left = cx.budget;
             sizes[i] = body.size();
             m.funcs[i].body = body;
             m.funcs[i].types = types;
+            if changed {
+                super::compact::compact(&mut m.funcs[i]);
+            }
         }
     }
 }
@@ -324,6 +406,9 @@ struct Inliner<'a> {
     policy: Policy<'a>,
     size: usize,
     max_size: usize,
+    /// What the module may still grow by copies of callees with more
+    /// than one call site.
+    budget: usize,
     types: Vec<crate::Ty>,
     /// Results of inlined calls to the values their callee returned.
     subst: HashMap<Val, Val>,
@@ -344,9 +429,10 @@ impl Inliner<'_> {
             return false;
         }
         match self.policy {
-            Policy::Rounds { sites, .. } => gs <= SMALL || sites[gi] == 1,
+            Policy::Rounds { sites, .. } if sites[gi] == 1 => true,
+            Policy::Rounds { .. } => gs <= SMALL && gs <= self.budget,
             Policy::BottomUp { scc, recursive, .. } => {
-                !recursive[gi] && scc[gi] != scc[self.me.index()]
+                !recursive[gi] && scc[gi] != scc[self.me.index()] && gs <= self.budget
             }
         }
     }
@@ -374,7 +460,7 @@ impl Inliner<'_> {
                     if let Op::CallAt(_, _, site) = inst.op {
                         at_site(&mut body, site);
                     }
-                    self.size += self.callee_size(g);
+                    self.charge(g);
                     self.changed = true;
                     out.extend(body.insts);
                     match body.term {
@@ -407,11 +493,23 @@ impl Inliner<'_> {
             if let Some(callee) = self.funcs.get(*g).filter(|_| self.worth(*g)) {
                 let g = *g;
                 let body = self.renamed(callee, args);
-                self.size += self.callee_size(g);
+                self.charge(g);
                 self.changed = true;
                 b.insts.extend(body.insts);
                 b.term = body.term;
             }
+        }
+    }
+
+    /// Counts the growth of inlining `g` here: a copy of the callee, at
+    /// the expense of the module's budget, unless it is the callee's only
+    /// call site in the rounds (then the callee moves).
+    fn charge(&mut self, g: FuncId) {
+        let gs = self.callee_size(g);
+        self.size += gs;
+        let moves = matches!(self.policy, Policy::Rounds { sites, .. } if sites[g.index()] == 1);
+        if !moves {
+            self.budget = self.budget.saturating_sub(gs);
         }
     }
 
@@ -527,5 +625,94 @@ fn plain_calls(b: &mut Block, may: &[bool]) {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::inst as i;
+    use crate::{FBin, Ty};
+
+    /// `g0(x) = x + x` and `gk(x) = g(k-1)(g(k-1)(x))`: every function
+    /// small, every one but the last called twice, so each round doubles
+    /// every function until the limit per function; `n` of them outgrow
+    /// any module budget unless the budget stops the copies.
+    fn doubling_chain(n: usize) -> Module {
+        let v = Val::new;
+        let g = |k: usize| FuncId::new(k + 1);
+        let mut funcs = vec![Func {
+            name: "main".into(),
+            params: vec![],
+            returns: vec![],
+            types: vec![Ty::F64, Ty::F64],
+            body: Block {
+                insts: vec![
+                    i(&[0], Op::F64Const(1.5)),
+                    i(&[1], Op::Call(g(n - 1), vec![v(0)])),
+                    i(&[], Op::PrintReal(v(1))),
+                ],
+                term: Term::Return(vec![]),
+            },
+        }];
+        for k in 0..n {
+            let insts = if k == 0 {
+                vec![i(&[1], Op::FBin(FBin::Add, v(0), v(0)))]
+            } else {
+                vec![
+                    i(&[1], Op::Call(g(k - 1), vec![v(0)])),
+                    i(&[1 + 1], Op::Call(g(k - 1), vec![v(1)])),
+                ]
+            };
+            let result = insts.len() as u32;
+            funcs.push(Func {
+                name: format!("g{k}"),
+                params: vec![Ty::F64],
+                returns: vec![Ty::F64],
+                types: vec![Ty::F64; insts.len() + 1],
+                body: Block {
+                    insts,
+                    term: Term::Return(vec![Val::from_number(result)]),
+                },
+            });
+        }
+        Module {
+            funcs,
+            main: Some(FuncId::new(0)),
+            strings: vec![],
+        }
+    }
+
+    #[test]
+    fn the_module_stays_within_its_budget() {
+        let mut m = doubling_chain(4000);
+        let before: usize = m.funcs.iter().map(|f| f.body.size()).sum();
+        let budget = budget(&m);
+        inline(&mut m);
+        crate::verify::verify(&m).unwrap();
+        let after: usize = m.funcs.iter().map(|f| f.body.size()).sum();
+        assert!(after > before, "small callees were inlined");
+        assert!(after <= budget, "{after} instructions, budget {budget}");
+        // Without the budget the rounds alone would have made it (each
+        // function doubling six times) several times larger.
+        assert!(before * 32 > budget);
+    }
+
+    #[test]
+    fn a_small_module_is_inlined_as_before() {
+        let mut m = doubling_chain(6);
+        inline(&mut m);
+        crate::verify::verify(&m).unwrap();
+        let mut out = Vec::new();
+        crate::eval::run(&m, &mut "".as_bytes(), &mut out).unwrap();
+        // 1.5 doubled 2^5 times.
+        assert_eq!(String::from_utf8(out).unwrap(), "6442450944");
+        // Everything within reach of main is inlined into it.
+        assert_eq!(
+            m.funcs.len(),
+            1,
+            "{:?}",
+            m.funcs.iter().map(|f| &f.name).collect::<Vec<_>>()
+        );
     }
 }

@@ -42,8 +42,11 @@ pub const PIPELINE: &[Pass] = &[
 
 /// Runs [`PIPELINE`]. In debug builds the module is verified after each
 /// pass, so a pass that breaks an invariant is named at once instead of
-/// surfacing as a code generation error.
+/// surfacing as a code generation error. Each pass is a stage of
+/// `--time-passes` (`base::timing`), whose clock `VLAD_PASS_TRACE` prints
+/// with the module's size after the pass.
 pub fn optimize(m: &mut Module) {
+    let _optimize = base::timing::span("optimize");
     let trace = std::env::var_os("VLAD_PASS_TRACE").is_some();
     if trace {
         let values: usize = m.funcs.iter().map(|f| f.types.len()).sum();
@@ -54,14 +57,14 @@ pub fn optimize(m: &mut Module) {
         );
     }
     for (name, pass) in PIPELINE {
-        let start = std::time::Instant::now();
+        let span = base::timing::span(*name);
         pass(m);
+        let elapsed = span.end();
         if trace {
             let values: usize = m.funcs.iter().map(|f| f.types.len()).sum();
             let insts: usize = m.funcs.iter().map(|f| f.body.size()).sum();
             eprintln!(
-                "pass {name}: {:.2?}, {} functions, {values} values, {insts} instructions",
-                start.elapsed(),
+                "pass {name}: {elapsed:.2?}, {} functions, {values} values, {insts} instructions",
                 m.funcs.len()
             );
         }

@@ -156,7 +156,11 @@ pub fn build_to(src: &str, exe: &Path) -> Run {
 }
 
 fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
-    cmd.current_dir(repo_root()).env_remove("RUST_BACKTRACE");
+    // Every build of the tests has Cranelift verify what code generation
+    // makes (release builds of the compiler skip it).
+    cmd.current_dir(repo_root())
+        .env_remove("RUST_BACKTRACE")
+        .env("VLAD_VERIFY_CLIF", "1");
     let limits = runner::Limits {
         time: time_limit(),
         memory_kb: None,
