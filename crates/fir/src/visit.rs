@@ -163,6 +163,18 @@ impl Block {
         self.term.for_each_operand_mut(&mut *f);
     }
 
+    /// Calls `f` on the results of every instruction of the block and the
+    /// blocks nested in it, to rename them.
+    pub fn for_each_result_mut(&mut self, f: &mut impl FnMut(&mut Val)) {
+        for i in &mut self.insts {
+            i.results.iter_mut().for_each(&mut *f);
+            if let Op::If { then_, else_, .. } = &mut i.op {
+                then_.for_each_result_mut(f);
+                else_.for_each_result_mut(f);
+            }
+        }
+    }
+
     /// Calls `f` on the callee and arguments of every call and tail call
     /// in the block and the blocks nested in it, in order.
     pub fn for_each_call(&self, f: &mut impl FnMut(FuncId, &[Val], CallKind)) {

@@ -56,18 +56,8 @@ fn rename(b: &mut Block, map: &[u32]) {
             }
         }
     };
-    rename_results(b, &mut r);
+    b.for_each_result_mut(&mut r);
     b.for_each_use_mut(&mut r);
-}
-
-fn rename_results(b: &mut Block, r: &mut impl FnMut(&mut Val)) {
-    for i in &mut b.insts {
-        i.results.iter_mut().for_each(&mut *r);
-        if let Op::If { then_, else_, .. } = &mut i.op {
-            rename_results(then_, r);
-            rename_results(else_, r);
-        }
-    }
 }
 
 #[cfg(test)]

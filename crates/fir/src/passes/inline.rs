@@ -529,7 +529,7 @@ impl Inliner<'_> {
                 *v = *n;
             }
         };
-        rename_results(&mut b, &mut r);
+        b.for_each_result_mut(&mut r);
         b.for_each_use_mut(&mut r);
         b
     }
@@ -541,19 +541,8 @@ pub(crate) fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
             *v = *n;
         }
     };
-    rename_results(b, &mut r);
+    b.for_each_result_mut(&mut r);
     b.for_each_use_mut(&mut r);
-}
-
-/// Renames the results of every instruction of `b` and its nested blocks.
-fn rename_results(b: &mut Block, r: &mut impl FnMut(&mut Val)) {
-    for i in &mut b.insts {
-        i.results.iter_mut().for_each(&mut *r);
-        if let Op::If { then_, else_, .. } = &mut i.op {
-            rename_results(then_, r);
-            rename_results(else_, r);
-        }
-    }
 }
 
 /// Replaces uses (not definitions) of substituted values, following chains.

@@ -1,7 +1,8 @@
 //! Results a caller already knows: a result that every `Return` of a
 //! function gives as the same parameter, or as the same constant (through
 //! tail calls too), is at every call the argument passed there, or that
-//! constant.
+//! constant. And parameters a function already knows: one that every call
+//! passes the same constant is that constant.
 //!
 //! Why: the forward sweep of reverse mode returns, with the tape, values
 //! its caller passed in (the loop's state) and constants of the derivative
@@ -200,6 +201,97 @@ pub fn use_known_results(m: &mut Module) -> bool {
     any
 }
 
+/// For each function, what each of its parameters is known to be: the
+/// same constant at every call (a greatest fixpoint: a parameter a
+/// recursion passes on unchanged keeps what its first call gave).
+fn known_params(m: &Module) -> Vec<Vec<Known>> {
+    let vals: Vec<HashMap<Val, Known>> = m.funcs.iter().map(value_known).collect();
+    let mut sites: Vec<Vec<(usize, Vec<Val>)>> = vec![Vec::new(); m.funcs.len()];
+    for (fi, f) in m.funcs.iter().enumerate() {
+        f.body
+            .for_each_call(&mut |g, args, _| sites[g.index()].push((fi, args.to_vec())));
+    }
+    let mut known: Vec<Vec<Known>> = m
+        .funcs
+        .iter()
+        .map(|f| vec![Known::Top; f.params.len()])
+        .collect();
+    // `main` is called from outside.
+    if let Some(main) = m.main {
+        known[main.index()].fill(Known::Unknown);
+    }
+    loop {
+        let mut changed = false;
+        for g in 0..m.funcs.len() {
+            if Some(g) == m.main.map(|f| f.index()) {
+                continue;
+            }
+            for p in 0..known[g].len() {
+                let mut k = Known::Top;
+                for (f, args) in &sites[g] {
+                    let here = match vals[*f].get(&args[p]).copied() {
+                        Some(Known::Param(q)) => known[*f][q],
+                        Some(c @ (Known::Real(_) | Known::Bool(_))) => c,
+                        _ => Known::Unknown,
+                    };
+                    k = k.meet(here);
+                }
+                // Only constants are worth knowing: a parameter equal to
+                // another is `params`' business.
+                if let Known::Param(_) = k {
+                    k = Known::Unknown;
+                }
+                if k != known[g][p] {
+                    known[g][p] = k;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return known;
+        }
+    }
+}
+
+/// Replaces the uses of every parameter that all calls pass the same
+/// constant by that constant (`params` then drops the parameter): the
+/// backward sweep of reverse mode through a loop passed the `1` and `-1`
+/// of derivative rules to itself at every step. Returns whether any was.
+pub fn use_known_params(m: &mut Module) -> bool {
+    let known = known_params(m);
+    let mut any = false;
+    for (f, k) in m.funcs.iter_mut().zip(&known) {
+        let mut rename: HashMap<Val, Val> = HashMap::new();
+        let mut consts = Vec::new();
+        for (p, k) in k.iter().enumerate() {
+            let op = match *k {
+                Known::Real(bits) => Op::F64Const(f64::from_bits(bits)),
+                Known::Bool(b) => Op::BoolConst(b),
+                _ => continue,
+            };
+            let v = Val::new(f.types.len());
+            f.types.push(f.params[p]);
+            rename.insert(Val::new(p), v);
+            consts.push(crate::Inst {
+                results: vec![v],
+                op,
+            });
+        }
+        if consts.is_empty() {
+            continue;
+        }
+        any = true;
+        f.body.for_each_use_mut(&mut |v| {
+            if let Some(w) = rename.get(v) {
+                *v = *w;
+            }
+        });
+        consts.append(&mut f.body.insts);
+        f.body.insts = consts;
+    }
+    any
+}
+
 fn collect(b: &Block, known: &[Vec<Known>], f: &mut impl FnMut(Val, Known, &[Val])) {
     for i in &b.insts {
         match &i.op {
@@ -311,5 +403,75 @@ mod tests {
         assert_eq!(prints[0], Op::PrintReal(v(0)));
         assert_eq!(prints[1], Op::PrintReal(v(5)));
         assert_eq!(prints[2], Op::PrintReal(v(4)));
+    }
+
+    /// `g(x, c)` calls itself with `c` unchanged; `main` calls it with
+    /// `c = 2`: `c` is 2 in `g`.
+    #[test]
+    fn a_parameter_every_call_passes_the_same_constant_is_that_constant() {
+        let v = Val::new;
+        let g = Func {
+            name: "g".into(),
+            params: vec![Ty::F64, Ty::F64],
+            returns: vec![Ty::F64],
+            types: [[Ty::F64; 3].as_slice(), &[Ty::Bool], &[Ty::F64; 3]].concat(),
+            body: Block {
+                insts: vec![
+                    i(&[2], Op::F64Const(0.0)),
+                    i(&[3], Op::FCmp(crate::Cmp::Gt, v(0), v(2))),
+                    i(
+                        &[6],
+                        Op::If {
+                            cond: v(3),
+                            then_: Block {
+                                insts: vec![
+                                    i(&[4], Op::FBin(crate::FBin::Sub, v(0), v(1))),
+                                    i(&[5], Op::Call(FuncId::new(0), vec![v(4), v(1)])),
+                                ],
+                                term: Term::Yield(vec![v(5)]),
+                            },
+                            else_: Block {
+                                insts: vec![],
+                                term: Term::Yield(vec![v(1)]),
+                            },
+                        },
+                    ),
+                ],
+                term: Term::Return(vec![v(6)]),
+            },
+        };
+        let main = Func {
+            name: "main".into(),
+            params: vec![],
+            returns: vec![],
+            types: vec![Ty::F64; 3],
+            body: Block {
+                insts: vec![
+                    i(&[0], Op::F64Const(5.0)),
+                    i(&[1], Op::F64Const(2.0)),
+                    i(&[2], Op::Call(FuncId::new(0), vec![v(0), v(1)])),
+                    i(&[], Op::PrintReal(v(2))),
+                ],
+                term: Term::Return(vec![]),
+            },
+        };
+        let mut m = Module {
+            funcs: vec![g, main],
+            main: Some(FuncId::new(1)),
+            strings: vec![],
+        };
+        assert_eq!(
+            known_params(&m),
+            vec![vec![Known::Unknown, Known::Real(2.0f64.to_bits())], vec![]]
+        );
+        let run = |m: &Module| {
+            let mut out = Vec::new();
+            crate::eval::run(m, &mut &b""[..], &mut out).expect("runs");
+            out
+        };
+        let before = run(&m);
+        assert!(use_known_params(&mut m));
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+        assert_eq!(run(&m), before);
     }
 }

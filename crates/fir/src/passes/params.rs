@@ -11,6 +11,8 @@
 //!   parameters are equal (a greatest fixpoint, by partition refinement
 //!   over the whole module, so loops and mutual tail calls are handled).
 //!   Uses of such a parameter are replaced by the first equal one.
+//! - Constant parameters: one every call passes the same constant is that
+//!   constant (`known::use_known_params`), and then dead.
 //! - Dead parameters: a parameter is live when its function reads it for
 //!   anything but passing it to a parameter that is not live; dead ones are
 //!   removed from the function and from every call.
@@ -21,7 +23,8 @@ use std::collections::HashMap;
 
 pub fn shrink(m: &mut Module) {
     for _ in 0..4 {
-        let merged = merge_equal(m);
+        let constant = super::known::use_known_params(m);
+        let merged = merge_equal(m) | constant;
         let removed = remove_dead(m);
         if !merged && !removed {
             break;
