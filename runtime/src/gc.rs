@@ -19,8 +19,17 @@
 //! order up to `used`, each with a mark bit. A cell larger than a chunk
 //! gets a chunk of its own. Free cells of a size are linked through their
 //! first word. A collection runs when a chunk would be added and the bytes
-//! allocated since the last one exceed twice the live bytes then (at least
-//! [`MIN_TRIGGER`]).
+//! allocated since the last one exceed twice the live bytes and the stack
+//! scanned then (at least [`MIN_TRIGGER`]).
+//!
+//! An ordinary chunk in which a collection finds no live cell is not cut
+//! into a free list: it goes back to a pool of empty chunks, and the next
+//! size class that needs a chunk takes it whole and fills it by bumping,
+//! inline in compiled code. A loop that builds and drops a tape per
+//! iteration (reverse mode through a loop, run many times) thus reuses the
+//! same few megabytes, warm in the cache, instead of faulting in fresh
+//! pages until the next collection and then allocating cell by cell from
+//! free lists.
 
 // The C `main` that calls into this module is not compiled for unit tests.
 #![cfg_attr(test, allow(dead_code))]
@@ -36,8 +45,10 @@ extern "C" {
 
 /// Bytes of an ordinary chunk.
 const CHUNK_BYTES: usize = 1 << 20;
-/// Allocation between collections is at least this.
-const MIN_TRIGGER: usize = 64 << 20;
+/// Allocation between collections is at least this: small enough that a
+/// program whose live data is small recycles memory still in the cache,
+/// large enough that collections stay rare against the work of filling it.
+const MIN_TRIGGER: usize = 4 << 20;
 /// Cell sizes (in words) with a free list; larger cells get a free list
 /// of their own size class too, but rarely recur.
 const CLASSES: usize = 4096;
@@ -52,6 +63,11 @@ struct Chunk {
     used: usize,
     /// One bit per cell.
     marks: *mut u64,
+    /// The end of the memory the chunk owns (`end` is the end of its last
+    /// whole cell), and the words its bitmap has room for: what a chunk
+    /// taken from the pool of empty ones may be recut to.
+    limit: usize,
+    mark_words: usize,
 }
 
 struct Heap {
@@ -69,6 +85,10 @@ struct Heap {
     /// The lowest and highest chunk addresses, for a quick range test.
     lo: usize,
     hi: usize,
+    /// The starts of the empty ordinary chunks no size class fills.
+    empty: *mut usize,
+    empty_len: usize,
+    empty_cap: usize,
     /// The mark stack.
     stack: *mut usize,
     stack_len: usize,
@@ -90,6 +110,9 @@ static HEAP: Global<Heap> = Global::new(Heap {
     trigger: MIN_TRIGGER,
     lo: usize::MAX,
     hi: 0,
+    empty: core::ptr::null_mut(),
+    empty_len: 0,
+    empty_cap: 0,
     stack: core::ptr::null_mut(),
     stack_len: 0,
     stack_cap: 0,
@@ -175,13 +198,18 @@ impl Heap {
                 cell,
                 used: start,
                 marks,
+                limit: start + bytes,
+                mark_words: words,
             });
         }
         self.len += 1;
-        // Indices after `i` moved: fix the filling chunks.
-        for f in self.filling.iter_mut() {
-            if *f > i {
-                *f += 1;
+        // Indices after `i` moved: fix the filling chunks (a chunk put
+        // last, as most are, moved none).
+        if i + 1 < self.len {
+            for f in self.filling.iter_mut() {
+                if *f > i {
+                    *f += 1;
+                }
             }
         }
         self.lo = self.lo.min(start);
@@ -226,6 +254,14 @@ impl Heap {
         if let Some(p) = self.bump(class, cell) {
             return p;
         }
+        if words < CLASSES - 1 && cell <= CHUNK_BYTES / 4 {
+            if let Some(i) = self.take_empty(cell) {
+                self.filling[class] = i + 1;
+                if let Some(p) = self.bump(class, cell) {
+                    return p;
+                }
+            }
+        }
         // A library's chunks kept empty from earlier calls.
         #[cfg(vlad_lib)]
         if words < CLASSES - 1 {
@@ -263,6 +299,42 @@ impl Heap {
             let c = self.chunk(i);
             c.cell == cell && c.used == c.start
         })
+    }
+
+    /// An empty chunk from the pool, recut for cells of `cell` bytes; its
+    /// index.
+    fn take_empty(&mut self, cell: usize) -> Option<usize> {
+        if self.empty_len == 0 {
+            return None;
+        }
+        self.empty_len -= 1;
+        // SAFETY: `empty_len < empty_cap` was a filled slot.
+        let start = unsafe { *self.empty.add(self.empty_len) };
+        let i = self.find(start)?;
+        let mut c = *self.chunk(i);
+        let bytes = c.limit - c.start;
+        let words = (bytes / cell).div_ceil(64);
+        if words > c.mark_words {
+            c.marks = sys_grow(c.marks, words);
+            c.mark_words = words;
+        }
+        // SAFETY: the bitmap has room for `words` u64s.
+        unsafe { core::ptr::write_bytes(c.marks, 0, words) };
+        c.cell = cell;
+        c.end = c.start + bytes - bytes % cell;
+        c.used = c.start;
+        *self.chunk_mut(i) = c;
+        Some(i)
+    }
+
+    fn push_empty(&mut self, start: usize) {
+        if self.empty_len == self.empty_cap {
+            self.empty_cap = (self.empty_cap * 2).max(64);
+            self.empty = sys_grow(self.empty, self.empty_cap);
+        }
+        // SAFETY: `empty_len < empty_cap`.
+        unsafe { self.empty.add(self.empty_len).write(start) };
+        self.empty_len += 1;
     }
 
     /// A cell from the chunk being filled for this size, if it has room.
@@ -330,6 +402,7 @@ impl Heap {
         crate::memo::forget();
         let regs = spill_registers();
         let here = core::ptr::addr_of!(regs) as usize;
+        let stack_bytes = self.stack_top.saturating_sub(here);
         if self.stack_top > here {
             self.scan(here, self.stack_top);
         }
@@ -348,18 +421,30 @@ impl Heap {
             let slots = ((header >> 1) as usize).min(cell / 8 - 1);
             self.scan(p + 8, p + 8 + 8 * slots);
         }
-        // Sweep: every handed-out cell not marked is free again.
+        // Sweep: every handed-out cell not marked is free again; a chunk
+        // with none marked goes back whole, to its size if it is the one
+        // being filled, to the pool otherwise.
         self.free = [0; CLASSES];
+        self.empty_len = 0;
         let mut live = 0;
         for i in 0..self.len {
             let c = *self.chunk(i);
             let class = (c.cell / 8).min(CLASSES - 1);
             let cells = (c.used - c.start) / c.cell;
+            let words = (c.end - c.start) / c.cell;
+            // SAFETY: the bitmap has `words.div_ceil(64)` words.
+            let marks = unsafe { core::slice::from_raw_parts_mut(c.marks, words.div_ceil(64)) };
+            let pooled = class < CLASSES - 1 && c.cell <= CHUNK_BYTES / 4;
+            if pooled && marks.iter().all(|&m| m == 0) {
+                self.chunk_mut(i).used = c.start;
+                if self.filling[class] != i + 1 {
+                    self.push_empty(c.start);
+                }
+                continue;
+            }
             for n in (0..cells).rev() {
-                // SAFETY: `n` is a cell of this chunk.
-                let word = unsafe { &mut *c.marks.add(n / 64) };
                 let bit = 1u64 << (n % 64);
-                if *word & bit != 0 {
+                if marks[n / 64] & bit != 0 {
                     live += c.cell;
                 } else if class < CLASSES - 1 {
                     let p = c.start + n * c.cell;
@@ -369,12 +454,10 @@ impl Heap {
                     self.free[class] = p;
                 }
             }
-            let words = (c.end - c.start) / c.cell;
-            // SAFETY: the bitmap has this many words.
-            unsafe { core::ptr::write_bytes(c.marks, 0, words.div_ceil(64)) };
+            marks.fill(0);
         }
         self.since = 0;
-        self.trigger = (2 * live).max(MIN_TRIGGER);
+        self.trigger = (2 * (live + stack_bytes)).max(MIN_TRIGGER);
         for w in 1..BUMP_WORDS {
             self.sync_out(w);
         }
@@ -463,6 +546,7 @@ pub fn release_all() {
     }
     h.filling = [0; CLASSES];
     h.free = [0; CLASSES];
+    h.empty_len = 0;
     h.since = 0;
     h.trigger = MIN_TRIGGER;
     h.stack_len = 0;
