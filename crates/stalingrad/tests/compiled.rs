@@ -266,6 +266,9 @@ fn union_cells_are_reclaimed() {
     };
     println!("{collections} collections, heap {heap} bytes");
     assert!(collections >= 2, "{stderr}");
-    assert!(heap < 200 << 20, "the heap grew to {heap} bytes: {stderr}");
+    // At most one list (2.4 MB) is live: collections start at 4 MiB and
+    // wholly free chunks are refilled before the heap grows (22 MB
+    // measured; 75 MB before the pool of empty chunks).
+    assert!(heap < 48 << 20, "the heap grew to {heap} bytes: {stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
