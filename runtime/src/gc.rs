@@ -15,21 +15,22 @@
 //! word changes; it never frees a live one. Interior pointers count.
 //!
 //! Layout: cells are grouped by size (in words) into chunks of
-//! [`CHUNK_BYTES`]; a chunk holds cells of one size, allocated in address
-//! order up to `used`, each with a mark bit. A cell larger than a chunk
-//! gets a chunk of its own. Free cells of a size are linked through their
-//! first word. A collection runs when a chunk would be added and the bytes
-//! allocated since the last one exceed twice the live bytes and the stack
-//! scanned then (at least [`MIN_TRIGGER`]).
+//! [`CHUNK_BYTES`]; a chunk holds cells of one size, each with a mark bit,
+//! and has been handed out up to `used`. A cell larger than a chunk gets a
+//! chunk of its own. A collection runs when a chunk would be added and the
+//! bytes allocated since the last one exceed twice the live bytes and the
+//! stack scanned then (at least [`MIN_TRIGGER`]).
 //!
-//! An ordinary chunk in which a collection finds no live cell is not cut
-//! into a free list: it goes back to a pool of empty chunks, and the next
-//! size class that needs a chunk takes it whole and fills it by bumping,
-//! inline in compiled code. A loop that builds and drops a tape per
-//! iteration (reverse mode through a loop, run many times) thus reuses the
-//! same few megabytes, warm in the cache, instead of faulting in fresh
-//! pages until the next collection and then allocating cell by cell from
-//! free lists.
+//! Allocation only ever bumps a pointer through a run of free cells (the
+//! run is the region compiled code bumps inline, `rt_bump`). A chunk in
+//! which a collection finds no live cell goes back whole to a pool of
+//! empty chunks, which any size class takes and recuts; a chunk with live
+//! cells keeps its mark bits until the next collection, and its runs of
+//! unmarked cells (the holes) are bumped through in address order. There
+//! are no free lists: a loop that builds and drops a tape per iteration
+//! (reverse mode through a loop, run many times) reuses the same few
+//! megabytes, warm in the cache, by bumping, instead of faulting in fresh
+//! pages or taking cells one call at a time from a list.
 
 // The C `main` that calls into this module is not compiled for unit tests.
 #![cfg_attr(test, allow(dead_code))]
@@ -49,8 +50,8 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// program whose live data is small recycles memory still in the cache,
 /// large enough that collections stay rare against the work of filling it.
 const MIN_TRIGGER: usize = 4 << 20;
-/// Cell sizes (in words) with a free list; larger cells get a free list
-/// of their own size class too, but rarely recur.
+/// Cell sizes (in words) that are reused after a collection; larger cells
+/// (the last class, mixed sizes) are not, and rarely recur.
 const CLASSES: usize = 4096;
 
 #[derive(Clone, Copy)]
@@ -61,7 +62,15 @@ struct Chunk {
     cell: usize,
     /// Cells below this address have been handed out (live or free).
     used: usize,
-    /// One bit per cell.
+    /// The run being allocated from: `next` bumps up to `stop`. Runs are
+    /// found in address order (`Heap::next_run`).
+    next: usize,
+    stop: usize,
+    /// The next chunk of the same size class with holes, by start (0:
+    /// none).
+    next_partial: usize,
+    /// One bit per cell: the cells found live by the last collection
+    /// (cleared at the start of each).
     marks: *mut u64,
     /// The end of the memory the chunk owns (`end` is the end of its last
     /// whole cell), and the words its bitmap has room for: what a chunk
@@ -76,9 +85,10 @@ struct Heap {
     len: usize,
     cap: usize,
     /// Per size class (words): the chunk being filled, as an index + 1
-    /// into `chunks` (0: none), and the head of the free list.
+    /// into `chunks` (0: none), and the first of its chunks with holes
+    /// left by the last collection, by start (0: none).
     filling: [usize; CLASSES],
-    free: [usize; CLASSES],
+    partial: [usize; CLASSES],
     /// Bytes handed out since the last collection, and the threshold.
     since: usize,
     trigger: usize,
@@ -105,7 +115,7 @@ static HEAP: Global<Heap> = Global::new(Heap {
     len: 0,
     cap: 0,
     filling: [0; CLASSES],
-    free: [0; CLASSES],
+    partial: [0; CLASSES],
     since: 0,
     trigger: MIN_TRIGGER,
     lo: usize::MAX,
@@ -197,6 +207,9 @@ impl Heap {
                 end: start + bytes,
                 cell,
                 used: start,
+                next: start,
+                stop: start,
+                next_partial: 0,
                 marks,
                 limit: start + bytes,
                 mark_words: words,
@@ -242,43 +255,13 @@ impl Heap {
         let cell = words * 8;
         let class = words.min(CLASSES - 1);
         self.since += cell;
-        // Only exact sizes share a free list; the last class mixes sizes,
-        // so it is searched by the chunk-filling path below instead.
-        if words < CLASSES - 1 && self.free[class] != 0 {
-            let p = self.free[class];
-            // SAFETY: free cells are cells of this size whose first word
-            // links the list.
-            self.free[class] = unsafe { *(p as *const usize) };
-            return p as *mut u8;
-        }
-        if let Some(p) = self.bump(class, cell) {
+        if let Some(p) = self.refill(class, cell) {
             return p;
-        }
-        if words < CLASSES - 1 && cell <= CHUNK_BYTES / 4 {
-            if let Some(i) = self.take_empty(cell) {
-                self.filling[class] = i + 1;
-                if let Some(p) = self.bump(class, cell) {
-                    return p;
-                }
-            }
-        }
-        // A library's chunks kept empty from earlier calls.
-        #[cfg(vlad_lib)]
-        if words < CLASSES - 1 {
-            if let Some(i) = self.spare(cell) {
-                self.filling[class] = i + 1;
-                if let Some(p) = self.bump(class, cell) {
-                    return p;
-                }
-            }
         }
         if self.since > self.trigger {
             self.collect();
-            if words < CLASSES - 1 && self.free[class] != 0 {
-                let p = self.free[class];
-                // SAFETY: as above.
-                self.free[class] = unsafe { *(p as *const usize) };
-                return p as *mut u8;
+            if let Some(p) = self.refill(class, cell) {
+                return p;
             }
         }
         let i = self.add_chunk(cell);
@@ -286,9 +269,78 @@ impl Heap {
             self.filling[class] = i + 1;
         }
         let c = self.chunk_mut(i);
-        let p = c.used;
-        c.used += cell;
+        c.stop = c.end;
+        let p = c.next;
+        c.next += cell;
+        c.used = c.next;
         p as *mut u8
+    }
+
+    /// A cell of `cell` bytes from memory the heap already has: the run
+    /// being bumped, the next run of the chunk being filled, a chunk with
+    /// holes, or an empty chunk.
+    fn refill(&mut self, class: usize, cell: usize) -> Option<*mut u8> {
+        if class == CLASSES - 1 {
+            return None;
+        }
+        loop {
+            if let Some(p) = self.bump(class, cell) {
+                return Some(p);
+            }
+            let f = self.filling[class];
+            if f != 0 && self.next_run(f - 1) {
+                continue;
+            }
+            let next = if self.partial[class] != 0 {
+                let start = self.partial[class];
+                let i = self.find(start)?;
+                self.partial[class] = self.chunk(i).next_partial;
+                Some(i)
+            } else {
+                self.take_empty(cell)
+            };
+            // A library's chunks kept empty from earlier calls.
+            #[cfg(vlad_lib)]
+            let next = next.or_else(|| self.spare(cell));
+            self.filling[class] = next? + 1;
+        }
+    }
+
+    /// Moves chunk `i`'s run to the next run of cells that are free: not
+    /// marked by the last collection, or never handed out. False when the
+    /// chunk has none left.
+    fn next_run(&mut self, i: usize) -> bool {
+        let c = *self.chunk(i);
+        let total = (c.end - c.start) / c.cell;
+        // Cells from `high` on were never handed out: free, whatever
+        // their bits say (they are clear).
+        let high = (c.used - c.start) / c.cell;
+        // The first cell at or after `n` below `high` whose mark bit is
+        // `bit`, a word of the bitmap at a time; `high` if none.
+        let seek = |mut n: usize, bit: bool| -> usize {
+            while n < high {
+                // SAFETY: `n < high <= total`: the bitmap covers it.
+                let word = unsafe { *c.marks.add(n / 64) };
+                let rest = (if bit { word } else { !word }) >> (n % 64);
+                if rest != 0 {
+                    return (n + rest.trailing_zeros() as usize).min(high);
+                }
+                n = (n / 64 + 1) * 64;
+            }
+            high
+        };
+        let from = (c.stop - c.start) / c.cell;
+        let n = if from < high { seek(from, false) } else { from };
+        if n >= total {
+            return false;
+        }
+        let m = if n < high { seek(n + 1, true) } else { total };
+        // A run that reaches `high` goes on to the end.
+        let m = if m >= high { total } else { m };
+        let c = self.chunk_mut(i);
+        c.next = c.start + n * c.cell;
+        c.stop = c.start + m * c.cell;
+        true
     }
 
     /// An empty chunk for cells of `cell` bytes (`release_all` keeps
@@ -323,6 +375,8 @@ impl Heap {
         c.cell = cell;
         c.end = c.start + bytes - bytes % cell;
         c.used = c.start;
+        c.next = c.start;
+        c.stop = c.start;
         *self.chunk_mut(i) = c;
         Some(i)
     }
@@ -337,18 +391,20 @@ impl Heap {
         self.empty_len += 1;
     }
 
-    /// A cell from the chunk being filled for this size, if it has room.
+    /// A cell from the run of the chunk being filled for this size, if it
+    /// has room.
     fn bump(&mut self, class: usize, cell: usize) -> Option<*mut u8> {
         let f = self.filling[class];
         if f == 0 || class == CLASSES - 1 {
             return None;
         }
         let c = self.chunk_mut(f - 1);
-        if c.cell != cell || c.end - c.used < cell {
+        if c.cell != cell || c.stop - c.next < cell {
             return None;
         }
-        let p = c.used;
-        c.used += cell;
+        let p = c.next;
+        c.next += cell;
+        c.used = c.used.max(c.next);
         Some(p as *mut u8)
     }
 
@@ -398,6 +454,14 @@ impl Heap {
             self.sync_in(w);
         }
         self.collections += 1;
+        // The marks of the last collection, which told where the holes
+        // were, give way to this one's.
+        for i in 0..self.len {
+            let c = *self.chunk(i);
+            let words = ((c.end - c.start) / c.cell).div_ceil(64);
+            // SAFETY: the bitmap has this many words.
+            unsafe { core::ptr::write_bytes(c.marks, 0, words) };
+        }
         // The memo tables name cells this collection may free.
         crate::memo::forget();
         let regs = spill_registers();
@@ -415,46 +479,42 @@ impl Heap {
             // The cell's header says how many pointer slots lead it
             // (codegen's `Alloc`): its reals are never scanned, nor
             // mistaken for pointers. A free cell a stale word pointed at
-            // holds the free list's link there instead, hence the bound.
+            // holds the header of what it last held, hence the bound.
             // SAFETY: `p` is the start of a cell of this chunk.
             let header = unsafe { core::ptr::read_volatile((p + 4) as *const u32) };
             let slots = ((header >> 1) as usize).min(cell / 8 - 1);
             self.scan(p + 8, p + 8 + 8 * slots);
         }
-        // Sweep: every handed-out cell not marked is free again; a chunk
-        // with none marked goes back whole, to its size if it is the one
-        // being filled, to the pool otherwise.
-        self.free = [0; CLASSES];
+        // Sweep: a chunk with no cell marked goes back whole to the pool;
+        // one with some keeps its marks, and its holes are bumped through
+        // from its start (`next_run`). The filling chunks start afresh.
+        self.filling = [0; CLASSES];
+        self.partial = [0; CLASSES];
         self.empty_len = 0;
         let mut live = 0;
-        for i in 0..self.len {
+        for i in (0..self.len).rev() {
             let c = *self.chunk(i);
             let class = (c.cell / 8).min(CLASSES - 1);
-            let cells = (c.used - c.start) / c.cell;
-            let words = (c.end - c.start) / c.cell;
-            // SAFETY: the bitmap has `words.div_ceil(64)` words.
-            let marks = unsafe { core::slice::from_raw_parts_mut(c.marks, words.div_ceil(64)) };
-            let pooled = class < CLASSES - 1 && c.cell <= CHUNK_BYTES / 4;
-            if pooled && marks.iter().all(|&m| m == 0) {
-                self.chunk_mut(i).used = c.start;
-                if self.filling[class] != i + 1 {
-                    self.push_empty(c.start);
-                }
+            let words = ((c.end - c.start) / c.cell).div_ceil(64);
+            // SAFETY: the bitmap has this many words.
+            let marks = unsafe { core::slice::from_raw_parts(c.marks, words) };
+            let marked: usize = marks.iter().map(|m| m.count_ones() as usize).sum();
+            live += marked * c.cell;
+            if class == CLASSES - 1 || c.cell > CHUNK_BYTES / 4 {
                 continue;
             }
-            for n in (0..cells).rev() {
-                let bit = 1u64 << (n % 64);
-                if marks[n / 64] & bit != 0 {
-                    live += c.cell;
-                } else if class < CLASSES - 1 {
-                    let p = c.start + n * c.cell;
-                    // SAFETY: an unmarked cell is unreachable: its first
-                    // word may link the free list.
-                    unsafe { *(p as *mut usize) = self.free[class] };
-                    self.free[class] = p;
-                }
+            let head = self.partial[class];
+            let c = self.chunk_mut(i);
+            c.next = c.start;
+            c.stop = c.start;
+            let start = c.start;
+            if marked == 0 {
+                c.used = start;
+                self.push_empty(start);
+            } else {
+                c.next_partial = head;
+                self.partial[class] = start;
             }
-            marks.fill(0);
         }
         self.since = 0;
         self.trigger = (2 * (live + stack_bytes)).max(MIN_TRIGGER);
@@ -524,6 +584,8 @@ pub fn release_all() {
             // SAFETY: the bitmap has this many words.
             unsafe { core::ptr::write_bytes(c.marks, 0, words) };
             c.used = c.start;
+            c.next = c.start;
+            c.stop = c.start;
             // SAFETY: `kept <= i < len`: the slot is initialised, and the
             // chunks stay sorted by address.
             unsafe { h.chunks.add(kept).write(c) };
@@ -545,7 +607,7 @@ pub fn release_all() {
         set_bump_entries(w, 0, 0);
     }
     h.filling = [0; CLASSES];
-    h.free = [0; CLASSES];
+    h.partial = [0; CLASSES];
     h.empty_len = 0;
     h.since = 0;
     h.trigger = MIN_TRIGGER;
@@ -556,8 +618,8 @@ pub fn release_all() {
 /// Where compiled code allocates small cells without a call: for cells of
 /// `w` words, `rt_bump[bump_slot(w)]` is the next free address and the
 /// next entry the end of the region (both 0: no region; compiled code
-/// then calls [`rt_alloc`]). A region is the unused tail of its size's
-/// filling chunk, whose `used` lags behind what compiled code bumped until
+/// then calls [`rt_alloc`]). A region is the rest of the run of its size's
+/// filling chunk, whose `next` lags behind what compiled code bumped until
 /// the runtime takes the region back (`Heap::sync_in`): at every
 /// `rt_alloc` of that size and before a collection.
 #[no_mangle]
@@ -585,8 +647,8 @@ fn set_bump_entries(w: usize, next: usize, end: usize) {
 
 impl Heap {
     /// Takes back the region of cells of `w` words: its chunk's `used`
-    /// catches up with what compiled code bumped, and those bytes count
-    /// toward the next collection.
+    /// catches up with what compiled code bumped (and so does `used`),
+    /// and those bytes count toward the next collection.
     fn sync_in(&mut self, w: usize) {
         let (next, _) = bump_entries(w);
         if next == 0 {
@@ -595,25 +657,26 @@ impl Heap {
         let f = self.filling[w];
         if f != 0 {
             let c = self.chunk_mut(f - 1);
-            if c.start <= next && next <= c.end && next >= c.used {
-                let grown = next - c.used;
-                c.used = next;
+            if c.next <= next && next <= c.stop {
+                let grown = next - c.next;
+                c.next = next;
+                c.used = c.used.max(next);
                 self.since += grown;
             }
         }
         set_bump_entries(w, 0, 0);
     }
 
-    /// Gives compiled code the rest of the filling chunk of cells of `w`
-    /// words as its region.
+    /// Gives compiled code the rest of the run of the filling chunk of
+    /// cells of `w` words as its region.
     fn sync_out(&mut self, w: usize) {
         let f = self.filling[w];
         if f == 0 {
             return;
         }
         let c = *self.chunk(f - 1);
-        if c.cell == 8 * w {
-            set_bump_entries(w, c.used, c.end);
+        if c.cell == 8 * w && c.next < c.stop {
+            set_bump_entries(w, c.next, c.stop);
         }
     }
 }
