@@ -110,26 +110,31 @@ struct Heap {
     heap_bytes: usize,
 }
 
-static HEAP: Global<Heap> = Global::new(Heap {
-    chunks: core::ptr::null_mut(),
-    len: 0,
-    cap: 0,
-    filling: [0; CLASSES],
-    partial: [0; CLASSES],
-    since: 0,
-    trigger: MIN_TRIGGER,
-    lo: usize::MAX,
-    hi: 0,
-    empty: core::ptr::null_mut(),
-    empty_len: 0,
-    empty_cap: 0,
-    stack: core::ptr::null_mut(),
-    stack_len: 0,
-    stack_cap: 0,
-    stack_top: 0,
-    collections: 0,
-    heap_bytes: 0,
-});
+static HEAP: Global<Heap> = Global::new(Heap::EMPTY);
+
+impl Heap {
+    /// No chunks yet.
+    const EMPTY: Heap = Heap {
+        chunks: core::ptr::null_mut(),
+        len: 0,
+        cap: 0,
+        filling: [0; CLASSES],
+        partial: [0; CLASSES],
+        since: 0,
+        trigger: MIN_TRIGGER,
+        lo: usize::MAX,
+        hi: 0,
+        empty: core::ptr::null_mut(),
+        empty_len: 0,
+        empty_cap: 0,
+        stack: core::ptr::null_mut(),
+        stack_len: 0,
+        stack_cap: 0,
+        stack_top: 0,
+        collections: 0,
+        heap_bytes: 0,
+    };
+}
 
 /// Records the top of the stack compiled code runs on: the collector scans
 /// from its own frame up to here.
@@ -716,4 +721,52 @@ pub fn report() {
         ),
     );
     crate::write_all(2, line.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runs of a chunk, in the order `next_run` gives them, as cell
+    /// numbers.
+    fn runs(h: &mut Heap, i: usize) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        while h.next_run(i) {
+            let c = *h.chunk(i);
+            out.push(((c.next - c.start) / c.cell, (c.stop - c.start) / c.cell));
+            h.chunk_mut(i).next = c.stop;
+        }
+        out
+    }
+
+    #[test]
+    fn runs_are_the_unmarked_cells_then_the_untouched_tail() {
+        let mut h = Heap::EMPTY;
+        let i = h.add_chunk(16);
+        let c = *h.chunk(i);
+        let total = (c.end - c.start) / 16;
+        // 200 cells handed out; 3-4, 64 and 130-198 survived a collection.
+        h.chunk_mut(i).used = c.start + 200 * 16;
+        let live = [3, 4, 64].into_iter().chain(130..199);
+        for n in live {
+            // SAFETY: `n < total`: the bitmap covers it.
+            unsafe { *c.marks.add(n / 64) |= 1 << (n % 64) };
+        }
+        assert_eq!(runs(&mut h, i), [(0, 3), (5, 64), (65, 130), (199, total)]);
+        // Exhausted: no run until a collection.
+        assert!(!h.next_run(i));
+        // Every cell handed out survived: only the tail is free.
+        h.chunk_mut(i).stop = c.start;
+        h.chunk_mut(i).used = c.start + 128 * 16;
+        // SAFETY: the bitmap covers the first 128 cells.
+        unsafe {
+            *c.marks = u64::MAX;
+            *c.marks.add(1) = u64::MAX
+        };
+        assert_eq!(runs(&mut h, i), [(128, total)]);
+        // A fresh chunk is one run.
+        let j = h.add_chunk(24);
+        let total = (h.chunk(j).end - h.chunk(j).start) / 24;
+        assert_eq!(runs(&mut h, j), [(0, total)]);
+    }
 }
