@@ -11,7 +11,7 @@ use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
 use crate::lineage;
 use ad::{AdMemo, Untransformed};
 use ir::EntityRef;
-use ir::{ConstDatum, ConstId, Program, Tag};
+use ir::{ConstDatum, ConstId, LambdaId, Program, Tag};
 use std::collections::HashMap;
 
 mod conform;
@@ -44,6 +44,14 @@ pub struct Ops {
     /// Set when an operation met a union where it needs a fixed shape
     /// (names the operation): the analysis then stops with a limit error.
     pub(crate) union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
+    /// The AD nesting depth of each lambda met so far, by lambda number
+    /// (see [`crate::analysis::MAX_AD_DEPTH`]).
+    pub(crate) ad_depth: Vec<Option<u32>>,
+    /// Set when a transformation would nest AD deeper than
+    /// [`crate::analysis::MAX_AD_DEPTH`] (the lambda it was asked of):
+    /// the transformation is not made and the analysis stops with a limit
+    /// error.
+    pub(crate) too_deep: Option<LambdaId>,
     /// `zero` (`None`) and `plus` (`Some`, the other union) of unions
     /// being computed: a union that holds itself is reached again.
     pub(crate) active: std::collections::HashSet<(UnionId, Option<UnionId>)>,
@@ -207,6 +215,41 @@ impl Ops {
         }
     }
 
+    /// `tag` of lambda `l` ([`ad::transform`]), unless that would nest AD
+    /// deeper than [`crate::analysis::MAX_AD_DEPTH`]: then `l` itself, and
+    /// [`Ops::too_deep`] says so. Each level of reverse over reverse
+    /// doubles the code, so a nesting that keeps growing must stop here,
+    /// before the transformation is made, not after.
+    fn transform(&mut self, tag: Tag, l: LambdaId) -> LambdaId {
+        if self.too_deep.is_some() {
+            return l;
+        }
+        if self.ad_depth(l) >= crate::analysis::MAX_AD_DEPTH {
+            self.too_deep = Some(l);
+            return l;
+        }
+        ad::transform(&mut self.prog, &mut self.memo, tag, l)
+    }
+
+    /// How many AD transformations `l` is of (a transform of a transform
+    /// ...), memoised per lambda.
+    pub(crate) fn ad_depth(&mut self, l: LambdaId) -> u32 {
+        let i = l.index();
+        if let Some(Some(d)) = self.ad_depth.get(i) {
+            return *d;
+        }
+        let d = match self.prog.lambdas[l].origin {
+            ir::Origin::Transform { of, .. } | ir::Origin::Backprop { of } => 1 + self.ad_depth(of),
+            ir::Origin::PrimTransform { .. } => 1,
+            ir::Origin::Source | ir::Origin::Custom { .. } => 0,
+        };
+        if self.ad_depth.len() <= i {
+            self.ad_depth.resize(i + 1, None);
+        }
+        self.ad_depth[i] = Some(d);
+        d
+    }
+
     pub fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
         match self.dom.get(v).clone() {
             Av::Bottom => v,
@@ -221,7 +264,7 @@ impl Ops {
                 }
             }
             Av::Closure(l, env) => {
-                let l2 = ad::transform(&mut self.prog, &mut self.memo, tag, l);
+                let l2 = self.transform(tag, l);
                 let env = env.iter().map(|x| self.tag_wrap(tag, *x)).collect();
                 self.dom.closure(l2, env)
             }
@@ -332,7 +375,7 @@ impl Ops {
                 if ad::untransform(&self.prog, Tag::Perturb, ld) == Some(Untransformed::Lambda(lc))
                     && ec.len() == ed.len() =>
             {
-                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, lc);
+                let l = self.transform(Tag::Forward, lc);
                 let mut env = Vec::with_capacity(ec.len());
                 for (a, b) in ec.iter().zip(ed.iter()) {
                     env.push(self.bundle(*a, *b)?);
@@ -346,7 +389,7 @@ impl Ops {
             (Av::Closure(lc, ec), _)
                 if ec.is_empty() && self.prog.prim_chain(lc).is_some() && self.nil_perturbation(t) =>
             {
-                let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, lc);
+                let l = self.transform(Tag::Forward, lc);
                 Ok(self.dom.closure(l, vec![]))
             }
             (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => Ok(self.dom.bundle(p, t)),
@@ -385,7 +428,7 @@ impl Ops {
                     let l = if primal {
                         l0
                     } else {
-                        ad::transform(&mut self.prog, &mut self.memo, Tag::Perturb, l0)
+                        self.transform(Tag::Perturb, l0)
                     };
                     let mut e = Vec::with_capacity(env.len());
                     for x in env.iter() {

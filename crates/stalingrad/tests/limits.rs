@@ -302,29 +302,34 @@ fn soak_programs_build_or_fail_fast_and_cleanly() {
 /// A derivative tower of run-time height cannot be compiled: `build`
 /// says so within seconds, at the recursion that grows, and says what
 /// would make it compile, instead of reporting a count of
-/// specialisations somewhere in the standard library.
+/// specialisations somewhere in the standard library (forward mode) or
+/// running out of memory after minutes (reverse mode).
 #[test]
 fn a_derivative_tower_of_run_time_height_is_refused_at_its_recursion() {
-    let src = "tests/refused/derivative-tower.vlad";
-    let exe = temp("tower");
-    let mut cmd = std::process::Command::new(stalingrad());
-    cmd.args(["build", src, "-o"])
-        .arg(&exe)
-        .current_dir(repo_root())
-        .env_remove("RUST_BACKTRACE");
-    let watchdog = runner::Limits {
-        time: std::time::Duration::from_secs(60),
-        memory_kb: None,
-    };
-    let build = runner::run_text(&mut cmd, &[], &watchdog);
-    let _ = std::fs::remove_file(&exe);
-    assert!(clean(&build) && !build.success(), "{}", build.transcript());
-    let line = build.stderr.lines().next().unwrap_or_default();
-    assert!(
-        line.starts_with(&format!(
-            "{src}:4:9: error: `dn` calls itself with values that grow"
-        )) && line.contains("make that depth a constant"),
-        "{}",
-        build.transcript()
-    );
+    for (src, at) in [
+        ("tests/refused/derivative-tower.vlad", "4:9"),
+        ("tests/refused/derivative-tower-reverse.vlad", "5:9"),
+    ] {
+        let exe = temp("tower");
+        let mut cmd = std::process::Command::new(stalingrad());
+        cmd.args(["build", src, "-o"])
+            .arg(&exe)
+            .current_dir(repo_root())
+            .env_remove("RUST_BACKTRACE");
+        let watchdog = runner::Limits {
+            time: std::time::Duration::from_secs(60),
+            memory_kb: None,
+        };
+        let build = runner::run_text(&mut cmd, &[], &watchdog);
+        let _ = std::fs::remove_file(&exe);
+        assert!(clean(&build) && !build.success(), "{}", build.transcript());
+        let line = build.stderr.lines().next().unwrap_or_default();
+        assert!(
+            line.starts_with(&format!(
+                "{src}:{at}: error: `dn` calls itself with values that grow"
+            )) && line.contains("make that depth a constant"),
+            "{}",
+            build.transcript()
+        );
+    }
 }

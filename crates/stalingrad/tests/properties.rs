@@ -704,6 +704,65 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Programs whose AD nesting depth is read at run time (derivative towers
+/// of run-time height in the shapes people write them,
+/// [`vladgen::unbounded_program`]): no finite specialisation covers them,
+/// so `build` must refuse each cleanly (exit 1, no panic), quickly (within
+/// the 10 s and 1 GiB every build here runs under), with an error
+/// positioned in the program that says what grows. `run` answers them (at
+/// height 2).
+#[test]
+fn unbounded_ad_nesting_is_refused_quickly() {
+    let start = Instant::now();
+    let list = cases(8);
+    let dir = scratch("unbounded");
+    let mut failures = Failures::default();
+    let mut slowest = Duration::ZERO;
+    for &case in &list {
+        let mut rng = case_rng(7, case);
+        let text = vladgen::unbounded_program(&mut rng);
+        std::fs::write(dir.join("prog.vlad"), &text).expect("write program");
+        let ctx = |what: String| {
+            format!(
+                "unbounded case {case} ({}): {what}\n--- program ---\n{text}",
+                reproduce(case)
+            )
+        };
+        let bin = Path::new(env!("CARGO_BIN_EXE_stalingrad"));
+        let run = run_process(bin, &["run", "prog.vlad"], &dir, b"2");
+        if !run.success() {
+            failures.add(ctx(format!(
+                "`run` failed ({}):\n{}",
+                run.describe_status(),
+                run.stderr
+            )));
+            continue;
+        }
+        let build = run_binary(&["build", "prog.vlad", "-o", "prog"], &dir);
+        slowest = slowest.max(build.elapsed);
+        let first = build.stderr.lines().next().unwrap_or_default();
+        let refused = build.status.and_then(|s| s.code()) == Some(1)
+            && first.starts_with("prog.vlad:")
+            && first.contains(": error: ")
+            && first.contains("grow")
+            && !build.stderr.contains("panicked");
+        if !refused {
+            failures.add(ctx(format!(
+                "`build` did not refuse it cleanly ({}):\n{}",
+                build.describe_status(),
+                build.stderr
+            )));
+        }
+    }
+    let summary = format!(
+        "{} cases refused, the slowest build in {:.1?}; {:.1?}",
+        list.len(),
+        slowest,
+        start.elapsed()
+    );
+    failures.finish("unbounded AD nesting", &summary);
+}
+
 // ---------------------------------------------------------------------------
 // (4) robustness
 

@@ -54,11 +54,16 @@
 //! [`gen_io_program`] does the same over inputs a compiler cannot
 //! constant-fold (read with `read-real`, or written as `(real LITERAL)`),
 //! for comparing compiled code with the interpreter.
+//! [`unbounded_program`] produces a program whose AD nesting depth is read
+//! at run time, which `build` must refuse.
 
 use std::fmt::Write as _;
 
 mod gen;
 mod shapes;
+mod unbounded;
+
+pub use unbounded::unbounded_program;
 
 use gen::*;
 

@@ -96,3 +96,17 @@ fn instrumented_prelude_prints_signatures() {
     let out = run(&f.program(true, "(f (list 0.5))\n")).unwrap();
     assert_eq!(out, "(-0.5 . #t)\n0.5\n");
 }
+
+/// The programs `build` must refuse are legal: `run` answers them at small
+/// heights.
+#[test]
+fn unbounded_programs_run() {
+    let mut rng = Rng::new(3);
+    for _ in 0..12 {
+        let text = unbounded_program(&mut rng);
+        for height in ["0", "2"] {
+            let out = run_with_input(&text, height);
+            assert!(out.is_ok(), "height {height}:\n{text}\n{out:?}");
+        }
+    }
+}
