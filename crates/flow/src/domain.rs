@@ -178,6 +178,11 @@ pub struct Domain {
     index: HashMap<Av, AvId, rustc_hash::FxBuildHasher>,
     /// Nesting depth of each node (Bottom and atoms are 1).
     depths: Vec<u32>,
+    /// [`Self::is_known`] of each node, computed once when it is made:
+    /// lowering asks it of every value it walks, and the environments of
+    /// closures share known closures, so a walk over them costs a tree,
+    /// not the DAG (STALIN∇'s probabilistic-prolog-R).
+    known: Vec<bool>,
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
     site_ids: HashMap<Site, u32>,
@@ -212,9 +217,19 @@ impl Domain {
             Av::Wrap(_, x) => self.depth(*x),
             _ => 0,
         };
+        let known = match &av {
+            Av::Real(r) => r.is_some(),
+            Av::Bool(b) => b.is_some(),
+            Av::Sym(..) | Av::Union(_) => false,
+            Av::Bottom | Av::Nil | Av::Prim(_) => true,
+            Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
+            Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
+            Av::Wrap(_, x) => self.is_known(*x),
+        };
         let id = AvId(self.nodes.len() as u32);
         self.nodes.push(av.clone());
         self.depths.push(depth);
+        self.known.push(known);
         self.index.insert(av, id);
         id
     }
@@ -257,15 +272,7 @@ impl Domain {
 
     /// Does the value carry no run-time information at all?
     pub fn is_known(&self, id: AvId) -> bool {
-        match self.get(id) {
-            Av::Real(r) => r.is_some(),
-            Av::Bool(b) => b.is_some(),
-            Av::Sym(..) | Av::Union(_) => false,
-            Av::Bottom | Av::Nil | Av::Prim(_) => true,
-            Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
-            Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
-            Av::Wrap(_, x) => self.is_known(*x),
-        }
+        self.known[id.0 as usize]
     }
 
     /// Forgets every constant real and boolean inside `id`: the widening
