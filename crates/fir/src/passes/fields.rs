@@ -17,7 +17,7 @@
 //! order.
 
 use crate::{Block, Func, Module, Op, Val};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// What becomes of a slot a `Load` reads.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,13 +68,13 @@ pub fn shrink_cells(m: &mut Module) {
 
 /// Keeps only the slots worth storing, for every member.
 pub fn drop_dead_slots(m: &mut Module) {
-    let mut read: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut sites: HashMap<u32, Vec<Site>> = HashMap::new();
+    let mut read: HashMap<u32, Vec<u32>> = HashMap::default();
+    let mut sites: HashMap<u32, Vec<Site>> = HashMap::default();
     for f in &m.funcs {
         let consts = constants(f);
         scan(&f.body, &consts, &mut read, &mut sites);
     }
-    let mut fates: HashMap<(u32, u32), Fate> = HashMap::new();
+    let mut fates: HashMap<(u32, u32), Fate> = HashMap::default();
     for (tag, mut slots) in read {
         slots.sort_unstable();
         slots.dedup();
@@ -106,7 +106,7 @@ fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
     };
     // The slot standing for each read slot: the first one filled with the
     // same values at every site.
-    let mut first_of: HashMap<Vec<Val>, u32> = HashMap::new();
+    let mut first_of: HashMap<Vec<Val>, u32> = HashMap::default();
     let mut kept: Vec<u32> = Vec::new();
     let mut stands: Vec<(u32, Result<u32, Constant>)> = Vec::new();
     for &s in read {
@@ -159,7 +159,7 @@ fn constants(f: &Func) -> HashMap<Val, Constant> {
             }
         }
     }
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     walk(&f.body, &mut out);
     out
 }

@@ -22,7 +22,7 @@
 
 use crate::{Block, Func, FuncId, Inst, Module, Op, Term, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Callees at most this big (instructions, nested ones included) are
 /// inlined at every call site. Measured with callgrind (2026-11-23): 40 to
@@ -118,7 +118,7 @@ fn rounds(m: &mut Module, budget: usize) {
                 max_size: MAX_SIZE,
                 budget: left,
                 types: std::mem::take(&mut f.types),
-                subst: HashMap::new(),
+                subst: HashMap::default(),
                 changed: false,
             };
             let mut body = std::mem::replace(
@@ -244,7 +244,7 @@ fn bottom_up(m: &mut Module, budget: usize) {
                 max_size: MAX_SIZE_BOTTOM_UP.max(sizes[i]),
                 budget: left,
                 types,
-                subst: HashMap::new(),
+                subst: HashMap::default(),
                 changed: false,
             };
             cx.block(&mut body);

@@ -12,7 +12,7 @@
 
 use crate::{Block, Func, Module, Op, Term, Ty, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// What one result of a function is known to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -152,9 +152,9 @@ pub fn use_known_results(m: &mut Module) -> bool {
     let known = known_results(m);
     let mut any = false;
     for f in &mut m.funcs {
-        let mut rename: HashMap<Val, Val> = HashMap::new();
+        let mut rename: HashMap<Val, Val> = HashMap::default();
         let mut consts: Vec<(Val, Op)> = Vec::new();
-        let mut by_const: HashMap<Known, Val> = HashMap::new();
+        let mut by_const: HashMap<Known, Val> = HashMap::default();
         let types = &mut f.types;
         collect(&f.body, &known, &mut |r, k, args| {
             let to = match k {
@@ -261,7 +261,7 @@ pub fn use_known_params(m: &mut Module) -> bool {
     let known = known_params(m);
     let mut any = false;
     for (f, k) in m.funcs.iter_mut().zip(&known) {
-        let mut rename: HashMap<Val, Val> = HashMap::new();
+        let mut rename: HashMap<Val, Val> = HashMap::default();
         let mut consts = Vec::new();
         for (p, k) in k.iter().enumerate() {
             let op = match *k {

@@ -19,7 +19,7 @@
 
 use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub fn shrink(m: &mut Module) {
     for _ in 0..4 {
@@ -195,7 +195,7 @@ fn merge_equal(m: &mut Module) -> bool {
     let mut class: Vec<Vec<usize>> = Vec::with_capacity(n);
     let mut count = 0usize;
     {
-        let mut ids: HashMap<(usize, Ty, usize), usize> = HashMap::new();
+        let mut ids: HashMap<(usize, Ty, usize), usize> = HashMap::default();
         for (fi, f) in m.funcs.iter().enumerate() {
             let c = f
                 .params
@@ -212,13 +212,13 @@ fn merge_equal(m: &mut Module) -> bool {
         count = count.max(ids.len());
     }
     loop {
-        let mut intern = HashMap::new();
+        let mut intern = HashMap::default();
         let vns: Vec<Vec<usize>> = args
             .iter()
             .enumerate()
             .map(|(fi, a)| a.number(fi, &class[fi], &mut intern))
             .collect();
-        let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
+        let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::default();
         let mut next: Vec<Vec<usize>> = Vec::with_capacity(n);
         for (fi, f) in m.funcs.iter().enumerate() {
             let c = (0..f.params.len())
@@ -238,8 +238,8 @@ fn merge_equal(m: &mut Module) -> bool {
     }
     let mut changed = false;
     for (fi, f) in m.funcs.iter_mut().enumerate() {
-        let mut first: HashMap<usize, u32> = HashMap::new();
-        let mut map: HashMap<Val, Val> = HashMap::new();
+        let mut first: HashMap<usize, u32> = HashMap::default();
+        let mut map: HashMap<Val, Val> = HashMap::default();
         for (i, c) in class[fi].iter().enumerate() {
             let r = *first.entry(*c).or_insert(i as u32);
             if r != i as u32 {
@@ -301,7 +301,7 @@ fn remove_dead(m: &mut Module) -> bool {
         .map(|f| vec![false; f.params.len()])
         .collect();
     // (callee, param) -> the (caller, param)s passed to it.
-    let mut feeds: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
+    let mut feeds: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::default();
     let mut work = Vec::new();
     for (fi, f) in m.funcs.iter().enumerate() {
         let mut edges = Vec::new();
@@ -365,7 +365,7 @@ fn drop_args(b: &mut Block, live: &[Vec<bool>]) {
 fn renumber(f: &mut Func, live: &[bool]) {
     let np = f.params.len();
     let removed = live.iter().filter(|l| !**l).count() as u32;
-    let mut map: HashMap<Val, Val> = HashMap::new();
+    let mut map: HashMap<Val, Val> = HashMap::default();
     let mut k = 0u32;
     for (i, l) in live.iter().enumerate() {
         if *l {

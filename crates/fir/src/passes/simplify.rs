@@ -24,7 +24,7 @@
 
 use crate::{Block, Cmp, ErrPart, FBin, FUn, Func, Inst, Module, Op, Term, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub fn simplify(m: &mut Module) {
     for f in &mut m.funcs {
@@ -38,7 +38,7 @@ pub fn simplify_func(f: &mut Func) {
         subst: vec![None; n],
         konst: vec![None; n],
         not_neg_zero: vec![false; n],
-        scopes: vec![HashMap::new()],
+        scopes: vec![HashMap::default()],
         next: n,
     };
     let body = std::mem::replace(
@@ -439,11 +439,11 @@ impl Fwd {
                 }
                 // Inside an arm, the condition is known.
                 let known = self.konst[cond.index()];
-                self.scopes.push(HashMap::new());
+                self.scopes.push(HashMap::default());
                 self.konst[cond.index()] = Some(K::B(true));
                 let then_ = self.block(then_);
                 self.scopes.pop();
-                self.scopes.push(HashMap::new());
+                self.scopes.push(HashMap::default());
                 self.konst[cond.index()] = Some(K::B(false));
                 let else_ = self.block(else_);
                 self.scopes.pop();
