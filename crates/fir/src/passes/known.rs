@@ -147,11 +147,10 @@ fn known_results(m: &Module) -> Vec<Vec<Known>> {
 
 /// Replaces, at every call, the uses of a result known to be an argument
 /// or a constant by that value; the results themselves are left for
-/// `results` to drop. Returns whether anything was replaced.
-pub fn use_known_results(m: &mut Module) -> bool {
+/// `results` to drop. Marks in `changed` the functions it changes.
+pub fn use_known_results(m: &mut Module, changed: &mut [bool]) {
     let known = known_results(m);
-    let mut any = false;
-    for f in &mut m.funcs {
+    for (f, changed) in m.funcs.iter_mut().zip(changed) {
         let mut rename: HashMap<Val, Val> = HashMap::default();
         let mut consts: Vec<(Val, Op)> = Vec::new();
         let mut by_const: HashMap<Known, Val> = HashMap::default();
@@ -177,7 +176,7 @@ pub fn use_known_results(m: &mut Module) -> bool {
         if rename.is_empty() {
             continue;
         }
-        any = true;
+        *changed = true;
         // A renamed result may be an argument that is itself a renamed
         // result (a chain of calls): follow to the end.
         let resolve = |mut v: Val| {
@@ -198,7 +197,6 @@ pub fn use_known_results(m: &mut Module) -> bool {
         insts.append(&mut f.body.insts);
         f.body.insts = insts;
     }
-    any
 }
 
 /// For each function, what each of its parameters is known to be: the
@@ -256,11 +254,11 @@ fn known_params(m: &Module) -> Vec<Vec<Known>> {
 /// Replaces the uses of every parameter that all calls pass the same
 /// constant by that constant (`params` then drops the parameter): the
 /// backward sweep of reverse mode through a loop passed the `1` and `-1`
-/// of derivative rules to itself at every step. Returns whether any was.
-pub fn use_known_params(m: &mut Module) -> bool {
+/// of derivative rules to itself at every step. Marks in `changed` the
+/// functions it changes.
+pub fn use_known_params(m: &mut Module, changed: &mut [bool]) {
     let known = known_params(m);
-    let mut any = false;
-    for (f, k) in m.funcs.iter_mut().zip(&known) {
+    for ((f, k), changed) in m.funcs.iter_mut().zip(&known).zip(changed) {
         let mut rename: HashMap<Val, Val> = HashMap::default();
         let mut consts = Vec::new();
         for (p, k) in k.iter().enumerate() {
@@ -280,7 +278,7 @@ pub fn use_known_params(m: &mut Module) -> bool {
         if consts.is_empty() {
             continue;
         }
-        any = true;
+        *changed = true;
         f.body.for_each_use_mut(&mut |v| {
             if let Some(w) = rename.get(v) {
                 *v = *w;
@@ -289,7 +287,6 @@ pub fn use_known_params(m: &mut Module) -> bool {
         consts.append(&mut f.body.insts);
         f.body.insts = consts;
     }
-    any
 }
 
 fn collect(b: &Block, known: &[Vec<Known>], f: &mut impl FnMut(Val, Known, &[Val])) {
@@ -389,7 +386,10 @@ mod tests {
             out
         };
         let before = run(&m);
-        assert!(use_known_results(&mut m));
+        let mut changed = vec![false; m.funcs.len()];
+        use_known_results(&mut m, &mut changed);
+        // Only main, the caller, changes.
+        assert_eq!(changed, [false, true]);
         assert_eq!(crate::verify::verify(&m), Ok(()));
         assert_eq!(run(&m), before);
         // main prints its own 2 and a constant -1 instead of the results.
@@ -470,7 +470,9 @@ mod tests {
             out
         };
         let before = run(&m);
-        assert!(use_known_params(&mut m));
+        let mut changed = vec![false; m.funcs.len()];
+        use_known_params(&mut m, &mut changed);
+        assert!(changed.contains(&true));
         assert_eq!(crate::verify::verify(&m), Ok(()));
         assert_eq!(run(&m), before);
     }

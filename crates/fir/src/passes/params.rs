@@ -21,15 +21,18 @@ use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
 use base::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
 
+/// Expects every function simplified (as the passes before it leave
+/// them), and leaves them so.
 pub fn shrink(m: &mut Module) {
     for _ in 0..4 {
-        let constant = super::known::use_known_params(m);
-        let merged = merge_equal(m) | constant;
-        let removed = remove_dead(m);
-        if !merged && !removed {
+        let mut changed = vec![false; m.funcs.len()];
+        super::known::use_known_params(m, &mut changed);
+        merge_equal(m, &mut changed);
+        remove_dead(m, &mut changed);
+        if !changed.contains(&true) {
             break;
         }
-        crate::passes::simplify::simplify(m);
+        crate::passes::simplify::simplify_changed(m, &changed);
     }
 }
 
@@ -186,7 +189,8 @@ impl Args {
     }
 }
 
-fn merge_equal(m: &mut Module) -> bool {
+/// Marks in `changed` the functions it changes.
+fn merge_equal(m: &mut Module, changed: &mut [bool]) {
     let mut args: Vec<Args> = m.funcs.iter().map(Args::new).collect();
     let sites = call_sites(m, &mut args);
     let n = m.funcs.len();
@@ -236,7 +240,6 @@ fn merge_equal(m: &mut Module) -> bool {
         }
         count = ids.len();
     }
-    let mut changed = false;
     for (fi, f) in m.funcs.iter_mut().enumerate() {
         let mut first: HashMap<usize, u32> = HashMap::default();
         let mut map: HashMap<Val, Val> = HashMap::default();
@@ -247,11 +250,10 @@ fn merge_equal(m: &mut Module) -> bool {
             }
         }
         if !map.is_empty() {
-            changed = true;
+            changed[fi] = true;
             rename_uses(&mut f.body, &map);
         }
     }
-    changed
 }
 
 fn rename_uses(b: &mut Block, map: &HashMap<Val, Val>) {
@@ -294,7 +296,8 @@ fn arg_edges(g: FuncId, args: &[Val], np: usize, edges: &mut Vec<(usize, FuncId,
     }
 }
 
-fn remove_dead(m: &mut Module) -> bool {
+/// Marks in `changed` the functions it changes.
+fn remove_dead(m: &mut Module, changed: &mut [bool]) {
     let mut live: Vec<Vec<bool>> = m
         .funcs
         .iter()
@@ -325,40 +328,49 @@ fn remove_dead(m: &mut Module) -> bool {
             }
         }
     }
-    if live.iter().all(|l| l.iter().all(|x| *x)) {
-        return false;
-    }
-    for f in &mut m.funcs {
-        drop_args(&mut f.body, &live);
+    let all_live: Vec<bool> = live.iter().map(|l| l.iter().all(|x| *x)).collect();
+    if !all_live.contains(&false) {
+        return;
     }
     for (fi, f) in m.funcs.iter_mut().enumerate() {
-        if live[fi].iter().all(|x| *x) {
+        changed[fi] |= drop_args(&mut f.body, &live, &all_live);
+    }
+    for (fi, f) in m.funcs.iter_mut().enumerate() {
+        if all_live[fi] {
             continue;
         }
         renumber(f, &live[fi]);
+        changed[fi] = true;
     }
-    true
 }
 
-fn drop_args(b: &mut Block, live: &[Vec<bool>]) {
+/// Drops the arguments of dead parameters from the calls in `b`; whether
+/// there were any.
+fn drop_args(b: &mut Block, live: &[Vec<bool>], all_live: &[bool]) -> bool {
     let keep = |g: FuncId, args: &mut Vec<Val>| {
+        if all_live[g.index()] {
+            return false;
+        }
         let l = &live[g.index()];
         let mut k = l.iter();
         args.retain(|_| *k.next().expect("arity"));
+        true
     };
+    let mut dropped = false;
     for i in &mut b.insts {
         match &mut i.op {
-            Op::Call(g, args) | Op::CallAt(g, args, _) => keep(*g, args),
+            Op::Call(g, args) | Op::CallAt(g, args, _) => dropped |= keep(*g, args),
             Op::If { then_, else_, .. } => {
-                drop_args(then_, live);
-                drop_args(else_, live);
+                dropped |= drop_args(then_, live, all_live);
+                dropped |= drop_args(else_, live, all_live);
             }
             _ => {}
         }
     }
     if let Term::TailCall(g, args) = &mut b.term {
-        keep(*g, args);
+        dropped |= keep(*g, args);
     }
+    dropped
 }
 
 /// Removes the dead parameters of `f`, renumbering its values.

@@ -29,26 +29,30 @@ pub fn merge_equal_results(m: &mut Module) {
     }
 }
 
+/// Expects every function simplified (as `params` leaves them), and
+/// leaves them so.
 fn merge_round(m: &mut Module) -> bool {
-    let mut changed = super::known::use_known_results(m);
+    let mut changed = vec![false; m.funcs.len()];
+    super::known::use_known_results(m, &mut changed);
     let classes = partition(m);
-    for f in &mut m.funcs {
+    for (f, changed) in m.funcs.iter_mut().zip(&mut changed) {
         let mut rename: HashMap<Val, Val> = HashMap::default();
         collect_renames(&f.body, &classes, &mut rename);
         if rename.is_empty() {
             continue;
         }
-        changed = true;
+        *changed = true;
         f.body.for_each_use_mut(&mut |v| {
             if let Some(r) = rename.get(v) {
                 *v = *r;
             }
         });
     }
-    if changed {
-        super::simplify::simplify(m);
+    if !changed.contains(&true) {
+        return false;
     }
-    changed
+    super::simplify::simplify_changed(m, &changed);
+    true
 }
 
 /// The class of each result of each function.
