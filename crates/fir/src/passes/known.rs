@@ -38,19 +38,16 @@ impl Known {
 
 /// What each value of a function is, as far as a result can be known:
 /// parameters, constants, and `If` results both arms give alike.
-fn value_known(f: &Func) -> HashMap<Val, Known> {
-    fn of(out: &HashMap<Val, Known>, v: Val) -> Known {
-        out.get(&v).copied().unwrap_or(Known::Unknown)
+/// Indexed by value (a table per value: the values are dense).
+fn value_known(f: &Func) -> Vec<Known> {
+    fn of(out: &[Known], v: Val) -> Known {
+        out.get(v.index()).copied().unwrap_or(Known::Unknown)
     }
-    fn walk(b: &Block, out: &mut HashMap<Val, Known>) {
+    fn walk(b: &Block, out: &mut [Known]) {
         for i in &b.insts {
             match &i.op {
-                Op::F64Const(x) => {
-                    out.insert(i.results[0], Known::Real(x.to_bits()));
-                }
-                Op::BoolConst(x) => {
-                    out.insert(i.results[0], Known::Bool(*x));
-                }
+                Op::F64Const(x) => set(out, i.results[0], Known::Real(x.to_bits())),
+                Op::BoolConst(x) => set(out, i.results[0], Known::Bool(*x)),
                 Op::If { then_, else_, .. } => {
                     walk(then_, out);
                     walk(else_, out);
@@ -63,7 +60,7 @@ fn value_known(f: &Func) -> HashMap<Val, Known> {
                             }
                         }
                         if known != Known::Top {
-                            out.insert(*r, known);
+                            set(out, *r, known);
                         }
                     }
                 }
@@ -71,9 +68,15 @@ fn value_known(f: &Func) -> HashMap<Val, Known> {
             }
         }
     }
-    let mut out: HashMap<Val, Known> = (0..f.params.len())
-        .map(|p| (Val::new(p), Known::Param(p)))
-        .collect();
+    fn set(out: &mut [Known], v: Val, k: Known) {
+        if let Some(slot) = out.get_mut(v.index()) {
+            *slot = k;
+        }
+    }
+    let mut out = vec![Known::Unknown; f.types.len()];
+    for (p, slot) in out.iter_mut().enumerate().take(f.params.len()) {
+        *slot = Known::Param(p);
+    }
     walk(&f.body, &mut out);
     out
 }
@@ -102,7 +105,7 @@ fn ends(b: &Block, out: &mut Vec<End>) {
 /// greatest fixpoint: recursion that returns a parameter it passes on
 /// unchanged keeps it known).
 fn known_results(m: &Module) -> Vec<Vec<Known>> {
-    let vals: Vec<HashMap<Val, Known>> = m.funcs.iter().map(value_known).collect();
+    let vals: Vec<Vec<Known>> = m.funcs.iter().map(value_known).collect();
     let ends: Vec<Vec<End>> = m
         .funcs
         .iter()
@@ -117,7 +120,7 @@ fn known_results(m: &Module) -> Vec<Vec<Known>> {
         .iter()
         .map(|f| vec![Known::Top; f.returns.len()])
         .collect();
-    let of = |vals: &HashMap<Val, Known>, v: Val| vals.get(&v).copied().unwrap_or(Known::Unknown);
+    let of = |vals: &[Known], v: Val| vals.get(v.index()).copied().unwrap_or(Known::Unknown);
     loop {
         let mut changed = false;
         for fi in 0..m.funcs.len() {
@@ -203,7 +206,7 @@ pub fn use_known_results(m: &mut Module, changed: &mut [bool]) {
 /// same constant at every call (a greatest fixpoint: a parameter a
 /// recursion passes on unchanged keeps what its first call gave).
 fn known_params(m: &Module) -> Vec<Vec<Known>> {
-    let vals: Vec<HashMap<Val, Known>> = m.funcs.iter().map(value_known).collect();
+    let vals: Vec<Vec<Known>> = m.funcs.iter().map(value_known).collect();
     let mut sites: Vec<Vec<(usize, Vec<Val>)>> = vec![Vec::new(); m.funcs.len()];
     for (fi, f) in m.funcs.iter().enumerate() {
         f.body
@@ -227,7 +230,7 @@ fn known_params(m: &Module) -> Vec<Vec<Known>> {
             for p in 0..known[g].len() {
                 let mut k = Known::Top;
                 for (f, args) in &sites[g] {
-                    let here = match vals[*f].get(&args[p]).copied() {
+                    let here = match vals[*f].get(args[p].index()).copied() {
                         Some(Known::Param(q)) => known[*f][q],
                         Some(c @ (Known::Real(_) | Known::Bool(_))) => c,
                         _ => Known::Unknown,
