@@ -70,12 +70,20 @@ fn budget(m: &Module) -> usize {
 }
 
 /// The second inlining: every non-recursive callee within the size limit,
-/// bottom up over the call graph's strongly connected components.
+/// bottom up over the call graph's strongly connected components. Expects
+/// every function simplified (as the pipeline leaves them after the first
+/// inlining), and leaves them so: it simplifies the functions it changed,
+/// a few of a large module.
 pub fn inline_bottom_up(m: &mut Module) {
     let budget = budget(m);
-    bottom_up(m, budget);
-    prune(m);
+    let mut changed = bottom_up(m, budget);
+    if let Some(live) = prune(m) {
+        let mut keep = live.iter();
+        changed.retain(|_| keep.next().copied().unwrap_or(false));
+    }
+    // Turning a `CallAt` into a `Call` leaves a function simplified.
     drop_unneeded_sites(m);
+    super::simplify::simplify_changed(m, &changed);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
@@ -220,8 +228,10 @@ const MAX_SIZE_BOTTOM_UP: usize = 6000;
 /// is not recursive (in no cycle of the call graph) into its callers, as
 /// long as the caller stays below [`MAX_SIZE_BOTTOM_UP`]. Callees come
 /// first, so what is spliced in has had its own calls inlined already.
-fn bottom_up(m: &mut Module, budget: usize) {
+/// Says which functions it changed.
+fn bottom_up(m: &mut Module, budget: usize) -> Vec<bool> {
     let (graph, comps, scc, recursive) = call_graph(m);
+    let mut changed_funcs = vec![false; m.funcs.len()];
     let mut left = budget.saturating_sub(m.funcs.iter().map(|f| f.body.size()).sum());
     let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
     for members in &comps {
@@ -263,9 +273,11 @@ fn bottom_up(m: &mut Module, budget: usize) {
             m.funcs[i].types = types;
             if changed {
                 super::compact::compact(&mut m.funcs[i]);
+                changed_funcs[i] = true;
             }
         }
     }
+    changed_funcs
 }
 
 /// The functions a block calls or tail-calls (with repeats).
@@ -273,11 +285,10 @@ fn callees(b: &Block, out: &mut Vec<usize>) {
     b.for_each_call(&mut |g, _, _| out.push(g.index()));
 }
 
-/// Removes the functions `main` cannot reach, renumbering the others.
-fn prune(m: &mut Module) {
-    let Some(main) = m.main else {
-        return;
-    };
+/// Removes the functions `main` cannot reach, renumbering the others;
+/// says which functions stayed, if any went.
+fn prune(m: &mut Module) -> Option<Vec<bool>> {
+    let main = m.main?;
     let n = m.funcs.len();
     let mut live = vec![false; n];
     let mut work = vec![main.index()];
@@ -294,7 +305,7 @@ fn prune(m: &mut Module) {
         }
     }
     if live.iter().all(|l| *l) {
-        return;
+        return None;
     }
     let mut new_id = vec![u32::MAX; n];
     let mut k = 0u32;
@@ -315,6 +326,7 @@ fn prune(m: &mut Module) {
         })
         .collect();
     m.main = Some(FuncId::new(new_id[main.index()] as usize));
+    Some(live)
 }
 
 fn renumber_calls(b: &mut Block, new_id: &[u32]) {

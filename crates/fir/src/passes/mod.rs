@@ -18,8 +18,8 @@ use crate::Module;
 pub type Pass = (&'static str, fn(&mut Module));
 
 /// The optimisation pipeline: inlining (thunks first, turning loops back
-/// into self tail calls), simplification, inlining bottom up, again
-/// simplification, parameter merging (which drops the parameters nothing
+/// into self tail calls), simplification, inlining bottom up (which
+/// simplifies what it changed), parameter merging (which drops the parameters nothing
 /// reads, so the loads that fed them die, and simplifies what it changed:
 /// it leaves every function simplified), merging results every return
 /// gives equal, dropping the results no caller reads (before and after
@@ -29,7 +29,6 @@ pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
     ("inline-bottom-up", inline::inline_bottom_up),
-    ("simplify", simplify::simplify),
     ("params", params::shrink),
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),
