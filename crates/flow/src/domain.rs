@@ -183,6 +183,14 @@ pub struct Domain {
     /// closures share known closures, so a walk over them costs a tree,
     /// not the DAG (STALIN∇'s probabilistic-prolog-R).
     known: Vec<bool>,
+    /// [`Self::has_union`] of each node, computed once when it is made.
+    unions_inside: Vec<bool>,
+    /// [`Self::erase_unions`] of each node that has a union inside: what
+    /// it gives depends on the node alone (every union becomes bottom),
+    /// and the keys of specialisations share their environments, which
+    /// the walk covered as trees (STALIN∇'s probabilistic-prolog-R: half
+    /// of its build).
+    erased: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
     site_ids: HashMap<Site, u32>,
@@ -226,10 +234,18 @@ impl Domain {
             Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
             Av::Wrap(_, x) => self.is_known(*x),
         };
+        let unions_inside = match &av {
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => true,
+            Av::Pair(a, b) | Av::Bundle(a, b) => self.has_union(*a) || self.has_union(*b),
+            Av::Wrap(_, x) => self.has_union(*x),
+            Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
+            _ => false,
+        };
         let id = AvId(self.nodes.len() as u32);
         self.nodes.push(av.clone());
         self.depths.push(depth);
         self.known.push(known);
+        self.unions_inside.push(unions_inside);
         self.index.insert(av, id);
         id
     }
@@ -677,6 +693,18 @@ impl Domain {
     /// `v` with every union replaced by bottom: the shape of a
     /// specialisation key that names a context ([`Site`]).
     pub fn erase_unions(&mut self, v: AvId) -> AvId {
+        if !self.has_union(v) {
+            return v;
+        }
+        if let Some(e) = self.erased.get(&v) {
+            return *e;
+        }
+        let e = self.erase_unions_of(v);
+        self.erased.insert(v, e);
+        e
+    }
+
+    fn erase_unions_of(&mut self, v: AvId) -> AvId {
         match self.get(v).clone() {
             Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.bottom(),
             Av::Pair(a, b) => {
@@ -745,13 +773,7 @@ impl Domain {
 
     /// Does a union occur anywhere in `v`?
     pub fn has_union(&self, v: AvId) -> bool {
-        match self.get(v) {
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => true,
-            Av::Pair(a, b) | Av::Bundle(a, b) => self.has_union(*a) || self.has_union(*b),
-            Av::Wrap(_, x) => self.has_union(*x),
-            Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
-            _ => false,
-        }
+        self.unions_inside[v.0 as usize]
     }
 }
 
