@@ -26,13 +26,17 @@ use rustc_hash::FxHashMap as HashMap;
 pub fn shrink(m: &mut Module) {
     for _ in 0..4 {
         let mut changed = vec![false; m.funcs.len()];
-        super::known::use_known_params(m, &mut changed);
-        merge_equal(m, &mut changed);
-        remove_dead(m, &mut changed);
+        base::timing::time("known-params", || {
+            super::known::use_known_params(m, &mut changed)
+        });
+        base::timing::time("merge-equal", || merge_equal(m, &mut changed));
+        base::timing::time("remove-dead", || remove_dead(m, &mut changed));
         if !changed.contains(&true) {
             break;
         }
-        crate::passes::simplify::simplify_changed(m, &changed);
+        base::timing::time("simplify", || {
+            crate::passes::simplify::simplify_changed(m, &changed)
+        });
     }
 }
 

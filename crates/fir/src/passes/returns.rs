@@ -33,8 +33,10 @@ pub fn merge_equal_results(m: &mut Module) {
 /// leaves them so.
 fn merge_round(m: &mut Module) -> bool {
     let mut changed = vec![false; m.funcs.len()];
-    super::known::use_known_results(m, &mut changed);
-    let classes = partition(m);
+    base::timing::time("known-results", || {
+        super::known::use_known_results(m, &mut changed)
+    });
+    let classes = base::timing::time("partition", || partition(m));
     for (f, changed) in m.funcs.iter_mut().zip(&mut changed) {
         let mut rename: HashMap<Val, Val> = HashMap::default();
         collect_renames(&f.body, &classes, &mut rename);
@@ -51,7 +53,9 @@ fn merge_round(m: &mut Module) -> bool {
     if !changed.contains(&true) {
         return false;
     }
-    super::simplify::simplify_changed(m, &changed);
+    base::timing::time("simplify", || {
+        super::simplify::simplify_changed(m, &changed)
+    });
     true
 }
 
