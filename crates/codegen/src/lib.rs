@@ -41,6 +41,7 @@ mod function;
 mod groups;
 pub mod lib_export;
 pub mod link;
+mod parallel;
 
 use function::{invariant_params, FnBuilder, Member};
 use groups::plan_groups;
@@ -88,8 +89,12 @@ pub fn compile_export(m: &fir::Module, opts: &Options, entry: &str) -> Result<Ou
 
 fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output, String> {
     let isa = host_isa()?;
-    let builder = ObjectBuilder::new(isa, "vlad", cranelift_module::default_libcall_names())
-        .map_err(|e| format!("cannot create object: {e}"))?;
+    let builder = ObjectBuilder::new(
+        isa.clone(),
+        "vlad",
+        cranelift_module::default_libcall_names(),
+    )
+    .map_err(|e| format!("cannot create object: {e}"))?;
     let mut cg = Codegen {
         module: ObjectModule::new(builder),
         m,
@@ -100,15 +105,31 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         counts: None,
         stack_limit: None,
         clif: String::new(),
+        jobs: None,
+        done: Vec::new(),
+        next_job: 0,
     };
     // Cranelift compiles each function as it is defined.
     let functions = base::timing::span("cranelift");
     let groups = plan_groups(m);
     cg.declare_all(&groups)?;
-    for group in &groups {
-        cg.define(group)?;
+    let compiled = parallel::run(&*isa, parallel::workers(), |jobs| {
+        cg.jobs = jobs;
+        let built = groups
+            .iter()
+            .try_for_each(|group| cg.define(group))
+            .and_then(|()| cg.define_entry(entry));
+        // Dropping the sender lets the workers stop once the queue is
+        // empty, also after an error.
+        cg.jobs = None;
+        built?;
+        Ok((std::mem::take(&mut cg.done), cg.next_job))
+    })?;
+    for c in compiled {
+        cg.module
+            .define_function_bytes(c.id, c.alignment, &c.bytes, &c.relocs)
+            .map_err(|e| format!("internal error: defining a function: {e:?}"))?;
     }
-    cg.define_entry(entry)?;
     functions.end();
     let _object = base::timing::span("object");
     if entry == ENTRY_SYMBOL {
@@ -221,6 +242,11 @@ struct Codegen<'a> {
     counts: Option<DataId>,
     stack_limit: Option<DataId>,
     clif: String,
+    /// Where finished functions go to be compiled (`parallel`); without
+    /// workers, they are compiled at once into `done`.
+    jobs: Option<std::sync::mpsc::SyncSender<parallel::Job>>,
+    done: Vec<(usize, parallel::Compiled)>,
+    next_job: usize,
 }
 
 impl Codegen<'_> {
@@ -393,22 +419,33 @@ impl Codegen<'_> {
             b.seal_all_blocks();
             b.finalize(self.module.target_config());
         }
-        self.finish_function(id, &mut ctx, entry)
+        self.finish_function(id, ctx, entry)
     }
 
-    fn finish_function(
-        &mut self,
-        id: ClFuncId,
-        ctx: &mut Context,
-        name: &str,
-    ) -> Result<(), String> {
+    /// Hands a built function to be compiled (see `parallel`).
+    fn finish_function(&mut self, id: ClFuncId, ctx: Context, name: &str) -> Result<(), String> {
         if self.opts.want_clif {
             self.clif
                 .push_str(&format!("; {name}\n{}\n", ctx.func.display()));
         }
-        self.module
-            .define_function(id, ctx)
-            .map_err(|e| format!("internal error: compiling `{name}`: {e:?}"))
+        let job = parallel::Job {
+            index: self.next_job,
+            id,
+            ctx,
+            name: name.to_string(),
+        };
+        self.next_job += 1;
+        match &self.jobs {
+            Some(tx) => tx
+                .send(job)
+                .map_err(|_| "internal error: the code generator's threads stopped".to_string()),
+            None => {
+                let index = job.index;
+                let c = parallel::compile(self.module.isa(), job)?;
+                self.done.push((index, c));
+                Ok(())
+            }
+        }
     }
 
     /// Defines the Cranelift function of a group: its first member's
@@ -519,6 +556,6 @@ impl Codegen<'_> {
             fb.b.finalize(config);
         }
         let id = self.func_id(fid)?;
-        self.finish_function(id, &mut ctx, &f.name)
+        self.finish_function(id, ctx, &f.name)
     }
 }

@@ -178,6 +178,19 @@ pub struct Domain {
     index: HashMap<Av, AvId, rustc_hash::FxBuildHasher>,
     /// Nesting depth of each node (Bottom and atoms are 1).
     depths: Vec<u32>,
+    /// [`Self::is_known`] of each node, computed once when it is made:
+    /// lowering asks it of every value it walks, and the environments of
+    /// closures share known closures, so a walk over them costs a tree,
+    /// not the DAG (STALIN∇'s probabilistic-prolog-R).
+    known: Vec<bool>,
+    /// [`Self::has_union`] of each node, computed once when it is made.
+    unions_inside: Vec<bool>,
+    /// [`Self::erase_unions`] of each node that has a union inside: what
+    /// it gives depends on the node alone (every union becomes bottom),
+    /// and the keys of specialisations share their environments, which
+    /// the walk covered as trees (STALIN∇'s probabilistic-prolog-R: half
+    /// of its build).
+    erased: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
     site_ids: HashMap<Site, u32>,
@@ -212,9 +225,27 @@ impl Domain {
             Av::Wrap(_, x) => self.depth(*x),
             _ => 0,
         };
+        let known = match &av {
+            Av::Real(r) => r.is_some(),
+            Av::Bool(b) => b.is_some(),
+            Av::Sym(..) | Av::Union(_) => false,
+            Av::Bottom | Av::Nil | Av::Prim(_) => true,
+            Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
+            Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
+            Av::Wrap(_, x) => self.is_known(*x),
+        };
+        let unions_inside = match &av {
+            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => true,
+            Av::Pair(a, b) | Av::Bundle(a, b) => self.has_union(*a) || self.has_union(*b),
+            Av::Wrap(_, x) => self.has_union(*x),
+            Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
+            _ => false,
+        };
         let id = AvId(self.nodes.len() as u32);
         self.nodes.push(av.clone());
         self.depths.push(depth);
+        self.known.push(known);
+        self.unions_inside.push(unions_inside);
         self.index.insert(av, id);
         id
     }
@@ -257,15 +288,7 @@ impl Domain {
 
     /// Does the value carry no run-time information at all?
     pub fn is_known(&self, id: AvId) -> bool {
-        match self.get(id) {
-            Av::Real(r) => r.is_some(),
-            Av::Bool(b) => b.is_some(),
-            Av::Sym(..) | Av::Union(_) => false,
-            Av::Bottom | Av::Nil | Av::Prim(_) => true,
-            Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
-            Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
-            Av::Wrap(_, x) => self.is_known(*x),
-        }
+        self.known[id.0 as usize]
     }
 
     /// Forgets every constant real and boolean inside `id`: the widening
@@ -670,6 +693,18 @@ impl Domain {
     /// `v` with every union replaced by bottom: the shape of a
     /// specialisation key that names a context ([`Site`]).
     pub fn erase_unions(&mut self, v: AvId) -> AvId {
+        if !self.has_union(v) {
+            return v;
+        }
+        if let Some(e) = self.erased.get(&v) {
+            return *e;
+        }
+        let e = self.erase_unions_of(v);
+        self.erased.insert(v, e);
+        e
+    }
+
+    fn erase_unions_of(&mut self, v: AvId) -> AvId {
         match self.get(v).clone() {
             Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.bottom(),
             Av::Pair(a, b) => {
@@ -738,13 +773,7 @@ impl Domain {
 
     /// Does a union occur anywhere in `v`?
     pub fn has_union(&self, v: AvId) -> bool {
-        match self.get(v) {
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => true,
-            Av::Pair(a, b) | Av::Bundle(a, b) => self.has_union(*a) || self.has_union(*b),
-            Av::Wrap(_, x) => self.has_union(*x),
-            Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
-            _ => false,
-        }
+        self.unions_inside[v.0 as usize]
     }
 }
 

@@ -39,6 +39,9 @@ mod union_fns;
 
 /// The scalars representing an abstract value, in order.
 pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
+    if dom.is_known(av) {
+        return;
+    }
     match dom.get(av) {
         Av::Real(None) | Av::Sym(_, SymKind::Real) => out.push(Ty::F64),
         Av::Bool(None) | Av::Sym(_, SymKind::Bool) => out.push(Ty::Bool),
@@ -232,6 +235,11 @@ impl Lowerer<'_> {
     /// Replaces the unknown leaves of `av` with fresh parameters.
     fn symbolize(&mut self, fb: &mut Fb, av: AvId, vals: &mut dyn Iterator<Item = Val>) -> AvId {
         let dom = &mut self.ops.dom;
+        // A known value has no leaves to replace; skipping it keeps the
+        // walk to the DAG's unknown part (environments share closures).
+        if dom.is_known(av) {
+            return av;
+        }
         match dom.get(av).clone() {
             Av::Real(None) => {
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::F64));
@@ -274,6 +282,10 @@ impl Lowerer<'_> {
     /// a union are boxed.
     fn coerce(&mut self, fb: &mut Fb, src: AvId, target: AvId, out: &mut Vec<Val>) {
         let dom = &self.ops.dom;
+        // A known target has no scalars: nothing to materialise or box.
+        if dom.is_known(target) {
+            return;
+        }
         match (dom.get(src).clone(), dom.get(target).clone()) {
             (_, Av::Bottom) => {}
             (Av::Sym(v, SymKind::Union(_)), Av::Union(_)) => out.push(Val::from_number(v)),

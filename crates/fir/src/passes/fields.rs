@@ -17,7 +17,7 @@
 //! order.
 
 use crate::{Block, Func, Module, Op, Val};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// What becomes of a slot a `Load` reads.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,9 +55,18 @@ pub fn shrink_cells(m: &mut Module) {
             .sum()
     };
     let mut before = size(m);
-    for _ in 0..ROUNDS {
-        base::timing::time("drop-dead-slots", || drop_dead_slots(m));
-        base::timing::time("simplify", || super::simplify::simplify(m));
+    for round in 0..ROUNDS {
+        let changed = base::timing::time("drop-dead-slots", || drop_dead_slots(m));
+        // The first round simplifies every function (`results` before
+        // this pass removes dead code only); later ones what the round
+        // changed, the rest being simplified already.
+        base::timing::time("simplify", || {
+            if round == 0 {
+                super::simplify::simplify(m)
+            } else {
+                super::simplify::simplify_changed(m, &changed)
+            }
+        });
         let after = size(m);
         if after == before {
             break;
@@ -66,15 +75,16 @@ pub fn shrink_cells(m: &mut Module) {
     }
 }
 
-/// Keeps only the slots worth storing, for every member.
-pub fn drop_dead_slots(m: &mut Module) {
-    let mut read: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut sites: HashMap<u32, Vec<Site>> = HashMap::new();
+/// Keeps only the slots worth storing, for every member. Says which
+/// functions it changed.
+pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
+    let mut read: HashMap<u32, Vec<u32>> = HashMap::default();
+    let mut sites: HashMap<u32, Vec<Site>> = HashMap::default();
     for f in &m.funcs {
         let consts = constants(f);
         scan(&f.body, &consts, &mut read, &mut sites);
     }
-    let mut fates: HashMap<(u32, u32), Fate> = HashMap::new();
+    let mut fates: HashMap<(u32, u32), Fate> = HashMap::default();
     for (tag, mut slots) in read {
         slots.sort_unstable();
         slots.dedup();
@@ -83,9 +93,10 @@ pub fn drop_dead_slots(m: &mut Module) {
             fates.insert((tag, slot), fate);
         }
     }
-    for f in &mut m.funcs {
-        rewrite(&mut f.body, &fates);
-    }
+    m.funcs
+        .iter_mut()
+        .map(|f| rewrite(&mut f.body, &fates))
+        .collect()
 }
 
 /// The fates of the slots `read` of one member, given what its `Alloc`s
@@ -106,7 +117,7 @@ fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
     };
     // The slot standing for each read slot: the first one filled with the
     // same values at every site.
-    let mut first_of: HashMap<Vec<Val>, u32> = HashMap::new();
+    let mut first_of: HashMap<Vec<Val>, u32> = HashMap::default();
     let mut kept: Vec<u32> = Vec::new();
     let mut stands: Vec<(u32, Result<u32, Constant>)> = Vec::new();
     for &s in read {
@@ -159,7 +170,7 @@ fn constants(f: &Func) -> HashMap<Val, Constant> {
             }
         }
     }
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     walk(&f.body, &mut out);
     out
 }
@@ -189,15 +200,24 @@ fn scan(
     }
 }
 
-fn rewrite(b: &mut Block, fates: &HashMap<(u32, u32), Fate>) {
+/// Whether it changed anything.
+fn rewrite(b: &mut Block, fates: &HashMap<(u32, u32), Fate>) -> bool {
+    let mut changed = false;
     for i in &mut b.insts {
         match &mut i.op {
             Op::Load(_, tag, slot) => match fates.get(&(*tag, *slot)) {
-                Some(Fate::Slot(n)) => *slot = *n,
-                Some(Fate::Const(Constant::Real(bits))) => {
-                    i.op = Op::F64Const(f64::from_bits(*bits))
+                Some(Fate::Slot(n)) => {
+                    changed |= *slot != *n;
+                    *slot = *n
                 }
-                Some(Fate::Const(Constant::Bool(x))) => i.op = Op::BoolConst(*x),
+                Some(Fate::Const(Constant::Real(bits))) => {
+                    i.op = Op::F64Const(f64::from_bits(*bits));
+                    changed = true;
+                }
+                Some(Fate::Const(Constant::Bool(x))) => {
+                    i.op = Op::BoolConst(*x);
+                    changed = true;
+                }
                 // Every load's slot has a fate.
                 None => {}
             },
@@ -205,7 +225,8 @@ fn rewrite(b: &mut Block, fates: &HashMap<(u32, u32), Fate>) {
                 let tag = *tag;
                 let old = std::mem::take(fields);
                 let mut kept: Vec<(u32, Val)> = old
-                    .into_iter()
+                    .iter()
+                    .copied()
                     .enumerate()
                     .filter_map(|(s, v)| match fates.get(&(tag, s as u32)) {
                         // A slot stands for itself where its new number is
@@ -216,15 +237,18 @@ fn rewrite(b: &mut Block, fates: &HashMap<(u32, u32), Fate>) {
                     .collect();
                 kept.sort_by_key(|(n, _)| *n);
                 kept.dedup_by_key(|(n, _)| *n);
-                *fields = kept.into_iter().map(|(_, v)| v).collect();
+                let new: Vec<Val> = kept.into_iter().map(|(_, v)| v).collect();
+                changed |= new != old;
+                *fields = new;
             }
             Op::If { then_, else_, .. } => {
-                rewrite(then_, fates);
-                rewrite(else_, fates);
+                changed |= rewrite(then_, fates);
+                changed |= rewrite(else_, fates);
             }
             _ => {}
         }
     }
+    changed
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 
 use crate::{Block, Func, FuncId, Inst, Module, Op, Term, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Callees at most this big (instructions, nested ones included) are
 /// inlined at every call site. Measured with callgrind (2026-11-23): 40 to
@@ -54,8 +54,13 @@ pub fn inline(m: &mut Module) {
 /// limit, and code generation took seconds per build. The benchmark
 /// programs stay within it (saddle-FF, whose copies mostly fold away,
 /// reaches 160 thousand from 1.6 thousand: a lower `SLACK` changes its
-/// code).
-const GROWTH: usize = 8;
+/// code, as does `GROWTH` 1). With `GROWTH` 8, the larger programs of
+/// union maps grew by copies that fold into little: 49 thousand
+/// instructions of tests/corpus/second-derivative-unrolled-loop became
+/// 289 thousand, 170 thousand with 2, and its build took 3.1 s, 2.0 s with
+/// 2 (its compiled code runs 0.5% more instructions, the evaluator
+/// as many).
+const GROWTH: usize = 2;
 const SLACK: usize = 200_000;
 
 /// The size the module may grow to, from its size now.
@@ -65,12 +70,20 @@ fn budget(m: &Module) -> usize {
 }
 
 /// The second inlining: every non-recursive callee within the size limit,
-/// bottom up over the call graph's strongly connected components.
+/// bottom up over the call graph's strongly connected components. Expects
+/// every function simplified (as the pipeline leaves them after the first
+/// inlining), and leaves them so: it simplifies the functions it changed,
+/// a few of a large module.
 pub fn inline_bottom_up(m: &mut Module) {
     let budget = budget(m);
-    bottom_up(m, budget);
-    prune(m);
+    let mut changed = bottom_up(m, budget);
+    if let Some(live) = prune(m) {
+        let mut keep = live.iter();
+        changed.retain(|_| keep.next().copied().unwrap_or(false));
+    }
+    // Turning a `CallAt` into a `Call` leaves a function simplified.
     drop_unneeded_sites(m);
+    super::simplify::simplify_changed(m, &changed);
 }
 
 /// Inlining in rounds: small callees and callees with one call site,
@@ -118,7 +131,7 @@ fn rounds(m: &mut Module, budget: usize) {
                 max_size: MAX_SIZE,
                 budget: left,
                 types: std::mem::take(&mut f.types),
-                subst: HashMap::new(),
+                subst: HashMap::default(),
                 changed: false,
             };
             let mut body = std::mem::replace(
@@ -215,8 +228,10 @@ const MAX_SIZE_BOTTOM_UP: usize = 6000;
 /// is not recursive (in no cycle of the call graph) into its callers, as
 /// long as the caller stays below [`MAX_SIZE_BOTTOM_UP`]. Callees come
 /// first, so what is spliced in has had its own calls inlined already.
-fn bottom_up(m: &mut Module, budget: usize) {
+/// Says which functions it changed.
+fn bottom_up(m: &mut Module, budget: usize) -> Vec<bool> {
     let (graph, comps, scc, recursive) = call_graph(m);
+    let mut changed_funcs = vec![false; m.funcs.len()];
     let mut left = budget.saturating_sub(m.funcs.iter().map(|f| f.body.size()).sum());
     let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
     for members in &comps {
@@ -244,7 +259,7 @@ fn bottom_up(m: &mut Module, budget: usize) {
                 max_size: MAX_SIZE_BOTTOM_UP.max(sizes[i]),
                 budget: left,
                 types,
-                subst: HashMap::new(),
+                subst: HashMap::default(),
                 changed: false,
             };
             cx.block(&mut body);
@@ -258,9 +273,11 @@ fn bottom_up(m: &mut Module, budget: usize) {
             m.funcs[i].types = types;
             if changed {
                 super::compact::compact(&mut m.funcs[i]);
+                changed_funcs[i] = true;
             }
         }
     }
+    changed_funcs
 }
 
 /// The functions a block calls or tail-calls (with repeats).
@@ -268,11 +285,10 @@ fn callees(b: &Block, out: &mut Vec<usize>) {
     b.for_each_call(&mut |g, _, _| out.push(g.index()));
 }
 
-/// Removes the functions `main` cannot reach, renumbering the others.
-fn prune(m: &mut Module) {
-    let Some(main) = m.main else {
-        return;
-    };
+/// Removes the functions `main` cannot reach, renumbering the others;
+/// says which functions stayed, if any went.
+fn prune(m: &mut Module) -> Option<Vec<bool>> {
+    let main = m.main?;
     let n = m.funcs.len();
     let mut live = vec![false; n];
     let mut work = vec![main.index()];
@@ -289,7 +305,7 @@ fn prune(m: &mut Module) {
         }
     }
     if live.iter().all(|l| *l) {
-        return;
+        return None;
     }
     let mut new_id = vec![u32::MAX; n];
     let mut k = 0u32;
@@ -310,6 +326,7 @@ fn prune(m: &mut Module) {
         })
         .collect();
     m.main = Some(FuncId::new(new_id[main.index()] as usize));
+    Some(live)
 }
 
 fn renumber_calls(b: &mut Block, new_id: &[u32]) {

@@ -12,7 +12,7 @@
 
 use crate::{Block, Func, Module, Op, Term, Ty, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// What one result of a function is known to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,19 +38,16 @@ impl Known {
 
 /// What each value of a function is, as far as a result can be known:
 /// parameters, constants, and `If` results both arms give alike.
-fn value_known(f: &Func) -> HashMap<Val, Known> {
-    fn of(out: &HashMap<Val, Known>, v: Val) -> Known {
-        out.get(&v).copied().unwrap_or(Known::Unknown)
+/// Indexed by value (a table per value: the values are dense).
+fn value_known(f: &Func) -> Vec<Known> {
+    fn of(out: &[Known], v: Val) -> Known {
+        out.get(v.index()).copied().unwrap_or(Known::Unknown)
     }
-    fn walk(b: &Block, out: &mut HashMap<Val, Known>) {
+    fn walk(b: &Block, out: &mut [Known]) {
         for i in &b.insts {
             match &i.op {
-                Op::F64Const(x) => {
-                    out.insert(i.results[0], Known::Real(x.to_bits()));
-                }
-                Op::BoolConst(x) => {
-                    out.insert(i.results[0], Known::Bool(*x));
-                }
+                Op::F64Const(x) => set(out, i.results[0], Known::Real(x.to_bits())),
+                Op::BoolConst(x) => set(out, i.results[0], Known::Bool(*x)),
                 Op::If { then_, else_, .. } => {
                     walk(then_, out);
                     walk(else_, out);
@@ -63,7 +60,7 @@ fn value_known(f: &Func) -> HashMap<Val, Known> {
                             }
                         }
                         if known != Known::Top {
-                            out.insert(*r, known);
+                            set(out, *r, known);
                         }
                     }
                 }
@@ -71,9 +68,15 @@ fn value_known(f: &Func) -> HashMap<Val, Known> {
             }
         }
     }
-    let mut out: HashMap<Val, Known> = (0..f.params.len())
-        .map(|p| (Val::new(p), Known::Param(p)))
-        .collect();
+    fn set(out: &mut [Known], v: Val, k: Known) {
+        if let Some(slot) = out.get_mut(v.index()) {
+            *slot = k;
+        }
+    }
+    let mut out = vec![Known::Unknown; f.types.len()];
+    for (p, slot) in out.iter_mut().enumerate().take(f.params.len()) {
+        *slot = Known::Param(p);
+    }
     walk(&f.body, &mut out);
     out
 }
@@ -102,7 +105,7 @@ fn ends(b: &Block, out: &mut Vec<End>) {
 /// greatest fixpoint: recursion that returns a parameter it passes on
 /// unchanged keeps it known).
 fn known_results(m: &Module) -> Vec<Vec<Known>> {
-    let vals: Vec<HashMap<Val, Known>> = m.funcs.iter().map(value_known).collect();
+    let vals: Vec<Vec<Known>> = m.funcs.iter().map(value_known).collect();
     let ends: Vec<Vec<End>> = m
         .funcs
         .iter()
@@ -117,7 +120,7 @@ fn known_results(m: &Module) -> Vec<Vec<Known>> {
         .iter()
         .map(|f| vec![Known::Top; f.returns.len()])
         .collect();
-    let of = |vals: &HashMap<Val, Known>, v: Val| vals.get(&v).copied().unwrap_or(Known::Unknown);
+    let of = |vals: &[Known], v: Val| vals.get(v.index()).copied().unwrap_or(Known::Unknown);
     loop {
         let mut changed = false;
         for fi in 0..m.funcs.len() {
@@ -147,14 +150,13 @@ fn known_results(m: &Module) -> Vec<Vec<Known>> {
 
 /// Replaces, at every call, the uses of a result known to be an argument
 /// or a constant by that value; the results themselves are left for
-/// `results` to drop. Returns whether anything was replaced.
-pub fn use_known_results(m: &mut Module) -> bool {
+/// `results` to drop. Marks in `changed` the functions it changes.
+pub fn use_known_results(m: &mut Module, changed: &mut [bool]) {
     let known = known_results(m);
-    let mut any = false;
-    for f in &mut m.funcs {
-        let mut rename: HashMap<Val, Val> = HashMap::new();
+    for (f, changed) in m.funcs.iter_mut().zip(changed) {
+        let mut rename: HashMap<Val, Val> = HashMap::default();
         let mut consts: Vec<(Val, Op)> = Vec::new();
-        let mut by_const: HashMap<Known, Val> = HashMap::new();
+        let mut by_const: HashMap<Known, Val> = HashMap::default();
         let types = &mut f.types;
         collect(&f.body, &known, &mut |r, k, args| {
             let to = match k {
@@ -177,7 +179,7 @@ pub fn use_known_results(m: &mut Module) -> bool {
         if rename.is_empty() {
             continue;
         }
-        any = true;
+        *changed = true;
         // A renamed result may be an argument that is itself a renamed
         // result (a chain of calls): follow to the end.
         let resolve = |mut v: Val| {
@@ -198,14 +200,13 @@ pub fn use_known_results(m: &mut Module) -> bool {
         insts.append(&mut f.body.insts);
         f.body.insts = insts;
     }
-    any
 }
 
 /// For each function, what each of its parameters is known to be: the
 /// same constant at every call (a greatest fixpoint: a parameter a
 /// recursion passes on unchanged keeps what its first call gave).
 fn known_params(m: &Module) -> Vec<Vec<Known>> {
-    let vals: Vec<HashMap<Val, Known>> = m.funcs.iter().map(value_known).collect();
+    let vals: Vec<Vec<Known>> = m.funcs.iter().map(value_known).collect();
     let mut sites: Vec<Vec<(usize, Vec<Val>)>> = vec![Vec::new(); m.funcs.len()];
     for (fi, f) in m.funcs.iter().enumerate() {
         f.body
@@ -229,7 +230,7 @@ fn known_params(m: &Module) -> Vec<Vec<Known>> {
             for p in 0..known[g].len() {
                 let mut k = Known::Top;
                 for (f, args) in &sites[g] {
-                    let here = match vals[*f].get(&args[p]).copied() {
+                    let here = match vals[*f].get(args[p].index()).copied() {
                         Some(Known::Param(q)) => known[*f][q],
                         Some(c @ (Known::Real(_) | Known::Bool(_))) => c,
                         _ => Known::Unknown,
@@ -256,12 +257,12 @@ fn known_params(m: &Module) -> Vec<Vec<Known>> {
 /// Replaces the uses of every parameter that all calls pass the same
 /// constant by that constant (`params` then drops the parameter): the
 /// backward sweep of reverse mode through a loop passed the `1` and `-1`
-/// of derivative rules to itself at every step. Returns whether any was.
-pub fn use_known_params(m: &mut Module) -> bool {
+/// of derivative rules to itself at every step. Marks in `changed` the
+/// functions it changes.
+pub fn use_known_params(m: &mut Module, changed: &mut [bool]) {
     let known = known_params(m);
-    let mut any = false;
-    for (f, k) in m.funcs.iter_mut().zip(&known) {
-        let mut rename: HashMap<Val, Val> = HashMap::new();
+    for ((f, k), changed) in m.funcs.iter_mut().zip(&known).zip(changed) {
+        let mut rename: HashMap<Val, Val> = HashMap::default();
         let mut consts = Vec::new();
         for (p, k) in k.iter().enumerate() {
             let op = match *k {
@@ -280,7 +281,7 @@ pub fn use_known_params(m: &mut Module) -> bool {
         if consts.is_empty() {
             continue;
         }
-        any = true;
+        *changed = true;
         f.body.for_each_use_mut(&mut |v| {
             if let Some(w) = rename.get(v) {
                 *v = *w;
@@ -289,7 +290,6 @@ pub fn use_known_params(m: &mut Module) -> bool {
         consts.append(&mut f.body.insts);
         f.body.insts = consts;
     }
-    any
 }
 
 fn collect(b: &Block, known: &[Vec<Known>], f: &mut impl FnMut(Val, Known, &[Val])) {
@@ -389,7 +389,10 @@ mod tests {
             out
         };
         let before = run(&m);
-        assert!(use_known_results(&mut m));
+        let mut changed = vec![false; m.funcs.len()];
+        use_known_results(&mut m, &mut changed);
+        // Only main, the caller, changes.
+        assert_eq!(changed, [false, true]);
         assert_eq!(crate::verify::verify(&m), Ok(()));
         assert_eq!(run(&m), before);
         // main prints its own 2 and a constant -1 instead of the results.
@@ -470,7 +473,9 @@ mod tests {
             out
         };
         let before = run(&m);
-        assert!(use_known_params(&mut m));
+        let mut changed = vec![false; m.funcs.len()];
+        use_known_params(&mut m, &mut changed);
+        assert!(changed.contains(&true));
         assert_eq!(crate::verify::verify(&m), Ok(()));
         assert_eq!(run(&m), before);
     }

@@ -18,9 +18,10 @@ use crate::Module;
 pub type Pass = (&'static str, fn(&mut Module));
 
 /// The optimisation pipeline: inlining (thunks first, turning loops back
-/// into self tail calls), simplification, inlining bottom up, again
-/// simplification, parameter merging (which drops the parameters nothing
-/// reads, so the loads that fed them die), merging results every return
+/// into self tail calls), simplification, inlining bottom up (which
+/// simplifies what it changed), parameter merging (which drops the parameters nothing
+/// reads, so the loads that fed them die, and simplifies what it changed:
+/// it leaves every function simplified), merging results every return
 /// gives equal, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), keeping in
 /// cells only the slots worth storing, and scheduling last.
@@ -28,14 +29,11 @@ pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
     ("inline-bottom-up", inline::inline_bottom_up),
-    ("simplify", simplify::simplify),
     ("params", params::shrink),
-    ("simplify", simplify::simplify),
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),
     ("fields", fields::shrink_cells),
     ("params", params::shrink),
-    ("simplify", simplify::simplify),
     ("results", results::drop_dead),
     ("schedule", schedule::schedule),
 ];

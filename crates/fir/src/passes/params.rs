@@ -19,17 +19,24 @@
 
 use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
+/// Expects every function simplified (as the passes before it leave
+/// them), and leaves them so.
 pub fn shrink(m: &mut Module) {
     for _ in 0..4 {
-        let constant = super::known::use_known_params(m);
-        let merged = merge_equal(m) | constant;
-        let removed = remove_dead(m);
-        if !merged && !removed {
+        let mut changed = vec![false; m.funcs.len()];
+        base::timing::time("known-params", || {
+            super::known::use_known_params(m, &mut changed)
+        });
+        base::timing::time("merge-equal", || merge_equal(m, &mut changed));
+        base::timing::time("remove-dead", || remove_dead(m, &mut changed));
+        if !changed.contains(&true) {
             break;
         }
-        crate::passes::simplify::simplify(m);
+        base::timing::time("simplify", || {
+            crate::passes::simplify::simplify_changed(m, &changed)
+        });
     }
 }
 
@@ -186,7 +193,8 @@ impl Args {
     }
 }
 
-fn merge_equal(m: &mut Module) -> bool {
+/// Marks in `changed` the functions it changes.
+fn merge_equal(m: &mut Module, changed: &mut [bool]) {
     let mut args: Vec<Args> = m.funcs.iter().map(Args::new).collect();
     let sites = call_sites(m, &mut args);
     let n = m.funcs.len();
@@ -195,7 +203,7 @@ fn merge_equal(m: &mut Module) -> bool {
     let mut class: Vec<Vec<usize>> = Vec::with_capacity(n);
     let mut count = 0usize;
     {
-        let mut ids: HashMap<(usize, Ty, usize), usize> = HashMap::new();
+        let mut ids: HashMap<(usize, Ty, usize), usize> = HashMap::default();
         for (fi, f) in m.funcs.iter().enumerate() {
             let c = f
                 .params
@@ -212,13 +220,13 @@ fn merge_equal(m: &mut Module) -> bool {
         count = count.max(ids.len());
     }
     loop {
-        let mut intern = HashMap::new();
+        let mut intern = HashMap::default();
         let vns: Vec<Vec<usize>> = args
             .iter()
             .enumerate()
             .map(|(fi, a)| a.number(fi, &class[fi], &mut intern))
             .collect();
-        let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
+        let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::default();
         let mut next: Vec<Vec<usize>> = Vec::with_capacity(n);
         for (fi, f) in m.funcs.iter().enumerate() {
             let c = (0..f.params.len())
@@ -236,10 +244,9 @@ fn merge_equal(m: &mut Module) -> bool {
         }
         count = ids.len();
     }
-    let mut changed = false;
     for (fi, f) in m.funcs.iter_mut().enumerate() {
-        let mut first: HashMap<usize, u32> = HashMap::new();
-        let mut map: HashMap<Val, Val> = HashMap::new();
+        let mut first: HashMap<usize, u32> = HashMap::default();
+        let mut map: HashMap<Val, Val> = HashMap::default();
         for (i, c) in class[fi].iter().enumerate() {
             let r = *first.entry(*c).or_insert(i as u32);
             if r != i as u32 {
@@ -247,11 +254,10 @@ fn merge_equal(m: &mut Module) -> bool {
             }
         }
         if !map.is_empty() {
-            changed = true;
+            changed[fi] = true;
             rename_uses(&mut f.body, &map);
         }
     }
-    changed
 }
 
 fn rename_uses(b: &mut Block, map: &HashMap<Val, Val>) {
@@ -294,14 +300,15 @@ fn arg_edges(g: FuncId, args: &[Val], np: usize, edges: &mut Vec<(usize, FuncId,
     }
 }
 
-fn remove_dead(m: &mut Module) -> bool {
+/// Marks in `changed` the functions it changes.
+fn remove_dead(m: &mut Module, changed: &mut [bool]) {
     let mut live: Vec<Vec<bool>> = m
         .funcs
         .iter()
         .map(|f| vec![false; f.params.len()])
         .collect();
     // (callee, param) -> the (caller, param)s passed to it.
-    let mut feeds: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
+    let mut feeds: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::default();
     let mut work = Vec::new();
     for (fi, f) in m.funcs.iter().enumerate() {
         let mut edges = Vec::new();
@@ -325,47 +332,56 @@ fn remove_dead(m: &mut Module) -> bool {
             }
         }
     }
-    if live.iter().all(|l| l.iter().all(|x| *x)) {
-        return false;
-    }
-    for f in &mut m.funcs {
-        drop_args(&mut f.body, &live);
+    let all_live: Vec<bool> = live.iter().map(|l| l.iter().all(|x| *x)).collect();
+    if !all_live.contains(&false) {
+        return;
     }
     for (fi, f) in m.funcs.iter_mut().enumerate() {
-        if live[fi].iter().all(|x| *x) {
+        changed[fi] |= drop_args(&mut f.body, &live, &all_live);
+    }
+    for (fi, f) in m.funcs.iter_mut().enumerate() {
+        if all_live[fi] {
             continue;
         }
         renumber(f, &live[fi]);
+        changed[fi] = true;
     }
-    true
 }
 
-fn drop_args(b: &mut Block, live: &[Vec<bool>]) {
+/// Drops the arguments of dead parameters from the calls in `b`; whether
+/// there were any.
+fn drop_args(b: &mut Block, live: &[Vec<bool>], all_live: &[bool]) -> bool {
     let keep = |g: FuncId, args: &mut Vec<Val>| {
+        if all_live[g.index()] {
+            return false;
+        }
         let l = &live[g.index()];
         let mut k = l.iter();
         args.retain(|_| *k.next().expect("arity"));
+        true
     };
+    let mut dropped = false;
     for i in &mut b.insts {
         match &mut i.op {
-            Op::Call(g, args) | Op::CallAt(g, args, _) => keep(*g, args),
+            Op::Call(g, args) | Op::CallAt(g, args, _) => dropped |= keep(*g, args),
             Op::If { then_, else_, .. } => {
-                drop_args(then_, live);
-                drop_args(else_, live);
+                dropped |= drop_args(then_, live, all_live);
+                dropped |= drop_args(else_, live, all_live);
             }
             _ => {}
         }
     }
     if let Term::TailCall(g, args) = &mut b.term {
-        keep(*g, args);
+        dropped |= keep(*g, args);
     }
+    dropped
 }
 
 /// Removes the dead parameters of `f`, renumbering its values.
 fn renumber(f: &mut Func, live: &[bool]) {
     let np = f.params.len();
     let removed = live.iter().filter(|l| !**l).count() as u32;
-    let mut map: HashMap<Val, Val> = HashMap::new();
+    let mut map: HashMap<Val, Val> = HashMap::default();
     let mut k = 0u32;
     for (i, l) in live.iter().enumerate() {
         if *l {

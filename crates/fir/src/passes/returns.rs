@@ -12,7 +12,7 @@
 
 use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
 use base::EntityRef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// How many rounds [`merge_equal_results`] makes at most: a round sees
 /// results equal only once the previous one merged the results of the
@@ -29,26 +29,34 @@ pub fn merge_equal_results(m: &mut Module) {
     }
 }
 
+/// Expects every function simplified (as `params` leaves them), and
+/// leaves them so.
 fn merge_round(m: &mut Module) -> bool {
-    let mut changed = super::known::use_known_results(m);
-    let classes = partition(m);
-    for f in &mut m.funcs {
-        let mut rename: HashMap<Val, Val> = HashMap::new();
+    let mut changed = vec![false; m.funcs.len()];
+    base::timing::time("known-results", || {
+        super::known::use_known_results(m, &mut changed)
+    });
+    let classes = base::timing::time("partition", || partition(m));
+    for (f, changed) in m.funcs.iter_mut().zip(&mut changed) {
+        let mut rename: HashMap<Val, Val> = HashMap::default();
         collect_renames(&f.body, &classes, &mut rename);
         if rename.is_empty() {
             continue;
         }
-        changed = true;
+        *changed = true;
         f.body.for_each_use_mut(&mut |v| {
             if let Some(r) = rename.get(v) {
                 *v = *r;
             }
         });
     }
-    if changed {
-        super::simplify::simplify(m);
+    if !changed.contains(&true) {
+        return false;
     }
-    changed
+    base::timing::time("simplify", || {
+        super::simplify::simplify_changed(m, &changed)
+    });
+    true
 }
 
 /// The class of each result of each function.
@@ -70,7 +78,7 @@ fn partition(m: &Module) -> Vec<Vec<u32>> {
             let n = f.returns.len();
             // What each result is at each end: a value, or a class of the
             // tail-called callee's results.
-            let mut ids: HashMap<(u32, Vec<(bool, u32)>), u32> = HashMap::new();
+            let mut ids: HashMap<(u32, Vec<(bool, u32)>), u32> = HashMap::default();
             let mut next = Vec::with_capacity(n);
             for pos in 0..n {
                 let sig: Vec<(bool, u32)> = ends[i]
@@ -133,7 +141,7 @@ fn collect_renames(b: &Block, classes: &[Vec<u32>], rename: &mut HashMap<Val, Va
     for i in &b.insts {
         match &i.op {
             Op::Call(g, _) | Op::CallAt(g, _, _) => {
-                let mut first: HashMap<u32, Val> = HashMap::new();
+                let mut first: HashMap<u32, Val> = HashMap::default();
                 for (pos, r) in i.results.iter().enumerate() {
                     let Some(class) = classes[g.index()].get(pos) else {
                         continue;

@@ -13,7 +13,7 @@
 //! operands are the same, so results are bit for bit the same.
 
 use crate::{Block, FBin, FUn, Func, Inst, Module, Op, Val};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub fn schedule(m: &mut Module) {
     for f in &mut m.funcs {
@@ -44,7 +44,7 @@ fn schedule_block(b: &mut Block) {
     let insts = std::mem::take(&mut b.insts);
     // Values read by the instructions with effects (nested blocks
     // included) and the terminator.
-    let mut used_after = HashSet::new();
+    let mut used_after = HashSet::default();
     for i in &insts {
         if !Op::is_pure(&i.op) {
             uses_of_inst(i, &mut used_after);
