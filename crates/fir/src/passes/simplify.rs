@@ -14,7 +14,9 @@
 //!   infinities, NaNs and negative `x`) and never reassociation;
 //! - common subexpressions are merged, with `+` and `*` commutative
 //!   (exact in IEEE arithmetic), and so are tag tests, zero tests and
-//!   loads of one cell (cells never change);
+//!   loads of one cell (cells never change); the tag test, zero test and
+//!   loads of a cell allocated in the function are known (a zero that
+//!   `plus` meets where it was made costs nothing, not even the cell);
 //! - a conditional on a constant becomes the arm it takes; an `If` result
 //!   both arms yield alike becomes that value;
 //! - pure instructions whose results are unused are removed, as are unused
@@ -40,6 +42,7 @@ pub fn simplify_func(f: &mut Func) {
         not_neg_zero: vec![false; n],
         scopes: vec![HashMap::new()],
         next: n,
+        cells: HashMap::new(),
     };
     let body = std::mem::replace(
         &mut f.body,
@@ -132,6 +135,33 @@ struct Fwd {
     scopes: Vec<HashMap<Key, Val>>,
     /// Number of values, new ones included.
     next: usize,
+    /// What is known of the cells pointers point to.
+    cells: HashMap<Val, Cell>,
+}
+
+/// What is known of a cell: its tag, its zero mark and, for a cell
+/// allocated in the function, its scalars (cells never change).
+#[derive(Clone, Default, PartialEq)]
+struct Cell {
+    tag: Option<u32>,
+    zero: Option<bool>,
+    fields: Option<Vec<Val>>,
+}
+
+impl Cell {
+    /// What is known of a value that is `a` or `b` (`None`: an arm that
+    /// does not yield).
+    fn join(a: Option<Cell>, b: Option<Cell>) -> Option<Cell> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Cell {
+                tag: a.tag.filter(|t| b.tag == Some(*t)),
+                zero: a.zero.filter(|z| b.zero == Some(*z)),
+                fields: None,
+            }),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
 }
 
 /// What processing the instructions of a block ended with.
@@ -172,6 +202,16 @@ impl Fwd {
         self.konst.push(None);
         self.not_neg_zero.push(false);
         v
+    }
+
+    /// What is known here of the cell `p` points to: what made it, and
+    /// the tests made on it that are known here (inside an arm of a test).
+    fn cell(&self, p: Val) -> Cell {
+        let mut c = self.cells.get(&p).cloned().unwrap_or_default();
+        if c.zero.is_none() {
+            c.zero = self.lookup(&Key::IsZero(p)).and_then(|t| self.b(t));
+        }
+        c
     }
 
     fn replace(&mut self, v: Val, by: Val) {
@@ -233,6 +273,34 @@ impl Fwd {
                     })
                     .collect(),
             ),
+        }
+    }
+
+    /// Records the cell `cell` made of `fields` (returned renamed).
+    fn alloc(&mut self, cell: Option<Val>, tag: u32, fields: Vec<Val>, zero: bool) -> Vec<Val> {
+        let fields: Vec<Val> = fields.into_iter().map(|v| self.r(v)).collect();
+        let known = Cell {
+            tag: Some(tag),
+            zero: Some(zero),
+            fields: Some(fields.clone()),
+        };
+        self.cells.insert(cell.expect("alloc result"), known);
+        fields
+    }
+
+    /// What is known, at the end of an arm, of the cells it yields as
+    /// `results` (`None` each if it does not yield).
+    fn yielded_cells(&self, arm: &Block, results: &[Val]) -> Vec<Option<Cell>> {
+        match yields(arm) {
+            Some(vs) => vs
+                .iter()
+                .map(|v| {
+                    let mut c = self.cell(*v);
+                    c.fields = None;
+                    Some(c)
+                })
+                .collect(),
+            None => vec![None; results.len()],
         }
     }
 
@@ -368,12 +436,22 @@ impl Fwd {
             // Union cells: kept as they are (cells are immutable, but a
             // cell's identity is not worth a key).
             Op::Alloc(tag, fields) => {
-                inst.op = Op::Alloc(tag, fields.into_iter().map(|v| self.r(v)).collect());
+                let fields = self.alloc(one, tag, fields, false);
+                inst.op = Op::Alloc(tag, fields);
+                out.push(inst);
+            }
+            Op::AllocZero(tag, fields) => {
+                let fields = self.alloc(one, tag, fields, true);
+                inst.op = Op::AllocZero(tag, fields);
                 out.push(inst);
             }
             Op::TagIs(p, tag) => {
                 let v = one.expect("tag_is result");
                 let p = self.r(p);
+                if let Some(t) = self.cell(p).tag {
+                    inst.op = Op::BoolConst(t == tag);
+                    return self.inst(inst, out);
+                }
                 inst.op = Op::TagIs(p, tag);
                 if self.available(Key::TagIs(p, tag), v) {
                     out.push(inst);
@@ -382,18 +460,28 @@ impl Fwd {
             Op::IsZero(p) => {
                 let v = one.expect("is_zero result");
                 let p = self.r(p);
+                if let Some(z) = self.cells.get(&p).and_then(|c| c.zero) {
+                    inst.op = Op::BoolConst(z);
+                    return self.inst(inst, out);
+                }
                 inst.op = Op::IsZero(p);
                 if self.available(Key::IsZero(p), v) {
                     out.push(inst);
                 }
             }
-            Op::AllocZero(..) | Op::MemoGet(..) | Op::MemoPut(..) | Op::Count(_) => {
+            Op::MemoGet(..) | Op::MemoPut(..) | Op::Count(_) => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 out.push(inst);
             }
             Op::Load(p, tag, n) => {
                 let v = one.expect("load result");
                 let p = self.r(p);
+                let cell = self.cells.get(&p);
+                let made = cell.and_then(|c| c.fields.as_ref().filter(|_| c.tag == Some(tag)));
+                if let Some(&w) = made.and_then(|f| f.get(n as usize)) {
+                    self.replace(v, w);
+                    return Flow::Continue;
+                }
                 inst.op = Op::Load(p, tag, n);
                 if self.available(Key::Load(p, tag, n), v) {
                     out.push(inst);
@@ -442,12 +530,20 @@ impl Fwd {
                 self.scopes.push(HashMap::new());
                 self.konst[cond.index()] = Some(K::B(true));
                 let then_ = self.block(then_);
+                let then_cells = self.yielded_cells(&then_, &inst.results);
                 self.scopes.pop();
                 self.scopes.push(HashMap::new());
                 self.konst[cond.index()] = Some(K::B(false));
                 let else_ = self.block(else_);
+                let else_cells = self.yielded_cells(&else_, &inst.results);
                 self.scopes.pop();
                 self.konst[cond.index()] = known;
+                for (i, r) in inst.results.iter().enumerate() {
+                    let (a, b) = (then_cells[i].clone(), else_cells[i].clone());
+                    if let Some(c) = Cell::join(a, b).filter(|c| *c != Cell::default()) {
+                        self.cells.insert(*r, c);
+                    }
+                }
                 let (ty, ey) = (yields(&then_), yields(&else_));
                 for (i, r) in inst.results.iter().enumerate() {
                     let (tv, ev) = (ty.map(|y| y[i]), ey.map(|y| y[i]));
@@ -704,5 +800,61 @@ mod tests {
             }
             other => panic!("expected the If, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn cells_made_here_are_known() {
+        // v0: a cell, v1: a real.
+        // v3 = if is_zero v0 { v0 } else { alloc_zero #2(v0) }: a zero;
+        // v5 = is_zero v3 (true); v6 = alloc #1(v1); v7 = load v6 #1.0
+        // (v1); v8 = tag_is v6 #1 (true); return v5, v7, v8.
+        let p = |n| Val::new(n);
+        let then_ = Block {
+            insts: vec![],
+            term: Term::Yield(vec![p(0)]),
+        };
+        let else_ = Block {
+            insts: vec![i(&[4], Op::AllocZero(2, vec![p(0)]))],
+            term: Term::Yield(vec![p(4)]),
+        };
+        let mut f = Func {
+            name: "f".into(),
+            params: vec![Ty::Ptr, Ty::F64],
+            returns: vec![Ty::Bool, Ty::F64, Ty::Bool],
+            types: vec![
+                Ty::Ptr,
+                Ty::F64,
+                Ty::Bool,
+                Ty::Ptr,
+                Ty::Ptr,
+                Ty::Bool,
+                Ty::Ptr,
+                Ty::F64,
+                Ty::Bool,
+            ],
+            body: Block {
+                insts: vec![
+                    i(&[2], Op::IsZero(p(0))),
+                    i(
+                        &[3],
+                        Op::If {
+                            cond: p(2),
+                            then_,
+                            else_,
+                        },
+                    ),
+                    i(&[5], Op::IsZero(p(3))),
+                    i(&[6], Op::Alloc(1, vec![p(1)])),
+                    i(&[7], Op::Load(p(6), 1, 0)),
+                    i(&[8], Op::TagIs(p(6), 1)),
+                ],
+                term: Term::Return(vec![p(5), p(7), p(8)]),
+            },
+        };
+        simplify_func(&mut f);
+        // One constant `true` is left; the zero and the cell are not made.
+        assert_eq!(ops(&f), vec![Op::BoolConst(true)]);
+        let t = f.body.insts[0].results[0];
+        assert_eq!(f.body.term, Term::Return(vec![t, p(1), t]));
     }
 }
