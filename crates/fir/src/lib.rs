@@ -31,6 +31,7 @@
 //!   fused multiply-add, so results equal the interpreter's bit for bit.
 
 pub mod eval;
+mod hash;
 mod module;
 pub mod passes;
 pub mod print;

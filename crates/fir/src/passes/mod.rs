@@ -11,6 +11,7 @@ pub mod results;
 pub mod returns;
 pub mod schedule;
 pub mod simplify;
+pub mod tags;
 
 use crate::Module;
 
@@ -18,8 +19,9 @@ use crate::Module;
 pub type Pass = (&'static str, fn(&mut Module));
 
 /// The optimisation pipeline: inlining (thunks first, turning loops back
-/// into self tail calls), simplification, inlining bottom up, again
-/// simplification, parameter merging (which drops the parameters nothing
+/// into self tail calls), simplification, inlining bottom up, the tag
+/// tests that the cells pointers can point to decide (simplifying where
+/// they did), again simplification, parameter merging (which drops the parameters nothing
 /// reads, so the loads that fed them die), merging results every return
 /// gives equal, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), keeping in
@@ -28,6 +30,7 @@ pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
     ("inline-bottom-up", inline::inline_bottom_up),
+    ("tags", tags::known_tags),
     ("simplify", simplify::simplify),
     ("params", params::shrink),
     ("simplify", simplify::simplify),
