@@ -453,6 +453,22 @@ impl Domain {
         *self.site_ids.entry(site).or_insert(n)
     }
 
+    /// The operand and result unions of every `zero` of a union made
+    /// (representatives), in a fixed order.
+    pub fn zero_sites(&self) -> Vec<(UnionId, UnionId)> {
+        let mut v: Vec<(UnionId, UnionId)> = self
+            .sites
+            .iter()
+            .filter_map(|(s, z)| match s {
+                Site::Zero(u) => Some((self.find(*u), self.find(*z))),
+                _ => None,
+            })
+            .collect();
+        v.sort_by_key(|(u, z)| (u.0, z.0));
+        v.dedup();
+        v
+    }
+
     /// The union of a site, if it was made.
     pub fn union_at(&self, site: Site) -> Option<UnionId> {
         self.sites.get(&site).map(|u| self.find(*u))

@@ -37,6 +37,8 @@ mod sharing;
 mod switch;
 mod union_fns;
 
+use switch::Unlazy;
+
 /// The scalars representing an abstract value, in order.
 pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
     if dom.is_known(av) {
@@ -198,6 +200,9 @@ impl Fb {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum UnionFn {
     Zero(UnionId),
+    /// The zero of a value of the first union, as a cell of the second:
+    /// what a lazy zero stands for ([`sharing`]).
+    Force(UnionId, UnionId),
     Plus(UnionId, UnionId),
     /// The last union is the result's.
     Map(UnionOp, UnionId, Option<UnionId>, UnionId),

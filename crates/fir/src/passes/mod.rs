@@ -11,6 +11,7 @@ pub mod results;
 pub mod returns;
 pub mod schedule;
 pub mod simplify;
+pub mod tags;
 
 use crate::Module;
 
@@ -19,9 +20,11 @@ pub type Pass = (&'static str, fn(&mut Module));
 
 /// The optimisation pipeline: inlining (thunks first, turning loops back
 /// into self tail calls), simplification, inlining bottom up (which
-/// simplifies what it changed), parameter merging (which drops the parameters nothing
-/// reads, so the loads that fed them die, and simplifies what it changed:
-/// it leaves every function simplified), merging results every return
+/// simplifies what it changed), the tag tests that the cells pointers can
+/// point to decide, again simplification, parameter merging (which drops
+/// the parameters nothing reads, so the loads that fed them die, and
+/// simplifies what it changed: it leaves every function simplified),
+/// merging results every return
 /// gives equal, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), keeping in
 /// cells only the slots worth storing, and scheduling last.
@@ -29,6 +32,8 @@ pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
     ("inline-bottom-up", inline::inline_bottom_up),
+    ("tags", tags::known_tags),
+    ("simplify", simplify::simplify),
     ("params", params::shrink),
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),

@@ -14,7 +14,9 @@
 //!   infinities, NaNs and negative `x`) and never reassociation;
 //! - common subexpressions are merged, with `+` and `*` commutative
 //!   (exact in IEEE arithmetic), and so are tag tests, zero tests and
-//!   loads of one cell (cells never change);
+//!   loads of one cell (cells never change); the tag test, zero test and
+//!   loads of a cell allocated in the function are known (a zero that
+//!   `plus` meets where it was made costs nothing, not even the cell);
 //! - a conditional on a constant becomes the arm it takes; an `If` result
 //!   both arms yield alike becomes that value;
 //! - pure instructions whose results are unused are removed, as are unused
@@ -24,7 +26,7 @@
 
 use crate::{Block, Cmp, ErrPart, FBin, FUn, Func, Inst, Module, Op, Term, Val};
 use base::EntityRef;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub fn simplify(m: &mut Module) {
     for f in &mut m.funcs {
@@ -53,6 +55,12 @@ pub fn simplify_func(f: &mut Func) {
         not_neg_zero: vec![false; n],
         scopes: vec![HashMap::default()],
         next: n,
+        cells: HashMap::default(),
+        zero_tested: vec![false; n],
+        level: vec![0; n],
+        new_types: Vec::new(),
+        key_of: vec![None; n],
+        facts: vec![Facts::default()],
     };
     let body = std::mem::replace(
         &mut f.body,
@@ -62,7 +70,7 @@ pub fn simplify_func(f: &mut Func) {
         },
     );
     f.body = cx.block(body);
-    f.types.resize(cx.next, crate::Ty::F64);
+    f.types.extend(cx.new_types);
     let mut live = vec![false; cx.next];
     dce_block(&mut f.body, &mut live);
     super::compact::compact(f);
@@ -145,6 +153,59 @@ struct Fwd {
     scopes: Vec<HashMap<Key, Val>>,
     /// Number of values, new ones included.
     next: usize,
+    /// What is known of the cells pointers point to.
+    cells: HashMap<Val, Cell>,
+    /// The cells whose zero mark is tested.
+    zero_tested: Vec<bool>,
+    /// The types of the values made here.
+    new_types: Vec<crate::Ty>,
+    /// How many scopes were open where each value was defined: it is
+    /// visible wherever at least that many of them still are.
+    level: Vec<usize>,
+    /// The tag test or zero test each such instruction's result is.
+    key_of: Vec<Option<Key>>,
+    /// What each open scope learnt of tests, innermost last (beside
+    /// `scopes`).
+    facts: Vec<Facts>,
+}
+
+/// The outcomes of tests known in a scope beyond its arm's condition:
+/// those every path through an earlier conditional of the scope that goes
+/// on established (all others ended in an error or a return). A dispatch
+/// on a cell's tag is a chain of tests whose other arms fail, so after
+/// one dispatch the next on the same cell knows its tag.
+#[derive(Default)]
+struct Facts {
+    known: Vec<(Key, bool)>,
+    /// The tags known of cells.
+    tags: HashMap<Val, u32>,
+    /// The constants to restore when the scope closes.
+    undo: Vec<(Val, Option<K>)>,
+}
+
+/// What is known of a cell: its tag, its zero mark and, for a cell
+/// allocated in the function, its scalars (cells never change).
+#[derive(Clone, Default, PartialEq)]
+struct Cell {
+    tag: Option<u32>,
+    zero: Option<bool>,
+    fields: Option<Vec<Val>>,
+}
+
+impl Cell {
+    /// What is known of a value that is `a` or `b` (`None`: an arm that
+    /// does not yield).
+    fn join(a: Option<Cell>, b: Option<Cell>) -> Option<Cell> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Cell {
+                tag: a.tag.filter(|t| b.tag == Some(*t)),
+                zero: a.zero.filter(|z| b.zero == Some(*z)),
+                fields: None,
+            }),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
 }
 
 /// What processing the instructions of a block ended with.
@@ -179,12 +240,117 @@ impl Fwd {
 
     /// A new `F64` value.
     fn fresh(&mut self) -> Val {
+        self.fresh_of(crate::Ty::F64)
+    }
+
+    fn fresh_of(&mut self, ty: crate::Ty) -> Val {
         let v = Val::new(self.next);
         self.next += 1;
+        self.new_types.push(ty);
         self.subst.push(None);
         self.konst.push(None);
         self.not_neg_zero.push(false);
+        self.level.push(self.scopes.len());
+        self.key_of.push(None);
+        self.zero_tested.push(false);
         v
+    }
+
+    /// What is known here of the cell `p` points to: what made it, and
+    /// the tests made on it that are known here (inside an arm of a test).
+    /// (Not the scalars it was made of.)
+    fn cell(&self, p: Val) -> Cell {
+        let (tag, mut zero) = self.cells.get(&p).map_or((None, None), |c| (c.tag, c.zero));
+        if zero.is_none() && self.zero_tested[p.index()] {
+            zero = self.lookup(&Key::IsZero(p)).and_then(|t| self.b(t));
+        }
+        Cell {
+            tag,
+            zero,
+            fields: None,
+        }
+    }
+
+    /// The tag known here of the cell `p` points to.
+    fn known_tag(&self, p: Val) -> Option<u32> {
+        self.cells.get(&p).and_then(|c| c.tag).or_else(|| {
+            self.facts
+                .iter()
+                .rev()
+                .find_map(|f| f.tags.get(&p).copied())
+        })
+    }
+
+    fn open_scope(&mut self) {
+        self.scopes.push(HashMap::default());
+        self.facts.push(Facts::default());
+    }
+
+    /// Closes the innermost scope, giving back what it learnt.
+    fn close_scope(&mut self) -> Vec<(Key, bool)> {
+        self.scopes.pop();
+        let f = self.facts.pop().unwrap_or_default();
+        for (v, k) in f.undo.into_iter().rev() {
+            self.konst[v.index()] = k;
+        }
+        f.known
+    }
+
+    /// Takes the outcome `b` of test `key` as known from here to the end
+    /// of the scope.
+    fn assume(&mut self, key: Key, b: bool, out: &mut Vec<Inst>) {
+        if let (Key::TagIs(p, t), true) = (&key, b) {
+            if let Some(f) = self.facts.last_mut() {
+                f.tags.insert(*p, *t);
+            }
+        }
+        match self.lookup(&key) {
+            Some(v) => {
+                if self.konst[v.index()].is_some() {
+                    return;
+                }
+                self.konst[v.index()] = Some(K::B(b));
+                if let Some(f) = self.facts.last_mut() {
+                    f.undo.push((v, None));
+                }
+            }
+            None => {
+                let c = self.fresh_bool(b, out);
+                self.scopes
+                    .last_mut()
+                    .expect("scope")
+                    .insert(key.clone(), c);
+            }
+        }
+        if let Some(f) = self.facts.last_mut() {
+            f.known.push((key, b));
+        }
+    }
+
+    /// The value of a boolean constant, made here if need be.
+    fn fresh_bool(&mut self, b: bool, out: &mut Vec<Inst>) -> Val {
+        if let Some(c) = self.lookup(&Key::B(b)) {
+            return c;
+        }
+        let k = self.fresh_of(crate::Ty::Bool);
+        let flow = self.inst(
+            Inst {
+                results: vec![k],
+                op: Op::BoolConst(b),
+            },
+            out,
+        );
+        debug_assert!(matches!(flow, Flow::Continue));
+        self.r(k)
+    }
+
+    /// Whether the values test `key` reads are visible at scope depth
+    /// `depth`.
+    fn visible(&self, key: &Key, depth: usize) -> bool {
+        match key {
+            Key::TagIs(p, _) | Key::IsZero(p) => self.level[p.index()] <= depth,
+            _ => false,
+        }
     }
 
     fn replace(&mut self, v: Val, by: Val) {
@@ -249,6 +415,31 @@ impl Fwd {
         }
     }
 
+    /// Records the cell `cell` made of `fields` (returned renamed).
+    fn alloc(&mut self, cell: Option<Val>, tag: u32, fields: Vec<Val>, zero: bool) -> Vec<Val> {
+        let fields: Vec<Val> = fields.into_iter().map(|v| self.r(v)).collect();
+        let known = Cell {
+            tag: Some(tag),
+            zero: Some(zero),
+            fields: Some(fields.clone()),
+        };
+        self.cells.insert(cell.expect("alloc result"), known);
+        fields
+    }
+
+    /// What is known, at the end of an arm, of the `n` values it yields:
+    /// the cells they point to and their constants (`None` each if it does
+    /// not yield).
+    fn yielded(&self, arm: &Block, n: usize) -> Vec<Option<(Cell, Option<K>)>> {
+        match yields(arm) {
+            Some(vs) => vs
+                .iter()
+                .map(|v| Some((self.cell(*v), self.konst[v.index()])))
+                .collect(),
+            None => vec![None; n],
+        }
+    }
+
     fn set_f(&mut self, v: Val, x: f64) {
         self.konst[v.index()] = Some(K::F(x));
         self.not_neg_zero[v.index()] = !(x == 0.0 && x.is_sign_negative());
@@ -256,6 +447,9 @@ impl Fwd {
 
     fn inst(&mut self, mut inst: Inst, out: &mut Vec<Inst>) -> Flow {
         let one = inst.results.first().copied();
+        for r in &inst.results {
+            self.level[r.index()] = self.scopes.len();
+        }
         match inst.op {
             Op::F64Const(x) => {
                 let v = one.expect("const result");
@@ -381,32 +575,55 @@ impl Fwd {
             // Union cells: kept as they are (cells are immutable, but a
             // cell's identity is not worth a key).
             Op::Alloc(tag, fields) => {
-                inst.op = Op::Alloc(tag, fields.into_iter().map(|v| self.r(v)).collect());
+                let fields = self.alloc(one, tag, fields, false);
+                inst.op = Op::Alloc(tag, fields);
+                out.push(inst);
+            }
+            Op::AllocZero(tag, fields) => {
+                let fields = self.alloc(one, tag, fields, true);
+                inst.op = Op::AllocZero(tag, fields);
                 out.push(inst);
             }
             Op::TagIs(p, tag) => {
                 let v = one.expect("tag_is result");
                 let p = self.r(p);
+                if let Some(t) = self.known_tag(p) {
+                    inst.op = Op::BoolConst(t == tag);
+                    return self.inst(inst, out);
+                }
                 inst.op = Op::TagIs(p, tag);
                 if self.available(Key::TagIs(p, tag), v) {
+                    self.key_of[v.index()] = Some(Key::TagIs(p, tag));
                     out.push(inst);
                 }
             }
             Op::IsZero(p) => {
                 let v = one.expect("is_zero result");
                 let p = self.r(p);
+                if let Some(z) = self.cells.get(&p).and_then(|c| c.zero) {
+                    inst.op = Op::BoolConst(z);
+                    return self.inst(inst, out);
+                }
                 inst.op = Op::IsZero(p);
                 if self.available(Key::IsZero(p), v) {
+                    self.key_of[v.index()] = Some(Key::IsZero(p));
+                    self.zero_tested[p.index()] = true;
                     out.push(inst);
                 }
             }
-            Op::AllocZero(..) | Op::MemoGet(..) | Op::MemoPut(..) | Op::Count(_) => {
+            Op::MemoGet(..) | Op::MemoPut(..) | Op::Count(_) => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 out.push(inst);
             }
             Op::Load(p, tag, n) => {
                 let v = one.expect("load result");
                 let p = self.r(p);
+                let cell = self.cells.get(&p);
+                let made = cell.and_then(|c| c.fields.as_ref().filter(|_| c.tag == Some(tag)));
+                if let Some(&w) = made.and_then(|f| f.get(n as usize)) {
+                    self.replace(v, w);
+                    return Flow::Continue;
+                }
                 inst.op = Op::Load(p, tag, n);
                 if self.available(Key::Load(p, tag, n), v) {
                     out.push(inst);
@@ -452,15 +669,49 @@ impl Fwd {
                 }
                 // Inside an arm, the condition is known.
                 let known = self.konst[cond.index()];
-                self.scopes.push(HashMap::default());
-                self.konst[cond.index()] = Some(K::B(true));
-                let then_ = self.block(then_);
-                self.scopes.pop();
-                self.scopes.push(HashMap::default());
-                self.konst[cond.index()] = Some(K::B(false));
-                let else_ = self.block(else_);
-                self.scopes.pop();
+                let test = self.key_of[cond.index()].clone();
+                let mut learnt = Vec::new();
+                let mut arm_yields = Vec::new();
+                let mut arms = Vec::new();
+                for (arm, b) in [(then_, true), (else_, false)] {
+                    self.open_scope();
+                    self.konst[cond.index()] = Some(K::B(b));
+                    if let (Some(Key::TagIs(p, t)), true, Some(f)) =
+                        (&test, b, self.facts.last_mut())
+                    {
+                        f.tags.insert(*p, *t);
+                    }
+                    let arm = self.block(arm);
+                    arm_yields.push(self.yielded(&arm, inst.results.len()));
+                    let mut facts = self.close_scope();
+                    facts.extend(test.clone().map(|k| (k, b)));
+                    learnt.push(yields(&arm).is_some().then_some(facts));
+                    arms.push(arm);
+                }
                 self.konst[cond.index()] = known;
+                let else_ = arms.pop().expect("else arm");
+                let then_ = arms.pop().expect("then arm");
+                let else_cells = arm_yields.pop().expect("else arm");
+                let then_cells = arm_yields.pop().expect("then arm");
+                let mut same_as_cond = Vec::new();
+                for (i, r) in inst.results.iter().enumerate() {
+                    let (a, b) = (then_cells[i].clone(), else_cells[i].clone());
+                    let (ka, kb) = (a.as_ref().map(|x| x.1), b.as_ref().map(|x| x.1));
+                    let cell = Cell::join(a.map(|x| x.0), b.map(|x| x.0));
+                    if let Some(c) = cell.filter(|c| *c != Cell::default()) {
+                        self.cells.insert(*r, c);
+                    }
+                    // A result known alike on every path that goes on is
+                    // that constant; one that is the condition is it.
+                    match (ka, kb) {
+                        (Some(Some(x)), None) | (None, Some(Some(x))) => {
+                            self.konst[r.index()] = Some(x)
+                        }
+                        (Some(Some(x)), Some(Some(y))) if x == y => self.konst[r.index()] = Some(x),
+                        (Some(Some(K::B(true))), Some(Some(K::B(false)))) => same_as_cond.push(*r),
+                        _ => {}
+                    }
+                }
                 let (ty, ey) = (yields(&then_), yields(&else_));
                 for (i, r) in inst.results.iter().enumerate() {
                     let (tv, ev) = (ty.map(|y| y[i]), ey.map(|y| y[i]));
@@ -477,8 +728,33 @@ impl Fwd {
                         }
                     }
                 }
+                for r in same_as_cond {
+                    self.replace(r, cond);
+                }
                 inst.op = Op::If { cond, then_, else_ };
                 out.push(inst);
+                // What every path that goes on learnt is known from here.
+                let depth = self.scopes.len();
+                let mut learnt: Vec<Option<Vec<(Key, bool)>>> = learnt
+                    .into_iter()
+                    .map(|l| {
+                        l.map(|mut l| {
+                            l.retain(|(k, _)| self.visible(k, depth));
+                            l
+                        })
+                    })
+                    .collect();
+                let common: Vec<(Key, bool)> = match learnt.as_mut_slice() {
+                    [Some(a), Some(b)] => {
+                        let b: HashSet<&(Key, bool)> = b.iter().collect();
+                        a.iter().filter(|f| b.contains(f)).cloned().collect()
+                    }
+                    [Some(a), None] | [None, Some(a)] => std::mem::take(a),
+                    _ => Vec::new(),
+                };
+                for (key, b) in common {
+                    self.assume(key, b, out);
+                }
             }
         }
         Flow::Continue
@@ -717,5 +993,146 @@ mod tests {
             }
             other => panic!("expected the If, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn cells_made_here_are_known() {
+        // v0: a cell, v1: a real.
+        // v3 = if is_zero v0 { v0 } else { alloc_zero #2(v0) }: a zero;
+        // v5 = is_zero v3 (true); v6 = alloc #1(v1); v7 = load v6 #1.0
+        // (v1); v8 = tag_is v6 #1 (true); return v5, v7, v8.
+        let p = |n| Val::new(n);
+        let then_ = Block {
+            insts: vec![],
+            term: Term::Yield(vec![p(0)]),
+        };
+        let else_ = Block {
+            insts: vec![i(&[4], Op::AllocZero(2, vec![p(0)]))],
+            term: Term::Yield(vec![p(4)]),
+        };
+        let mut f = Func {
+            name: "f".into(),
+            params: vec![Ty::Ptr, Ty::F64],
+            returns: vec![Ty::Bool, Ty::F64, Ty::Bool],
+            types: vec![
+                Ty::Ptr,
+                Ty::F64,
+                Ty::Bool,
+                Ty::Ptr,
+                Ty::Ptr,
+                Ty::Bool,
+                Ty::Ptr,
+                Ty::F64,
+                Ty::Bool,
+            ],
+            body: Block {
+                insts: vec![
+                    i(&[2], Op::IsZero(p(0))),
+                    i(
+                        &[3],
+                        Op::If {
+                            cond: p(2),
+                            then_,
+                            else_,
+                        },
+                    ),
+                    i(&[5], Op::IsZero(p(3))),
+                    i(&[6], Op::Alloc(1, vec![p(1)])),
+                    i(&[7], Op::Load(p(6), 1, 0)),
+                    i(&[8], Op::TagIs(p(6), 1)),
+                ],
+                term: Term::Return(vec![p(5), p(7), p(8)]),
+            },
+        };
+        simplify_func(&mut f);
+        // One constant `true` is left; the zero and the cell are not made.
+        assert_eq!(ops(&f), vec![Op::BoolConst(true)]);
+        let t = f.body.insts[0].results[0];
+        assert_eq!(f.body.term, Term::Return(vec![t, p(1), t]));
+    }
+
+    #[test]
+    fn a_dispatch_tells_the_next_one_the_tag() {
+        // v2 = if tag_is v0 #0 { error } else if tag_is v0 #1 { load v0
+        // #1.0 } else { error }; then the same again as v7: after the
+        // first, the tag is known to be #1, so the second is one load.
+        let p = |n: u32| Val::from_number(n);
+        let err = || Block {
+            insts: vec![],
+            term: Term::Error(StrId::new(0)),
+        };
+        let dispatch = |t: u32, l: u32, r: u32| {
+            vec![
+                i(&[t], Op::TagIs(p(0), 0)),
+                i(
+                    &[r],
+                    Op::If {
+                        cond: p(t),
+                        then_: err(),
+                        else_: Block {
+                            insts: vec![
+                                i(&[t + 1], Op::TagIs(p(0), 1)),
+                                i(
+                                    &[r - 1],
+                                    Op::If {
+                                        cond: p(t + 1),
+                                        then_: Block {
+                                            insts: vec![i(&[l], Op::Load(p(0), 1, 0))],
+                                            term: Term::Yield(vec![p(l)]),
+                                        },
+                                        else_: err(),
+                                    },
+                                ),
+                            ],
+                            term: Term::Yield(vec![p(r - 1)]),
+                        },
+                    },
+                ),
+            ]
+        };
+        let mut insts = dispatch(1, 3, 5);
+        insts.extend(dispatch(6, 8, 10));
+        insts.push(i(&[11], Op::FBin(FBin::Mul, p(5), p(10))));
+        let mut types = vec![Ty::F64; 12];
+        types[0] = Ty::Ptr;
+        for b in [1, 2, 6, 7] {
+            types[b] = Ty::Bool;
+        }
+        let mut f = Func {
+            name: "f".into(),
+            params: vec![Ty::Ptr],
+            returns: vec![Ty::F64],
+            types,
+            body: Block {
+                insts,
+                term: Term::Return(vec![p(11)]),
+            },
+        };
+        simplify_func(&mut f);
+        let tests = |b: &Block| {
+            let mut n = 0;
+            let mut count = |b: &Block| {
+                for inst in &b.insts {
+                    if matches!(inst.op, Op::TagIs(..)) {
+                        n += 1;
+                    }
+                }
+            };
+            count(b);
+            n
+        };
+        // The first dispatch's two tests stay; the second makes none.
+        let ifs = f
+            .body
+            .insts
+            .iter()
+            .filter(|i| matches!(i.op, Op::If { .. }))
+            .count();
+        assert_eq!(ifs, 1);
+        assert_eq!(tests(&f.body), 1);
+        assert!(matches!(
+            f.body.insts.last().map(|i| &i.op),
+            Some(Op::FBin(FBin::Mul, _, _))
+        ));
     }
 }

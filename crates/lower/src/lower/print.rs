@@ -34,16 +34,24 @@ impl Lowerer<'_> {
             result: None,
             site: None,
         };
-        self.switch(&mut fb, Val::new(0), u, &[], &mut |this, fb, _, sym| {
-            let mut pieces = Vec::new();
-            if tail {
-                this.tail_pieces(sym, &mut pieces);
-            } else {
-                this.pieces(sym, &mut pieces);
-            }
-            this.emit_pieces(fb, pieces);
-            Term::Yield(vec![])
-        });
+        let unlazy = Unlazy::Call(id, 1, 0);
+        self.switch(
+            &mut fb,
+            Val::new(0),
+            u,
+            &[],
+            unlazy,
+            &mut |this, fb, _, sym| {
+                let mut pieces = Vec::new();
+                if tail {
+                    this.tail_pieces(sym, &mut pieces);
+                } else {
+                    this.pieces(sym, &mut pieces);
+                }
+                this.emit_pieces(fb, pieces);
+                Term::Yield(vec![])
+            },
+        );
         self.module.funcs[id.index()] = fir::Func {
             name,
             params: vec![Ty::Ptr],

@@ -45,6 +45,7 @@ impl Lowerer<'_> {
         let dom = &self.ops.dom;
         let what = match what {
             UnionFn::Zero(u) => UnionFn::Zero(dom.find(u)),
+            UnionFn::Force(u, w) => UnionFn::Force(dom.find(u), dom.find(w)),
             UnionFn::Plus(u, w) => UnionFn::Plus(dom.find(u), dom.find(w)),
             UnionFn::Map(op, u, w, r) => {
                 UnionFn::Map(op, dom.find(u), w.map(|w| dom.find(w)), dom.find(r))
@@ -52,6 +53,7 @@ impl Lowerer<'_> {
         };
         let result = match what {
             UnionFn::Zero(u) => dom.union_at(flow::Site::Zero(u)),
+            UnionFn::Force(_, w) => Some(w),
             UnionFn::Plus(u, w) => dom.union_at(flow::Site::Plus(u, w)),
             UnionFn::Map(_, _, _, r) => Some(r),
         }
@@ -62,6 +64,10 @@ impl Lowerer<'_> {
         let id = FuncId::new(self.module.funcs.len());
         let (name, params) = match what {
             UnionFn::Zero(u) => (format!("zero_u{}", u.index()), vec![Ty::Ptr]),
+            UnionFn::Force(u, w) => (
+                format!("force_u{}_u{}", u.index(), w.index()),
+                vec![Ty::Ptr],
+            ),
             UnionFn::Plus(u, w) => (
                 format!("plus_u{}_u{}", u.index(), w.index()),
                 vec![Ty::Ptr, Ty::Ptr],
@@ -93,7 +99,7 @@ impl Lowerer<'_> {
         };
         let target = self.ops.dom.union_av(result);
         let results = self.known_results(&mut fb, what, result, &mut |this, fb| {
-            this.walk(fb, what, target)
+            this.walk(fb, id, what, target)
         });
         self.module.funcs[id.index()] = fir::Func {
             name,
@@ -110,11 +116,24 @@ impl Lowerer<'_> {
 
     /// The walk of a map function over its operands' cells (parameters
     /// 0 and 1), boxing each result in union value `target`.
-    fn walk(&mut self, fb: &mut Fb, what: UnionFn, target: AvId) -> Vec<Val> {
+    /// `id` is the function being made: given a lazy zero, it calls
+    /// itself with the cell that stands for.
+    fn walk(&mut self, fb: &mut Fb, id: FuncId, what: UnionFn, target: AvId) -> Vec<Val> {
         let ptr = &[Ty::Ptr];
+        let params = match what {
+            UnionFn::Plus(..) | UnionFn::Map(_, _, Some(_), _) => 2,
+            _ => 1,
+        };
+        let first = match what {
+            // The operand of a lazy zero is never one: `zero` gives a zero
+            // operand back.
+            UnionFn::Force(..) => Unlazy::Never,
+            _ => Unlazy::Call(id, params, 0),
+        };
+        let second = Unlazy::Call(id, params, 1);
         match what {
-            UnionFn::Zero(u) => {
-                let r = self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, m| {
+            UnionFn::Zero(u) | UnionFn::Force(u, _) => {
+                let r = self.switch(fb, Val::new(0), u, ptr, first, &mut |this, fb, _, m| {
                     let z = this.zero(fb, m);
                     let mut out = Vec::new();
                     this.coerce(fb, z, target, &mut out);
@@ -128,39 +147,43 @@ impl Lowerer<'_> {
                 r
             }
             UnionFn::Map(op, u, None, _) => {
-                self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, m| {
+                self.switch(fb, Val::new(0), u, ptr, first, &mut |this, fb, _, m| {
                     let r = this.ops.union_op(op, m, None);
                     this.map_arm(fb, r, target)
                 })
             }
             UnionFn::Map(op, u, Some(w), _) => {
-                self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, mu| {
-                    let arm = this.switch(fb, Val::new(1), w, ptr, &mut |this, fb, _, mw| {
-                        let r = this.ops.union_op(op, mu, Some(mw));
-                        this.map_arm(fb, r, target)
-                    });
+                self.switch(fb, Val::new(0), u, ptr, first, &mut |this, fb, _, mu| {
+                    let arm =
+                        this.switch(fb, Val::new(1), w, ptr, second, &mut |this, fb, _, mw| {
+                            let r = this.ops.union_op(op, mu, Some(mw));
+                            this.map_arm(fb, r, target)
+                        });
                     Term::Yield(arm)
                 })
             }
-            UnionFn::Plus(u, w) => self.switch(fb, Val::new(0), u, ptr, &mut |this, fb, _, mu| {
-                let arm = this.switch(fb, Val::new(1), w, ptr, &mut |this, fb, _, mw| {
-                    // Members of one kind whose parts do not conform (the
-                    // analysis found no sum for them) fail as at run time.
-                    let same_kind = this.ops.dom.kind(mu) == this.ops.dom.kind(mw);
-                    let (wa, wb) = (this.ops.dom.widen(mu), this.ops.dom.widen(mw));
-                    let r = if same_kind && this.ops.plus(wa, wb).is_ok() {
-                        this.plus(fb, mu, mw)
-                    } else if let Some(r) = this.ops.nil_sum(mu, mw) {
-                        r
-                    } else {
-                        return this.plus_mismatch(mu, mw);
-                    };
-                    let mut out = Vec::new();
-                    this.coerce(fb, r, target, &mut out);
-                    Term::Yield(out)
-                });
-                Term::Yield(arm)
-            }),
+            UnionFn::Plus(u, w) => {
+                self.switch(fb, Val::new(0), u, ptr, first, &mut |this, fb, _, mu| {
+                    let arm =
+                        this.switch(fb, Val::new(1), w, ptr, second, &mut |this, fb, _, mw| {
+                            // Members of one kind whose parts do not conform (the
+                            // analysis found no sum for them) fail as at run time.
+                            let same_kind = this.ops.dom.kind(mu) == this.ops.dom.kind(mw);
+                            let (wa, wb) = (this.ops.dom.widen(mu), this.ops.dom.widen(mw));
+                            let r = if same_kind && this.ops.plus(wa, wb).is_ok() {
+                                this.plus(fb, mu, mw)
+                            } else if let Some(r) = this.ops.nil_sum(mu, mw) {
+                                r
+                            } else {
+                                return this.plus_mismatch(mu, mw);
+                            };
+                            let mut out = Vec::new();
+                            this.coerce(fb, r, target, &mut out);
+                            Term::Yield(out)
+                        });
+                    Term::Yield(arm)
+                })
+            }
         }
     }
 
@@ -309,6 +332,7 @@ impl Lowerer<'_> {
             Val::from_number(p),
             u,
             &tys,
+            Unlazy::Again,
             &mut |this, fb, m, msym| {
                 let (a, b) = order(msym);
                 let r = match member {
