@@ -62,8 +62,15 @@ pub const UNROLL: u32 = 64;
 pub const UNROLL_BRANCHED: u32 = 4;
 /// Deepest abstract value accepted.
 pub const MAX_DEPTH: u32 = 200;
-/// Most specialisations accepted.
+/// Most specialisations accepted of a small program; a larger one gets
+/// [`SPECS_PER_BINDING`] more per binding of its own code, so that no
+/// program is refused for its size alone. A runaway analysis is small
+/// code specialised without end, and stops at about the same count
+/// whatever the program around it.
 pub const MAX_SPECS: usize = 50_000;
+/// See [`MAX_SPECS`]: the examples and benchmarks need up to 90 per
+/// binding (examples/11-saddle.vlad: 20,000 for 223).
+pub const SPECS_PER_BINDING: usize = 200;
 /// Deepest nesting of AD transformations of one lambda accepted (a
 /// transform of a transform ..., counted along `ir::Origin`). Every
 /// program of the examples, tests, corpus and benchmarks nests at most 4
@@ -180,7 +187,16 @@ impl Analysis {
 
 /// Analyses a whole program.
 pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
+    // The program's own code (file 0 is the standard library).
+    let bindings: usize = prog.main.len()
+        + prog
+            .lambdas
+            .iter()
+            .filter(|(_, l)| l.span.is_some_and(|s| s.file.0 != 0))
+            .map(|(_, l)| l.body.len())
+            .sum::<usize>();
     let mut a = Analyzer {
+        max_specs: MAX_SPECS + SPECS_PER_BINDING * bindings,
         ops: Ops {
             prog,
             memo: AdMemo::default(),
@@ -273,6 +289,8 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
 type SpecKey = (LambdaId, Box<[AvId]>, AvId);
 
 struct Analyzer {
+    /// [`MAX_SPECS`] for this program.
+    max_specs: usize,
     ops: Ops,
     specs: Vec<Spec>,
     index: HashMap<SpecKey, SpecId>,
@@ -411,7 +429,7 @@ impl Analyzer {
         let id = match self.index.get(&key) {
             Some(id) => *id,
             None => {
-                if self.specs.len() >= MAX_SPECS {
+                if self.specs.len() >= self.max_specs {
                     if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
                         self.trace_census();
                     }
@@ -477,8 +495,8 @@ impl Analyzer {
         Ok((new, id))
     }
 
-    /// The error of an analysis that needs more than [`MAX_SPECS`]
-    /// specialisations. When a recursive procedure of the program kept
+    /// The error of an analysis that needs more than its
+    /// `max_specs` specialisations. When a recursive procedure of the program kept
     /// passing itself deeper values (a derivative tower of run-time height,
     /// a structure nested one level more per call), that is what grows:
     /// the error names it, at its definition, and says what would make the
@@ -491,17 +509,19 @@ impl Analyzer {
             Some((l, (n, d))) => Limit {
                 message: format!(
                     "`{}` calls itself with values that grow at each call ({d} levels deep after \
-                     {n} calls), and the analysis needs more than {MAX_SPECS} specialisations for \
+                     {n} calls), and the analysis needs more than {} specialisations for \
                      what is computed on them: a nesting of AD, or of data, whose depth is known \
                      only at run time cannot be compiled; make that depth a constant \
                      (`stalingrad run` runs the program as it is)",
-                    self.lambda_name(*l)
+                    self.lambda_name(*l),
+                    self.max_specs
                 ),
                 span: self.ops.prog.lambdas[*l].span,
             },
             None => Limit {
                 message: format!(
-                    "the analysis needs more than {MAX_SPECS} specialisations (while specialising `{}`)",
+                    "the analysis needs more than {} specialisations (while specialising `{}`)",
+                    self.max_specs,
                     self.lambda_name(lambda)
                 ),
                 span: None,
