@@ -219,8 +219,13 @@ impl Ops {
     /// deeper than [`crate::analysis::MAX_AD_DEPTH`]: then `l` itself, and
     /// [`Ops::too_deep`] says so. Each level of reverse over reverse
     /// doubles the code, so a nesting that keeps growing must stop here,
-    /// before the transformation is made, not after.
+    /// before the transformation is made, not after. Only the analysis
+    /// refuses (and then stops): lowering (`symbolic`) replays the
+    /// transformations of an analysis that succeeded, and must get them.
     fn transform(&mut self, tag: Tag, l: LambdaId) -> LambdaId {
+        if self.symbolic {
+            return ad::transform(&mut self.prog, &mut self.memo, tag, l);
+        }
         if self.too_deep.is_some() {
             return l;
         }

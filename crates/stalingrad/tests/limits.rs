@@ -333,3 +333,57 @@ fn a_derivative_tower_of_run_time_height_is_refused_at_its_recursion() {
         );
     }
 }
+
+/// The AD depth limit (6) refuses only deeper nesting: towers of constant
+/// height 6, forward and reverse, build and print what `run` prints, and
+/// one of height 7 is refused with the depth named, at its recursion.
+#[test]
+fn the_ad_depth_limit_is_exactly_six() {
+    let tower = |op: &str, height: u32| {
+        format!(
+            "(define (dn n f) (if (zero? n) f (dn (- n 1) ({op} f))))\n((dn {height} sin) 0.5)\n"
+        )
+    };
+    let watchdog = runner::Limits {
+        time: std::time::Duration::from_secs(60),
+        memory_kb: None,
+    };
+    let build = |name: &str, text: &str| {
+        let src = temp(&format!("{name}.vlad"));
+        std::fs::write(&src, text).expect("write the program");
+        let exe = temp(name);
+        let mut cmd = std::process::Command::new(stalingrad());
+        cmd.arg("build")
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .env_remove("RUST_BACKTRACE");
+        let built = runner::run_text(&mut cmd, &[], &watchdog);
+        let mut cmd = std::process::Command::new(stalingrad());
+        cmd.arg("run").arg(&src);
+        let ran = runner::run_text(&mut cmd, &[], &watchdog);
+        let native = built.success().then(|| {
+            let mut cmd = std::process::Command::new(&exe);
+            runner::run_text(&mut cmd, &[], &watchdog)
+        });
+        let _ = std::fs::remove_file(&src);
+        let _ = std::fs::remove_file(&exe);
+        (built, ran, native)
+    };
+    for op in ["derivative-F", "derivative-R"] {
+        let (built, ran, native) = build(&format!("six-{op}"), &tower(op, 6));
+        let native = native.unwrap_or_else(|| panic!("{op} x6:\n{}", built.transcript()));
+        assert!(ran.success() && native.success(), "{}", native.transcript());
+        assert_eq!(native.stdout, ran.stdout, "{op} x6");
+    }
+    let (built, ran, _) = build("seven", &tower("derivative-F", 7));
+    assert!(ran.success(), "{}", ran.transcript());
+    assert!(clean(&built) && !built.success(), "{}", built.transcript());
+    let line = built.stderr.lines().next().unwrap_or_default();
+    assert!(
+        line.contains(":1:9: error: `dn` calls itself")
+            && line.contains("nests AD more than 6 deep"),
+        "{}",
+        built.transcript()
+    );
+}
