@@ -79,6 +79,18 @@ struct Chunk {
     mark_words: usize,
 }
 
+impl Chunk {
+    /// The mark bits of its cells (the bitmap may have room for more).
+    #[allow(clippy::mut_from_ref)]
+    fn marks(&self) -> &mut [u64] {
+        let words = ((self.end - self.start) / self.cell).div_ceil(64);
+        // SAFETY: the bitmap has at least this many words (`mark_words`),
+        // allocated for the chunk's life; the heap is touched by one
+        // thread only, and callers hold no other view of it.
+        unsafe { core::slice::from_raw_parts_mut(self.marks, words) }
+    }
+}
+
 struct Heap {
     /// Sorted by `start`.
     chunks: *mut Chunk,
@@ -462,10 +474,7 @@ impl Heap {
         // The marks of the last collection, which told where the holes
         // were, give way to this one's.
         for i in 0..self.len {
-            let c = *self.chunk(i);
-            let words = ((c.end - c.start) / c.cell).div_ceil(64);
-            // SAFETY: the bitmap has this many words.
-            unsafe { core::ptr::write_bytes(c.marks, 0, words) };
+            self.chunk(i).marks().fill(0);
         }
         // The memo tables name cells this collection may free.
         crate::memo::forget();
@@ -500,10 +509,7 @@ impl Heap {
         for i in (0..self.len).rev() {
             let c = *self.chunk(i);
             let class = (c.cell / 8).min(CLASSES - 1);
-            let words = ((c.end - c.start) / c.cell).div_ceil(64);
-            // SAFETY: the bitmap has this many words.
-            let marks = unsafe { core::slice::from_raw_parts(c.marks, words) };
-            let marked: usize = marks.iter().map(|m| m.count_ones() as usize).sum();
+            let marked: usize = c.marks().iter().map(|m| m.count_ones() as usize).sum();
             live += marked * c.cell;
             if class == CLASSES - 1 || c.cell > CHUNK_BYTES / 4 {
                 continue;
@@ -585,9 +591,7 @@ pub fn release_all() {
             && size == CHUNK_BYTES - CHUNK_BYTES % c.cell
             && bytes + size <= KEEP_BYTES
         {
-            let words = (size / c.cell).div_ceil(64);
-            // SAFETY: the bitmap has this many words.
-            unsafe { core::ptr::write_bytes(c.marks, 0, words) };
+            c.marks().fill(0);
             c.used = c.start;
             c.next = c.start;
             c.stop = c.start;
