@@ -28,6 +28,10 @@ use crate::{Block, Cmp, ErrPart, FBin, FUn, Func, Inst, Module, Op, Term, Val};
 use base::EntityRef;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+mod cells;
+
+use cells::{Cell, Facts};
+
 pub fn simplify(m: &mut Module) {
     for f in &mut m.funcs {
         simplify_func(f);
@@ -169,45 +173,6 @@ struct Fwd {
     facts: Vec<Facts>,
 }
 
-/// The outcomes of tests known in a scope beyond its arm's condition:
-/// those every path through an earlier conditional of the scope that goes
-/// on established (all others ended in an error or a return). A dispatch
-/// on a cell's tag is a chain of tests whose other arms fail, so after
-/// one dispatch the next on the same cell knows its tag.
-#[derive(Default)]
-struct Facts {
-    known: Vec<(Key, bool)>,
-    /// The tags known of cells.
-    tags: HashMap<Val, u32>,
-    /// The constants to restore when the scope closes.
-    undo: Vec<(Val, Option<K>)>,
-}
-
-/// What is known of a cell: its tag, its zero mark and, for a cell
-/// allocated in the function, its scalars (cells never change).
-#[derive(Clone, Default, PartialEq)]
-struct Cell {
-    tag: Option<u32>,
-    zero: Option<bool>,
-    fields: Option<Vec<Val>>,
-}
-
-impl Cell {
-    /// What is known of a value that is `a` or `b` (`None`: an arm that
-    /// does not yield).
-    fn join(a: Option<Cell>, b: Option<Cell>) -> Option<Cell> {
-        match (a, b) {
-            (Some(a), Some(b)) => Some(Cell {
-                tag: a.tag.filter(|t| b.tag == Some(*t)),
-                zero: a.zero.filter(|z| b.zero == Some(*z)),
-                fields: None,
-            }),
-            (a, None) => a,
-            (None, b) => b,
-        }
-    }
-}
-
 /// What processing the instructions of a block ended with.
 enum Flow {
     Continue,
@@ -254,103 +219,6 @@ impl Fwd {
         self.key_of.push(None);
         self.zero_tested.push(false);
         v
-    }
-
-    /// What is known here of the cell `p` points to: what made it, and
-    /// the tests made on it that are known here (inside an arm of a test).
-    /// (Not the scalars it was made of.)
-    fn cell(&self, p: Val) -> Cell {
-        let (tag, mut zero) = self.cells.get(&p).map_or((None, None), |c| (c.tag, c.zero));
-        if zero.is_none() && self.zero_tested[p.index()] {
-            zero = self.lookup(&Key::IsZero(p)).and_then(|t| self.b(t));
-        }
-        Cell {
-            tag,
-            zero,
-            fields: None,
-        }
-    }
-
-    /// The tag known here of the cell `p` points to.
-    fn known_tag(&self, p: Val) -> Option<u32> {
-        self.cells.get(&p).and_then(|c| c.tag).or_else(|| {
-            self.facts
-                .iter()
-                .rev()
-                .find_map(|f| f.tags.get(&p).copied())
-        })
-    }
-
-    fn open_scope(&mut self) {
-        self.scopes.push(HashMap::default());
-        self.facts.push(Facts::default());
-    }
-
-    /// Closes the innermost scope, giving back what it learnt.
-    fn close_scope(&mut self) -> Vec<(Key, bool)> {
-        self.scopes.pop();
-        let f = self.facts.pop().unwrap_or_default();
-        for (v, k) in f.undo.into_iter().rev() {
-            self.konst[v.index()] = k;
-        }
-        f.known
-    }
-
-    /// Takes the outcome `b` of test `key` as known from here to the end
-    /// of the scope.
-    fn assume(&mut self, key: Key, b: bool, out: &mut Vec<Inst>) {
-        if let (Key::TagIs(p, t), true) = (&key, b) {
-            if let Some(f) = self.facts.last_mut() {
-                f.tags.insert(*p, *t);
-            }
-        }
-        match self.lookup(&key) {
-            Some(v) => {
-                if self.konst[v.index()].is_some() {
-                    return;
-                }
-                self.konst[v.index()] = Some(K::B(b));
-                if let Some(f) = self.facts.last_mut() {
-                    f.undo.push((v, None));
-                }
-            }
-            None => {
-                let c = self.fresh_bool(b, out);
-                self.scopes
-                    .last_mut()
-                    .expect("scope")
-                    .insert(key.clone(), c);
-            }
-        }
-        if let Some(f) = self.facts.last_mut() {
-            f.known.push((key, b));
-        }
-    }
-
-    /// The value of a boolean constant, made here if need be.
-    fn fresh_bool(&mut self, b: bool, out: &mut Vec<Inst>) -> Val {
-        if let Some(c) = self.lookup(&Key::B(b)) {
-            return c;
-        }
-        let k = self.fresh_of(crate::Ty::Bool);
-        let flow = self.inst(
-            Inst {
-                results: vec![k],
-                op: Op::BoolConst(b),
-            },
-            out,
-        );
-        debug_assert!(matches!(flow, Flow::Continue));
-        self.r(k)
-    }
-
-    /// Whether the values test `key` reads are visible at scope depth
-    /// `depth`.
-    fn visible(&self, key: &Key, depth: usize) -> bool {
-        match key {
-            Key::TagIs(p, _) | Key::IsZero(p) => self.level[p.index()] <= depth,
-            _ => false,
-        }
     }
 
     fn replace(&mut self, v: Val, by: Val) {
@@ -412,31 +280,6 @@ impl Fwd {
                     })
                     .collect(),
             ),
-        }
-    }
-
-    /// Records the cell `cell` made of `fields` (returned renamed).
-    fn alloc(&mut self, cell: Option<Val>, tag: u32, fields: Vec<Val>, zero: bool) -> Vec<Val> {
-        let fields: Vec<Val> = fields.into_iter().map(|v| self.r(v)).collect();
-        let known = Cell {
-            tag: Some(tag),
-            zero: Some(zero),
-            fields: Some(fields.clone()),
-        };
-        self.cells.insert(cell.expect("alloc result"), known);
-        fields
-    }
-
-    /// What is known, at the end of an arm, of the `n` values it yields:
-    /// the cells they point to and their constants (`None` each if it does
-    /// not yield).
-    fn yielded(&self, arm: &Block, n: usize) -> Vec<Option<(Cell, Option<K>)>> {
-        match yields(arm) {
-            Some(vs) => vs
-                .iter()
-                .map(|v| Some((self.cell(*v), self.konst[v.index()])))
-                .collect(),
-            None => vec![None; n],
         }
     }
 
