@@ -17,9 +17,16 @@
 //! Layout: cells are grouped by size (in words) into chunks of
 //! [`CHUNK_BYTES`]; a chunk holds cells of one size, each with a mark bit,
 //! and has been handed out up to `used`. A cell larger than a chunk gets a
-//! chunk of its own. A collection runs when a chunk would be added and the
-//! bytes allocated since the last one exceed twice the live bytes and the
-//! stack scanned then (at least [`MIN_TRIGGER`]).
+//! chunk of its own. Every chunk starts at a multiple of `CHUNK_BYTES`
+//! and owns the granules (aligned `CHUNK_BYTES` of address space) it
+//! covers, so the chunk a word points into is one hash-table probe away
+//! (`Heap::find`): the collector asks that of every word of the stack and
+//! of every reachable cell, and a binary search over the chunks cost
+//! half its time on a deep recursion's stack.
+//!
+//! A collection runs when a chunk would be added and the bytes allocated
+//! since the last one exceed twice the live bytes and the stack scanned
+//! then (at least [`MIN_TRIGGER`]).
 //!
 //! Allocation only ever bumps a pointer through a run of free cells (the
 //! run is the region compiled code bumps inline, `rt_bump`). A chunk in
@@ -42,7 +49,15 @@ extern "C" {
     fn malloc(n: usize) -> *mut u8;
     fn realloc(p: *mut u8, n: usize) -> *mut u8;
     fn getenv(name: *const u8) -> *const u8;
+    fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
+    fn munmap(addr: *mut u8, len: usize) -> i32;
 }
+
+const PROT_READ_WRITE: i32 = 0x1 | 0x2;
+#[cfg(target_os = "macos")]
+const MAP_PRIVATE_ANON: i32 = 0x0002 | 0x1000;
+#[cfg(not(target_os = "macos"))]
+const MAP_PRIVATE_ANON: i32 = 0x02 | 0x20;
 
 /// Bytes of an ordinary chunk.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -60,6 +75,10 @@ struct Chunk {
     end: usize,
     /// Bytes per cell.
     cell: usize,
+    /// `ceil(2^40 / cell)` (0 for a chunk of one cell): the collector
+    /// finds the cell an address points into by a multiplication
+    /// (`Chunk::cell_index`), not a division, for every word it scans.
+    recip: u64,
     /// Cells below this address have been handed out (live or free).
     used: usize,
     /// The run being allocated from: `next` bumps up to `stop`. Runs are
@@ -79,7 +98,25 @@ struct Chunk {
     mark_words: usize,
 }
 
+/// The `recip` of a chunk of cells of `cell` bytes.
+fn reciprocal(cell: usize) -> u64 {
+    if cell > CHUNK_BYTES / 4 {
+        0
+    } else {
+        (1u64 << 40).div_ceil(cell as u64)
+    }
+}
+
 impl Chunk {
+    /// The number of the cell holding address `p` (within the chunk).
+    /// Exact: for an offset `x < 2^20` and a cell `c < 2^18`,
+    /// `x * ceil(2^40 / c)` is `x * 2^40 / c` plus less than `x`, which
+    /// stays below the next multiple of `2^40` as `x * c < 2^40`.
+    #[inline]
+    fn cell_index(&self, p: usize) -> usize {
+        (((p - self.start) as u64 * self.recip) >> 40) as usize
+    }
+
     /// The mark bits of its cells (the bitmap may have room for more).
     #[allow(clippy::mut_from_ref)]
     fn marks(&self) -> &mut [u64] {
@@ -92,10 +129,17 @@ impl Chunk {
 }
 
 struct Heap {
-    /// Sorted by `start`.
+    /// In the order they were made: an index names a chunk for its life.
     chunks: *mut Chunk,
     len: usize,
     cap: usize,
+    /// Granule (address / `CHUNK_BYTES`) to the index of the chunk that
+    /// owns it: open addressing, `granules_cap` (a power of two, or 0)
+    /// slots of (granule, index), granule 0 marking an empty slot (no
+    /// chunk lies in the first granule of the address space).
+    granules: *mut (usize, usize),
+    granules_len: usize,
+    granules_cap: usize,
     /// Per size class (words): the chunk being filled, as an index + 1
     /// into `chunks` (0: none), and the first of its chunks with holes
     /// left by the last collection, by start (0: none).
@@ -130,6 +174,9 @@ impl Heap {
         chunks: core::ptr::null_mut(),
         len: 0,
         cap: 0,
+        granules: core::ptr::null_mut(),
+        granules_len: 0,
+        granules_cap: 0,
         filling: [0; CLASSES],
         partial: [0; CLASSES],
         since: 0,
@@ -168,6 +215,42 @@ fn sys_alloc(n: usize) -> *mut u8 {
     p
 }
 
+/// `bytes` (a multiple of `CHUNK_BYTES`) of fresh zeroed memory starting
+/// at a multiple of `CHUNK_BYTES`, or the end of the program: mapped with
+/// room to align, the excess unmapped.
+fn sys_alloc_aligned(bytes: usize) -> usize {
+    let len = bytes + CHUNK_BYTES;
+    // SAFETY: an anonymous private mapping asks for no existing memory;
+    // the result is checked for failure.
+    let p = unsafe {
+        mmap(
+            core::ptr::null_mut(),
+            len,
+            PROT_READ_WRITE,
+            MAP_PRIVATE_ANON,
+            -1,
+            0,
+        )
+    };
+    if p as isize == -1 || p.is_null() {
+        out_of_memory();
+    }
+    let p = p as usize;
+    let start = p.next_multiple_of(CHUNK_BYTES);
+    // SAFETY: both ranges lie within the mapping just made, are page
+    // aligned (CHUNK_BYTES is a multiple of the page size) and hold
+    // nothing yet.
+    unsafe {
+        if start > p {
+            munmap(p as *mut u8, start - p);
+        }
+        if p + len > start + bytes {
+            munmap((start + bytes) as *mut u8, p + len - (start + bytes));
+        }
+    }
+    start
+}
+
 fn sys_grow<T>(p: *mut T, cap: usize) -> *mut T {
     // SAFETY: `p` is null or was returned by malloc/realloc; the result is
     // checked for null.
@@ -194,12 +277,12 @@ impl Heap {
 
     /// A new chunk for cells of `cell` bytes; returns its index.
     fn add_chunk(&mut self, cell: usize) -> usize {
-        let bytes = if cell > CHUNK_BYTES / 4 {
-            cell
+        let (bytes, owned) = if cell > CHUNK_BYTES / 4 {
+            (cell, cell.next_multiple_of(CHUNK_BYTES))
         } else {
-            CHUNK_BYTES - CHUNK_BYTES % cell
+            (CHUNK_BYTES - CHUNK_BYTES % cell, CHUNK_BYTES)
         };
-        let start = sys_alloc(bytes) as usize;
+        let start = sys_alloc_aligned(owned);
         self.heap_bytes += bytes;
         let cells = bytes / cell;
         let words = cells.div_ceil(64);
@@ -210,19 +293,14 @@ impl Heap {
             self.cap = (self.cap * 2).max(64);
             self.chunks = sys_grow(self.chunks, self.cap);
         }
-        // Keep `chunks` sorted by address.
-        let mut i = self.len;
-        while i > 0 && self.chunk(i - 1).start > start {
-            i -= 1;
-        }
-        // SAFETY: room for one more chunk was made above; the moved range
-        // lies within the allocation.
+        let i = self.len;
+        // SAFETY: room for one more chunk was made above.
         unsafe {
-            core::ptr::copy(self.chunks.add(i), self.chunks.add(i + 1), self.len - i);
             self.chunks.add(i).write(Chunk {
                 start,
                 end: start + bytes,
                 cell,
+                recip: reciprocal(cell),
                 used: start,
                 next: start,
                 stop: start,
@@ -233,38 +311,82 @@ impl Heap {
             });
         }
         self.len += 1;
-        // Indices after `i` moved: fix the filling chunks (a chunk put
-        // last, as most are, moved none).
-        if i + 1 < self.len {
-            for f in self.filling.iter_mut() {
-                if *f > i {
-                    *f += 1;
-                }
-            }
-        }
-        self.lo = self.lo.min(start);
-        self.hi = self.hi.max(start + bytes);
+        self.own_granules(i);
         i
     }
 
+    /// Records that chunk `i` owns the granules it covers.
+    fn own_granules(&mut self, i: usize) {
+        let c = *self.chunk(i);
+        let (first, last) = (c.start / CHUNK_BYTES, (c.limit - 1) / CHUNK_BYTES);
+        for g in first..=last {
+            if 2 * (self.granules_len + 1) > self.granules_cap {
+                self.grow_granules();
+            }
+            let slot = self.granule_slot(g);
+            // SAFETY: `granule_slot` returns a slot below `granules_cap`.
+            unsafe { self.granules.add(slot).write((g, i)) };
+            self.granules_len += 1;
+        }
+        self.lo = self.lo.min(c.start);
+        self.hi = self.hi.max(c.limit);
+    }
+
+    /// Doubles the granule table (at least 64 slots), reinserting every
+    /// entry.
+    fn grow_granules(&mut self) {
+        let (old, old_cap) = (self.granules, self.granules_cap);
+        self.granules_cap = (old_cap * 2).max(64);
+        self.granules = sys_alloc(self.granules_cap * 16) as *mut (usize, usize);
+        // SAFETY: the new table has `granules_cap` slots; granule 0 marks
+        // them empty.
+        unsafe { core::ptr::write_bytes(self.granules, 0, self.granules_cap) };
+        for k in 0..old_cap {
+            // SAFETY: `k < old_cap`, a slot of the old table.
+            let e = unsafe { *old.add(k) };
+            if e.0 != 0 {
+                let slot = self.granule_slot(e.0);
+                // SAFETY: a slot of the new table.
+                unsafe { self.granules.add(slot).write(e) };
+            }
+        }
+        if !old.is_null() {
+            extern "C" {
+                fn free(p: *mut u8);
+            }
+            // SAFETY: the old table came from `sys_alloc` and is no longer
+            // referenced.
+            unsafe { free(old as *mut u8) };
+        }
+    }
+
+    /// The slot of granule `g` in the table: where it is, or the empty
+    /// slot where it would go. The table must have an empty slot.
+    fn granule_slot(&self, g: usize) -> usize {
+        let mask = self.granules_cap - 1;
+        let mut k = g.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32 & mask;
+        loop {
+            // SAFETY: `k <= mask < granules_cap`.
+            let e = unsafe { *self.granules.add(k) };
+            if e.0 == g || e.0 == 0 {
+                return k;
+            }
+            k = (k + 1) & mask;
+        }
+    }
+
     /// The chunk holding address `p`, if any.
+    #[inline]
     fn find(&self, p: usize) -> Option<usize> {
         if p < self.lo || p >= self.hi {
             return None;
         }
-        let (mut a, mut b) = (0, self.len);
-        while a < b {
-            let m = (a + b) / 2;
-            let c = self.chunk(m);
-            if p < c.start {
-                b = m;
-            } else if p >= c.end {
-                a = m + 1;
-            } else {
-                return Some(m);
-            }
+        // SAFETY: `lo < hi` only once a chunk, hence the table, exists.
+        let (g, i) = unsafe { *self.granules.add(self.granule_slot(p / CHUNK_BYTES)) };
+        if g == 0 || p >= self.chunk(i).end {
+            return None;
         }
-        None
+        Some(i)
     }
 
     fn alloc(&mut self, bytes: usize) -> *mut u8 {
@@ -390,6 +512,7 @@ impl Heap {
         // SAFETY: the bitmap has room for `words` u64s.
         unsafe { core::ptr::write_bytes(c.marks, 0, words) };
         c.cell = cell;
+        c.recip = reciprocal(cell);
         c.end = c.start + bytes - bytes % cell;
         c.used = c.start;
         c.next = c.start;
@@ -442,7 +565,7 @@ impl Heap {
         if p >= c.used {
             return;
         }
-        let n = (p - c.start) / c.cell;
+        let n = c.cell_index(p);
         // SAFETY: `n` is a cell of this chunk, whose bitmap covers all.
         let word = unsafe { &mut *c.marks.add(n / 64) };
         let bit = 1u64 << (n % 64);
@@ -529,6 +652,7 @@ impl Heap {
         }
         self.since = 0;
         self.trigger = (2 * (live + stack_bytes)).max(MIN_TRIGGER);
+
         for w in 1..BUMP_WORDS {
             self.sync_out(w);
         }
@@ -572,7 +696,7 @@ const KEEP_BYTES: usize = 256 << 20;
 /// reachable any more (the results were copied out as reals). Ordinary
 /// chunks (up to [`KEEP_BYTES`]) are kept, emptied, for the next calls
 /// (`spare`): a call that builds a tape would otherwise fault in fresh
-/// pages every time; oversized ones go back to `malloc`. Also after a
+/// pages every time; oversized ones are unmapped. Also after a
 /// call left by an error, perhaps in the middle of a collection: nothing
 /// here depends on the state that was left.
 #[cfg(vlad_lib)]
@@ -584,6 +708,12 @@ pub fn release_all() {
     let (mut kept, mut bytes) = (0, 0);
     h.lo = usize::MAX;
     h.hi = 0;
+    if h.granules_cap > 0 {
+        // SAFETY: the table has `granules_cap` slots; every chunk kept
+        // below is entered again.
+        unsafe { core::ptr::write_bytes(h.granules, 0, h.granules_cap) };
+    }
+    h.granules_len = 0;
     for i in 0..h.len {
         let mut c = *h.chunk(i);
         let size = c.end - c.start;
@@ -595,18 +725,20 @@ pub fn release_all() {
             c.used = c.start;
             c.next = c.start;
             c.stop = c.start;
-            // SAFETY: `kept <= i < len`: the slot is initialised, and the
-            // chunks stay sorted by address.
+            // SAFETY: `kept <= i < len`: the slot is initialised.
             unsafe { h.chunks.add(kept).write(c) };
+            h.own_granules(kept);
             kept += 1;
             bytes += size;
-            h.lo = h.lo.min(c.start);
-            h.hi = h.hi.max(c.end);
         } else {
-            // SAFETY: both were returned by `malloc` in `add_chunk` and
-            // are freed once: the chunk leaves the list.
+            // SAFETY: the chunk's memory was mapped whole granules at a
+            // time by `add_chunk` and its bitmap came from `malloc`; both
+            // are given back once: the chunk leaves the list.
             unsafe {
-                free(c.start as *mut u8);
+                munmap(
+                    c.start as *mut u8,
+                    (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
+                );
                 free(c.marks as *mut u8);
             }
         }
@@ -741,6 +873,38 @@ mod tests {
             h.chunk_mut(i).next = c.stop;
         }
         out
+    }
+
+    #[test]
+    fn cell_index_divides_exactly() {
+        let mut c = Chunk {
+            start: CHUNK_BYTES,
+            end: 2 * CHUNK_BYTES,
+            cell: 8,
+            recip: 0,
+            used: 0,
+            next: 0,
+            stop: 0,
+            next_partial: 0,
+            marks: core::ptr::null_mut(),
+            limit: 0,
+            mark_words: 0,
+        };
+        for cell in (8..=CHUNK_BYTES / 4).step_by(8) {
+            c.cell = cell;
+            c.recip = reciprocal(cell);
+            let last = CHUNK_BYTES / cell - 1;
+            for n in [0, 1, last / 2, last.saturating_sub(1), last] {
+                for off in [0, 1, 7, cell - 1] {
+                    let p = c.start + n * cell + off;
+                    assert_eq!(
+                        c.cell_index(p),
+                        n,
+                        "cell {cell}, address {n} * {cell} + {off}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
