@@ -155,7 +155,8 @@ struct Heap {
     empty: *mut usize,
     empty_len: usize,
     empty_cap: usize,
-    /// The mark stack.
+    /// The mark stack: the pointer slots still to scan, as pairs of
+    /// addresses (from, to).
     stack: *mut usize,
     stack_len: usize,
     stack_cap: usize,
@@ -558,7 +559,8 @@ impl Heap {
         self.stack_len += 1;
     }
 
-    /// Marks the cell `p` points into, if it is one, and queues it.
+    /// Marks the cell `p` points into, if it is one, and queues its
+    /// pointer slots (as two words: from, to) if it has any.
     fn mark(&mut self, p: usize) {
         let Some(i) = self.find(p) else { return };
         let c = *self.chunk(i);
@@ -571,7 +573,19 @@ impl Heap {
         let bit = 1u64 << (n % 64);
         if *word & bit == 0 {
             *word |= bit;
-            self.push(c.start + n * c.cell);
+            // The cell's header says how many pointer slots lead it
+            // (codegen's `Alloc`): its reals are never scanned, nor
+            // mistaken for pointers. A free cell a stale word pointed at
+            // holds the header of what it last held, hence the bound.
+            let start = c.start + n * c.cell;
+            // SAFETY: `start` is a cell below `used`: written when it was
+            // handed out.
+            let header = unsafe { core::ptr::read_volatile((start + 4) as *const u32) };
+            let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);
+            if slots > 0 {
+                self.push(start + 8);
+                self.push(start + 8 + 8 * slots);
+            }
         }
     }
 
@@ -608,19 +622,15 @@ impl Heap {
             self.scan(here, self.stack_top);
         }
         while self.stack_len > 0 {
-            self.stack_len -= 1;
-            // SAFETY: `stack_len` was a filled slot.
-            let p = unsafe { *self.stack.add(self.stack_len) };
-            let Some(i) = self.find(p) else { continue };
-            let cell = self.chunk(i).cell;
-            // The cell's header says how many pointer slots lead it
-            // (codegen's `Alloc`): its reals are never scanned, nor
-            // mistaken for pointers. A free cell a stale word pointed at
-            // holds the header of what it last held, hence the bound.
-            // SAFETY: `p` is the start of a cell of this chunk.
-            let header = unsafe { core::ptr::read_volatile((p + 4) as *const u32) };
-            let slots = ((header >> 1) as usize).min(cell / 8 - 1);
-            self.scan(p + 8, p + 8 + 8 * slots);
+            self.stack_len -= 2;
+            // SAFETY: both slots were filled by `mark`.
+            let (from, to) = unsafe {
+                (
+                    *self.stack.add(self.stack_len),
+                    *self.stack.add(self.stack_len + 1),
+                )
+            };
+            self.scan(from, to);
         }
         // Sweep: a chunk with no cell marked goes back whole to the pool;
         // one with some keeps its marks, and its holes are bumped through
