@@ -21,15 +21,23 @@ impl Ops {
     pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
         let bottom = self.dom.bottom();
         // Arithmetic, comparisons and predicates look at their argument,
-        // or at the two parts of a pair argument. (`write` prints any
-        // value; the AD operations handle unions, or record the ones they
-        // cannot, themselves.)
+        // and all but the predicates of shape at the two parts of a pair
+        // argument (operands, or the parts an error message shows):
+        // `null?` of a pair is false whatever its cdr, and splitting on
+        // the cdr made every step of a loop over a list dispatch on the
+        // next element too. (`write` prints any value; the AD operations
+        // handle unions, or record the ones they cannot, themselves.)
         if p.kind() != PrimKind::Ad && p != Prim::Write {
             let name = "a primitive";
             self.hit(name, arg);
-            if let Av::Pair(a, b) = self.dom.get(arg).clone() {
-                self.hit(name, a);
-                self.hit(name, b);
+            let of_shape = p.kind() == PrimKind::Predicate
+                && !matches!(p, Prim::IsZero | Prim::IsPositive | Prim::IsNegative);
+            match self.dom.get(arg).clone() {
+                Av::Pair(a, b) if !of_shape => {
+                    self.hit(name, a);
+                    self.hit(name, b);
+                }
+                _ => {}
             }
             if self.union_hit.get().is_some() {
                 return Ok(bottom);
