@@ -11,6 +11,7 @@ pub mod results;
 pub mod returns;
 pub mod schedule;
 pub mod simplify;
+pub mod sink;
 pub mod tags;
 
 use crate::Module;
@@ -27,7 +28,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// merging results every return
 /// gives equal, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), keeping in
-/// cells only the slots worth storing, and scheduling last.
+/// cells only the slots worth storing, moving what only one arm of a
+/// conditional needs into that arm, and scheduling last.
 pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
     ("simplify", simplify::simplify),
@@ -40,6 +42,7 @@ pub const PIPELINE: &[Pass] = &[
     ("fields", fields::shrink_cells),
     ("params", params::shrink),
     ("results", results::drop_dead),
+    ("sink", sink::sink),
     ("schedule", schedule::schedule),
 ];
 
