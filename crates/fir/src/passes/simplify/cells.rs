@@ -146,15 +146,29 @@ impl Fwd {
         }
     }
 
-    /// Records the cell `cell` made of `fields` (returned renamed).
+    /// Records the cell `cell` made of `fields` (returned renamed). A
+    /// field that is a condition known here (inside an arm it decides) is
+    /// stored as that constant, which `fields` then drops from every cell
+    /// of the member if all store it: a tape cell stored the `null?` of
+    /// the list its arm had just found not to be empty.
     pub(super) fn alloc(
         &mut self,
         cell: Option<Val>,
         tag: u32,
         fields: Vec<Val>,
         zero: bool,
+        out: &mut Vec<Inst>,
     ) -> Vec<Val> {
-        let fields: Vec<Val> = fields.into_iter().map(|v| self.r(v)).collect();
+        let fields: Vec<Val> = fields
+            .into_iter()
+            .map(|v| {
+                let v = self.r(v);
+                match self.konst[v.index()] {
+                    Some(K::B(b)) => self.fresh_bool(b, out),
+                    _ => v,
+                }
+            })
+            .collect();
         let known = Cell {
             tag: Some(tag),
             zero: Some(zero),

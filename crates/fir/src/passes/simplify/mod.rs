@@ -418,12 +418,12 @@ impl Fwd {
             // Union cells: kept as they are (cells are immutable, but a
             // cell's identity is not worth a key).
             Op::Alloc(tag, fields) => {
-                let fields = self.alloc(one, tag, fields, false);
+                let fields = self.alloc(one, tag, fields, false, out);
                 inst.op = Op::Alloc(tag, fields);
                 out.push(inst);
             }
             Op::AllocZero(tag, fields) => {
-                let fields = self.alloc(one, tag, fields, true);
+                let fields = self.alloc(one, tag, fields, true, out);
                 inst.op = Op::AllocZero(tag, fields);
                 out.push(inst);
             }
