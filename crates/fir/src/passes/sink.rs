@@ -19,19 +19,24 @@
 //! into an arm runs at most as often as before. Instructions are taken
 //! from the last to the first, so that a chain of them (a load, the test
 //! of what it loaded, the `If` on that test) moves into the arm together,
-//! in its order, and then the arms are sunk into in turn.
+//! in its order, and then the arms are sunk into in turn. The functions
+//! it changed are simplified again: what moved into an arm meets what the
+//! arm's condition decides.
 
 use crate::{Block, Func, Inst, Module, Op, Term, Val};
 use rustc_hash::FxHashMap as HashMap;
 
+/// Sinks in every function, and simplifies those it changed: what moved
+/// into an arm meets what the arm's condition decides (a second `plus`
+/// on the same zero test).
 pub fn sink(m: &mut Module) {
-    for f in &mut m.funcs {
-        sink_func(f);
-    }
+    let changed: Vec<bool> = m.funcs.iter_mut().map(sink_func).collect();
+    super::simplify::simplify_changed(m, &changed);
 }
 
-pub fn sink_func(f: &mut Func) {
-    sink_block(&mut f.body);
+/// Whether anything moved.
+pub fn sink_func(f: &mut Func) -> bool {
+    sink_block(&mut f.body)
 }
 
 /// Where the values of a block are read, as far as one walk from the end
@@ -81,7 +86,7 @@ fn movable_block(b: &Block) -> bool {
             .all(|i| matches!(i.op, Op::Count(_)) || movable(&i.op))
 }
 
-fn sink_block(b: &mut Block) {
+fn sink_block(b: &mut Block) -> bool {
     let insts = std::mem::take(&mut b.insts);
     let mut readers: HashMap<Val, Readers> = HashMap::default();
     b.term
@@ -117,6 +122,7 @@ fn sink_block(b: &mut Block) {
         kept.push((i, inst));
     }
     kept.reverse();
+    let mut changed = !moving.is_empty();
     b.insts = kept
         .into_iter()
         .map(|(i, mut inst)| {
@@ -127,12 +133,13 @@ fn sink_block(b: &mut Block) {
                         moved.append(&mut block.insts);
                         block.insts = moved;
                     }
-                    sink_block(block);
+                    changed |= sink_block(block);
                 }
             }
             inst
         })
         .collect();
+    changed
 }
 
 #[cfg(test)]
@@ -201,7 +208,7 @@ mod tests {
     #[test]
     fn a_lazy_zero_moves_into_the_arm_that_takes_it() {
         let mut f = plus_of_a_lazy_zero();
-        sink_func(&mut f);
+        assert!(sink_func(&mut f));
         let m = Module {
             funcs: vec![f],
             main: None,

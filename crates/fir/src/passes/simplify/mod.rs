@@ -540,9 +540,22 @@ impl Fwd {
                 for (i, r) in inst.results.iter().enumerate() {
                     let (a, b) = (then_cells[i].clone(), else_cells[i].clone());
                     let (ka, kb) = (a.as_ref().map(|x| x.1), b.as_ref().map(|x| x.1));
+                    let zeros = (a.as_ref().map(|x| x.0.zero), b.as_ref().map(|x| x.0.zero));
                     let cell = Cell::join(a.map(|x| x.0), b.map(|x| x.0));
                     if let Some(c) = cell.filter(|c| *c != Cell::default()) {
                         self.cells.insert(*r, c);
+                    }
+                    // A zero from the arm the condition takes and a
+                    // non-zero from the other (`plus` taking its other
+                    // operand when one is a zero): the result's zero test
+                    // is the condition, and the next `plus` on it tests
+                    // nothing new.
+                    if zeros == (Some(Some(true)), Some(Some(false))) {
+                        self.scopes
+                            .last_mut()
+                            .expect("scope")
+                            .insert(Key::IsZero(*r), cond);
+                        self.zero_tested[r.index()] = true;
                     }
                     // A result known alike on every path that goes on is
                     // that constant; one that is the condition is it.
