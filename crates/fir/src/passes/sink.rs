@@ -11,12 +11,17 @@
 //! the `plus` that takes it, with the test and the loads that only it
 //! needs, and the common path allocates the one cell it keeps.
 //!
-//! What moves: arithmetic and constants, tag and zero tests, loads (cells
-//! never change) and allocations, and an `If` of only those (with their
-//! operation counters, which then count what runs). Nothing that can
-//! fail, print, call, or read or fill a memo table moves, so the
-//! program's effects and their order are the same; an instruction moved
-//! into an arm runs at most as often as before. Instructions are taken
+//! What moves: allocations, and an `If` of only arithmetic, tag and zero
+//! tests, loads (cells never change) and allocations that allocates (with
+//! its operation counters, which then count what runs); then those of
+//! the others only what moved reads. Nothing that can fail, print, call,
+//! or read or fill a memo table moves, so the program's effects and their
+//! order are the same; an instruction moved into an arm runs at most as
+//! often as before. An `If` on the condition of the `If` it would move
+//! into moves too: simplification then folds it. Arithmetic that the arm
+//! itself reads stays: the
+//! scheduler starts it early, before the test (moved into the arms of
+//! saddle-FF's loop, such arithmetic cost it 25%). Instructions are taken
 //! from the last to the first, so that a chain of them (a load, the test
 //! of what it loaded, the `If` on that test) moves into the arm together,
 //! in its order, and then the arms are sunk into in turn. The functions
@@ -44,8 +49,9 @@ pub fn sink_func(f: &mut Func) -> bool {
 #[derive(Clone, Copy, PartialEq)]
 enum Readers {
     /// Only inside one arm (0: then, 1: else) of the `If` that is
-    /// instruction `inst` of the block.
-    Arm { inst: usize, arm: u8 },
+    /// instruction `inst` of the block; `moved`: only by instructions
+    /// moving there.
+    Arm { inst: usize, arm: u8, moved: bool },
     /// Anywhere else, or in more than one place.
     Many,
 }
@@ -54,11 +60,50 @@ fn note(readers: &mut HashMap<Val, Readers>, v: Val, at: Readers) {
     readers
         .entry(v)
         .and_modify(|r| {
-            if *r != at {
-                *r = Readers::Many;
+            *r = match (*r, at) {
+                (
+                    Readers::Arm { inst, arm, moved },
+                    Readers::Arm {
+                        inst: i,
+                        arm: a,
+                        moved: m,
+                    },
+                ) if (inst, arm) == (i, a) => Readers::Arm {
+                    inst,
+                    arm,
+                    moved: moved && m,
+                },
+                _ => Readers::Many,
             }
         })
         .or_insert(at);
+}
+
+/// Where all the results of an instruction are read, if in one arm.
+fn readers_of(readers: &HashMap<Val, Readers>, results: &[Val]) -> Option<(usize, u8, bool)> {
+    let mut at: Option<(usize, u8, bool)> = None;
+    for v in results {
+        let Some(&Readers::Arm { inst, arm, moved }) = readers.get(v) else {
+            return None;
+        };
+        at = match at {
+            None => Some((inst, arm, moved)),
+            Some((i, a, m)) if (i, a) == (inst, arm) => Some((i, a, m && moved)),
+            Some(_) => return None,
+        };
+    }
+    at
+}
+
+/// Does the instruction allocate a cell (in an arm, for an `If`)?
+fn allocates(op: &Op) -> bool {
+    match op {
+        Op::Alloc(..) | Op::AllocZero(..) => true,
+        Op::If { then_, else_, .. } => [then_, else_]
+            .iter()
+            .any(|b| b.insts.iter().any(|i| allocates(&i.op))),
+        _ => false,
+    }
 }
 
 /// May the instruction run later, and not at all? See the module doc.
@@ -95,16 +140,29 @@ fn sink_block(b: &mut Block) -> bool {
     // of its arms, last first.
     let mut moving: HashMap<(usize, u8), Vec<Inst>> = HashMap::default();
     let mut kept: Vec<(usize, Inst)> = Vec::with_capacity(insts.len());
+    // The conditions of the `If`s kept.
+    let mut conds: HashMap<usize, Val> = HashMap::default();
     for (i, inst) in insts.into_iter().enumerate().rev() {
-        let target = match inst.results.first().map(|v| readers.get(v)) {
-            Some(Some(&at @ Readers::Arm { .. })) if movable(&inst.op) => {
-                let all_there = inst.results.iter().all(|v| readers.get(v) == Some(&at));
-                all_there.then_some(at)
-            }
-            _ => None,
+        // A cell moves, and what only moving instructions read; arithmetic
+        // an arm reads itself stays, where scheduling can start it early
+        // (moved into the arms of saddle-FF's loop, it cost 25%).
+        // So does an `If` on the condition of the `If` it moves into,
+        // which simplification then folds (`plus` of `plus` on one zero
+        // test).
+        let decided = |j: usize| match &inst.op {
+            Op::If { cond, .. } => conds.get(&j) == Some(cond),
+            _ => false,
         };
-        if let Some(at @ Readers::Arm { inst: j, arm }) = target {
-            // Its operands are now read in that arm.
+        let target = readers_of(&readers, &inst.results).filter(|&(j, _, moved)| {
+            movable(&inst.op) && (moved || allocates(&inst.op) || decided(j))
+        });
+        if let Some((j, arm, _)) = target {
+            let at = Readers::Arm {
+                inst: j,
+                arm,
+                moved: true,
+            };
+            // Its operands are now read in that arm, by what moved there.
             inst.op.for_each_operand(|v| note(&mut readers, v, at));
             if let Op::If { then_, else_, .. } = &inst.op {
                 then_.for_each_use(&mut |v| note(&mut readers, v, at));
@@ -115,9 +173,16 @@ fn sink_block(b: &mut Block) -> bool {
         }
         inst.op
             .for_each_operand(|v| note(&mut readers, v, Readers::Many));
-        if let Op::If { then_, else_, .. } = &inst.op {
-            then_.for_each_use(&mut |v| note(&mut readers, v, Readers::Arm { inst: i, arm: 0 }));
-            else_.for_each_use(&mut |v| note(&mut readers, v, Readers::Arm { inst: i, arm: 1 }));
+        if let Op::If { cond, then_, else_ } = &inst.op {
+            conds.insert(i, *cond);
+            for (arm, block) in [(0, then_), (1, else_)] {
+                let at = Readers::Arm {
+                    inst: i,
+                    arm,
+                    moved: false,
+                };
+                block.for_each_use(&mut |v| note(&mut readers, v, at));
+            }
         }
         kept.push((i, inst));
     }
