@@ -1,7 +1,7 @@
 //! `vladgen`: a seeded generator of random, well-formed VLAD programs.
 //!
 //! Used by the property tests of `stalingrad` (see
-//! `crates/stalingrad/tests/properties.rs`). Everything is plain `std`: the
+//! `crates/stalingrad/tests/properties/`). Everything is plain `std`: the
 //! pseudo-random numbers come from [`Rng`], a SplitMix64 generator, so a
 //! seed reproduces a program exactly on every platform.
 //!

@@ -2,7 +2,7 @@
 //! at run time that nests AD one level deeper at each call (a derivative
 //! tower of run-time height, in the shapes people write one). `run`
 //! answers them; `build` must refuse them, quickly, positioned in the
-//! program, naming what grows (`crates/stalingrad/tests/properties.rs`).
+//! program, naming what grows (`crates/stalingrad/tests/properties/`).
 
 use crate::Rng;
 

@@ -1,0 +1,58 @@
+//! Running the `stalingrad` binary and the programs it builds, bounded
+//! in time and memory, in scratch directories: what the compiled-versus-
+//! interpreted and robustness properties share.
+
+use super::*;
+
+pub(crate) use runner::Run;
+
+const TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Resident memory beyond which a run is killed: unbounded non-tail
+/// recursion in a mutated program otherwise grows the interpreter's 4 GiB
+/// stack until the process aborts (see the report in
+/// `tests/regressions/deep-recursion.vlad`).
+const MEMORY_LIMIT_KB: u64 = 1 << 20;
+
+pub(crate) fn run_binary(args: &[&str], dir: &Path) -> Run {
+    run_process(Path::new(env!("CARGO_BIN_EXE_stalingrad")), args, dir, b"")
+}
+
+/// Runs `program ARGS...` in `dir` with `stdin` as its standard input,
+/// killing it after [`TIME_LIMIT`] or when it passes [`MEMORY_LIMIT_KB`].
+pub(crate) fn run_process(program: &Path, args: &[&str], dir: &Path, stdin: &[u8]) -> Run {
+    run_process_capped(program, args, dir, stdin, None)
+}
+
+/// [`run_process`], with the address space capped at `cap` KiB when given
+/// ([`runner::capped_command`]).
+pub(crate) fn run_process_capped(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    stdin: &[u8],
+    cap: Option<u64>,
+) -> Run {
+    let mut cmd = match cap {
+        None => Command::new(program),
+        Some(kib) => runner::capped_command(program, kib),
+    };
+    cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE");
+    let limits = runner::Limits {
+        time: TIME_LIMIT,
+        memory_kb: Some(MEMORY_LIMIT_KB),
+    };
+    runner::run_text(&mut cmd, stdin, &limits)
+}
+
+pub(crate) fn repo_root() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..");
+    dir.canonicalize().unwrap_or(dir)
+}
+
+/// A fresh scratch directory for one property's runs.
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("properties-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
