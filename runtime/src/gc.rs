@@ -26,11 +26,7 @@
 //!
 //! A collection runs when a chunk would be added and the bytes allocated
 //! since the last one exceed twice the live bytes and the stack scanned
-//! then (at least [`MIN_TRIGGER`]), or four times when that collection
-//! freed less than a quarter of the heap: a program building a long list
-//! or tape in a deep recursion keeps nearly all it allocates, and each
-//! collection traces it all to free little (gradient-R over a list of
-//! 256,000 reals spent two thirds of its instructions there).
+//! then (at least [`MIN_TRIGGER`]).
 //!
 //! Allocation only ever bumps a pointer through a run of free cells (the
 //! run is the region compiled code bumps inline, `rt_bump`). A chunk in
@@ -167,8 +163,6 @@ struct Heap {
     /// The highest address of the program thread's stack.
     stack_top: usize,
     collections: usize,
-    /// Bytes of the cells the last collection found live.
-    live: usize,
     /// Bytes of all chunks (the heap only grows).
     heap_bytes: usize,
 }
@@ -198,7 +192,6 @@ impl Heap {
         stack_cap: 0,
         stack_top: 0,
         collections: 0,
-        live: 0,
         heap_bytes: 0,
     };
 }
@@ -667,16 +660,8 @@ impl Heap {
                 self.partial[class] = start;
             }
         }
-        // A collection that freed less than a quarter of what the heap
-        // held (the live bytes of the last one and what was allocated
-        // since) finds a program building what it keeps: a list, a tape,
-        // a deep recursion. Its next collection would trace all that
-        // again to free as little, so it waits twice as long.
-        let held = self.live + self.since;
-        let factor = if 4 * live > 3 * held { 4 } else { 2 };
-        self.live = live;
         self.since = 0;
-        self.trigger = (factor * (live + stack_bytes)).max(MIN_TRIGGER);
+        self.trigger = (2 * (live + stack_bytes)).max(MIN_TRIGGER);
 
         for w in 1..BUMP_WORDS {
             self.sync_out(w);
@@ -777,7 +762,6 @@ pub fn release_all() {
     h.empty_len = 0;
     h.since = 0;
     h.trigger = MIN_TRIGGER;
-    h.live = 0;
     h.stack_len = 0;
     h.heap_bytes = bytes;
 }
