@@ -138,14 +138,16 @@ fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
     // The slots whose value every site loads from the cell it stores in
     // another read slot (the same for every site), by the same member and
     // slot: (that other slot, the member, the slot loaded).
+    // The first read slot holding each value at the first site.
+    let mut at_first: HashMap<Val, u32> = HashMap::default();
+    for &b in read {
+        at_first.entry(sites[0][b as usize].0).or_insert(b);
+    }
     let derive = |s: u32| -> Option<(u32, u32, u32)> {
-        let (Some(Def::Load(_, tag, slot)), first) = (sites[0][s as usize].1, &sites[0]) else {
+        let Some(Def::Load(x, tag, slot)) = sites[0][s as usize].1 else {
             return None;
         };
-        let base = read.iter().copied().find(|&b| {
-            b != s
-                && matches!(first[s as usize].1, Some(Def::Load(x, ..)) if x == first[b as usize].0)
-        })?;
+        let base = at_first.get(&x).copied().filter(|&b| b != s)?;
         sites
             .iter()
             .all(|site| {
@@ -192,14 +194,12 @@ fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
         .enumerate()
         .map(|(i, s)| (*s, i as u32))
         .collect();
+    let stood: HashMap<u32, Result<u32, Constant>> = stands.iter().copied().collect();
     let slot_of = |s: u32| -> Option<u32> {
-        stands
-            .iter()
-            .find(|(t, _)| *t == s)
-            .and_then(|(_, r)| match r {
-                Ok(rep) => Some(rank[rep]),
-                Err(_) => None,
-            })
+        match stood.get(&s)? {
+            Ok(rep) => Some(rank[rep]),
+            Err(_) => None,
+        }
     };
     let derived_fates: Vec<(u32, Fate)> = derived
         .iter()
