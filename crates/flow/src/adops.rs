@@ -5,10 +5,10 @@
 //! call the same transformations of crate `ad`. The analysis applies them
 //! to abstract values; lowering applies them to symbolic values
 //! ([`Av::Sym`]) to find where each scalar of a result comes from. The
-//! primitives are in `adops/prims.rs`, beside the interpreter's `prims.rs`.
+//! primitives are in `adops/prims.rs`, beside the interpreter's `prims.rs`;
+//! `zero` and `plus` in `adops/sum.rs`.
 
 use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
-use crate::lineage;
 use ad::{AdMemo, Untransformed};
 use ir::EntityRef;
 use ir::{ConstDatum, ConstId, LambdaId, Program, Tag};
@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 mod conform;
 mod prims;
+mod sum;
 
 /// The program, its AD memo tables and the abstract domain, with the
 /// structural operations on abstract values. Lowering keeps using these
@@ -455,102 +456,6 @@ impl Ops {
         )
     }
 
-    pub fn zero(&mut self, v: AvId) -> AvId {
-        self.shared_memo.enter();
-        let z = self.zero_node(v);
-        self.shared_memo.leave();
-        z
-    }
-
-    fn zero_node(&mut self, v: AvId) -> AvId {
-        if let Some(u) = self.dom.as_union_id(v) {
-            return self.zero_union(u);
-        }
-        // A union inside may still gain members: recompute.
-        let cacheable = !self.dom.has_union(v);
-        if let Some(z) = self.zero_memo.get(&v).filter(|_| cacheable) {
-            return *z;
-        }
-        let generation = self.dom.generation;
-        if let Some((g, z)) = self.shared_memo.zero.get(&v) {
-            if *g == generation {
-                return *z;
-            }
-        }
-        let z = match self.dom.get(v).clone() {
-            Av::Bottom | Av::Bool(_) | Av::Nil | Av::Sym(_, SymKind::Bool) => v,
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.dom.bottom(),
-            Av::Real(_) | Av::Sym(_, SymKind::Real) => self.dom.real(0.0),
-            Av::Prim(_) => self.dom.nil(),
-            Av::Pair(a, b) => {
-                let (a, b) = (self.zero(a), self.zero(b));
-                self.dom.pair(a, b)
-            }
-            Av::Bundle(a, b) => {
-                let (a, b) = (self.zero(a), self.zero(b));
-                self.dom.bundle(a, b)
-            }
-            Av::Wrap(t, x) => {
-                let x = self.zero(x);
-                self.dom.wrap(t, x)
-            }
-            Av::Closure(l, env) => match self.prog.prim_chain(l) {
-                Some(tags) if env.is_empty() => {
-                    let mut z = self.dom.nil();
-                    for t in tags.iter().rev() {
-                        z = match t {
-                            Tag::Forward => {
-                                let pz = self.dom.wrap(Tag::Perturb, z);
-                                self.dom.bundle(z, pz)
-                            }
-                            _ => self.dom.wrap(*t, z),
-                        };
-                    }
-                    z
-                }
-                _ => {
-                    let env = env.iter().map(|x| self.zero(*x)).collect();
-                    self.dom.closure(l, env)
-                }
-            },
-        };
-        if cacheable {
-            self.zero_memo.insert(v, z);
-        } else if self.dom.generation == generation {
-            self.shared_memo.zero.insert(v, (generation, z));
-        }
-        z
-    }
-
-    /// `zero` of a union: the union of its members' zeros ([`Site::Zero`]).
-    pub fn zero_union(&mut self, u: UnionId) -> AvId {
-        self.shared_memo.enter();
-        let z = self.zero_union_walk(u);
-        self.shared_memo.leave();
-        z
-    }
-
-    fn zero_union_walk(&mut self, u: UnionId) -> AvId {
-        let u = self.dom.find(u);
-        if let Some((g, r)) = self.zero_union_memo.get(&u) {
-            if *g == self.dom.generation {
-                return *r;
-            }
-        }
-        let z = self.dom.site_union(Site::Zero(u));
-        if self.shared_memo.first_visit((u, None)) && self.active.insert((u, None)) {
-            for m in self.dom.members(u).to_vec() {
-                let zm = self.zero(m);
-                self.dom.add_member(z, zm);
-            }
-            self.active.remove(&(u, None));
-            let r = self.dom.union_av(z);
-            self.zero_union_memo.insert(u, (self.dom.generation, r));
-            return r;
-        }
-        self.dom.union_av(z)
-    }
-
     /// A structural operation on every member of union value `v` (and,
     /// for `bundle`, paired with every member of `w`): the union of the
     /// results ([`Site::Map`]); members on which it fails are errors at
@@ -708,195 +613,6 @@ impl Ops {
     /// The maps of unions met since the last call (lowering only).
     pub fn take_pending(&mut self) -> Vec<PendingMap> {
         std::mem::take(&mut self.pending)
-    }
-
-    /// `plus` of two unions: the union of the sums of their members of one
-    /// kind ([`Site::Plus`]); members of different kinds do not conform,
-    /// an error at run time.
-    pub fn plus_unions(&mut self, u: UnionId, w: UnionId) -> AvId {
-        self.shared_memo.enter();
-        let p = self.plus_unions_walk(u, w);
-        self.shared_memo.leave();
-        p
-    }
-
-    fn plus_unions_walk(&mut self, u: UnionId, w: UnionId) -> AvId {
-        let (u, w) = (self.dom.find(u), self.dom.find(w));
-        if let Some((g, r)) = self.plus_unions_memo.get(&(u, w)) {
-            if *g == self.dom.generation {
-                return *r;
-            }
-        }
-        let p = match self.dom.union_at(Site::Plus(u, w)) {
-            Some(p) => p,
-            None => match self.accumulator(u, w) {
-                Some(acc) => {
-                    self.dom.alias_site(Site::Plus(u, w), acc);
-                    acc
-                }
-                None => self.dom.site_union(Site::Plus(u, w)),
-            },
-        };
-        if self.shared_memo.first_visit((u, Some(w))) && self.active.insert((u, Some(w))) {
-            for mu in self.dom.members(u).to_vec() {
-                let Some(j) = self.dom.member_index(w, mu) else {
-                    // Members without reals of different kinds sum too.
-                    for mw in self.dom.members(w).to_vec() {
-                        if let Some(r) = self.nil_sum(mu, mw) {
-                            self.dom.add_member(p, r);
-                        }
-                    }
-                    continue;
-                };
-                let mw = self.dom.members(w)[j];
-                if let Ok(r) = self.plus_inner(mu, mw) {
-                    self.dom.add_member(p, r);
-                }
-            }
-            self.active.remove(&(u, Some(w)));
-            let r = self.dom.union_av(p);
-            self.plus_unions_memo
-                .insert((u, w), (self.dom.generation, r));
-            return r;
-        }
-        self.dom.union_av(p)
-    }
-
-    /// The operand of `plus` of unions `u` and `w` that is itself a sum
-    /// with the other (see [`crate::lineage`]): a sensitivity accumulated
-    /// in a loop (`acc := plus(x, acc)`) would otherwise make a new union
-    /// per step. `plus` keeps shapes, so the accumulator's union can hold
-    /// the new sums too.
-    fn accumulator(&self, u: UnionId, w: UnionId) -> Option<UnionId> {
-        if lineage::same_shape_ancestors(&self.dom, w).contains(&u) {
-            Some(w)
-        } else if lineage::same_shape_ancestors(&self.dom, u).contains(&w) {
-            Some(u)
-        } else {
-            None
-        }
-    }
-
-    pub fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
-        self.shared_memo.enter();
-        let r = self.plus_inner(a, b);
-        self.shared_memo.leave();
-        r.map_err(|_| {
-            format!(
-                "`plus` expects two values of the same shape, found {} and {}",
-                self.describe(a),
-                self.describe(b)
-            )
-        })
-    }
-
-    fn plus_inner(&mut self, a: AvId, b: AvId) -> Op<AvId> {
-        let bottom = self.dom.bottom();
-        if a == bottom || b == bottom {
-            return Ok(bottom);
-        }
-        let generation = self.dom.generation;
-        if let Some((g, r)) = self.shared_memo.plus.get(&(a, b)) {
-            if g.is_none() || *g == Some(generation) {
-                return Ok(*r);
-            }
-        }
-        let r = self.plus_walk(a, b)?;
-        let forever = !self.dom.has_union(a) && !self.dom.has_union(b);
-        if forever || self.dom.generation == generation {
-            let g = (!forever).then_some(generation);
-            self.shared_memo.plus.insert((a, b), (g, r));
-        }
-        Ok(r)
-    }
-
-    /// [`Self::plus_inner`] without its memo.
-    fn plus_walk(&mut self, a: AvId, b: AvId) -> Op<AvId> {
-        // With a union on one side, the sum has the shape of the sum of
-        // the other side and the union's member of its kind; with unions
-        // on both, it is a union.
-        match (self.dom.as_union_id(a), self.dom.as_union_id(b)) {
-            (Some(u), Some(w)) => return Ok(self.plus_unions(u, w)),
-            (Some(u), None) => {
-                let Some(i) = self.dom.member_index(u, b) else {
-                    return self.nil_sum_with_union(a, b, true).ok_or_else(String::new);
-                };
-                let m = self.dom.members(u)[i];
-                return self.plus_inner(m, b);
-            }
-            (None, Some(w)) => {
-                let Some(i) = self.dom.member_index(w, a) else {
-                    return self.nil_sum_with_union(b, a, false).ok_or_else(String::new);
-                };
-                let m = self.dom.members(w)[i];
-                return self.plus_inner(a, m);
-            }
-            (None, None) => {}
-        }
-        match (self.dom.get(a).clone(), self.dom.get(b).clone()) {
-            (Av::Real(x), Av::Real(y)) => Ok(match (x, y) {
-                (Some(x), Some(y)) => self.dom.real(f64::from_bits(x) + f64::from_bits(y)),
-                _ => self.dom.any_real(),
-            }),
-            (Av::Bool(x), Av::Bool(y)) if x.is_none() || y.is_none() || x == y => Ok(a),
-            (Av::Nil, Av::Nil) => Ok(a),
-            (Av::Prim(p), Av::Prim(q)) if p == q => Ok(a),
-            (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
-                let (x, y) = (self.plus_inner(a1, a2)?, self.plus_inner(b1, b2)?);
-                Ok(self.dom.pair(x, y))
-            }
-            (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
-                let (x, y) = (self.plus_inner(a1, a2)?, self.plus_inner(b1, b2)?);
-                Ok(self.dom.bundle(x, y))
-            }
-            (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
-                let mut env = Vec::with_capacity(e1.len());
-                for (x, y) in e1.iter().zip(e2.iter()) {
-                    env.push(self.plus_inner(*x, *y)?);
-                }
-                Ok(self.dom.closure(l1, env))
-            }
-            (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => {
-                let z = self.plus_inner(x, y)?;
-                Ok(self.dom.wrap(t1, z))
-            }
-            _ => self.nil_sum(a, b).ok_or_else(String::new),
-        }
-    }
-
-    /// `plus` of two values without reals whose representations differ
-    /// only in how a transformed primitive was reached (as in the
-    /// interpreter): the one that is not a procedure.
-    pub fn nil_sum(&self, a: AvId, b: AvId) -> Option<AvId> {
-        if !(self.nil_like(a) && self.nil_like(b)) {
-            return None;
-        }
-        let procedure = matches!(self.dom.get(a), Av::Closure(..) | Av::Prim(_));
-        Some(if procedure { b } else { a })
-    }
-
-    /// [`Ops::nil_sum`] of union value `uv` (the first operand when
-    /// `union_first`) and a value `x` of a kind none of its members has:
-    /// the sum for the members it is defined on (the others are errors at
-    /// run time), when that is one value.
-    pub fn nil_sum_with_union(&self, uv: AvId, x: AvId, union_first: bool) -> Option<AvId> {
-        let u = self.dom.as_union_id(uv)?;
-        let mut sums = self.dom.members(u).iter().filter_map(|m| {
-            if union_first {
-                self.nil_sum(*m, x)
-            } else {
-                self.nil_sum(x, *m)
-            }
-        });
-        let first = sums.next()?;
-        if sums.all(|s| s == first) {
-            Some(first)
-        } else if !union_first && matches!(self.dom.get(x), Av::Closure(..) | Av::Prim(_)) {
-            // Each member sums to itself: the union is the sum.
-            Some(uv)
-        } else {
-            None
-        }
     }
 
     pub fn cons_t(&mut self, tags: &[Tag], a: AvId, b: AvId) -> Op<AvId> {
