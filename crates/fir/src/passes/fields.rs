@@ -135,19 +135,22 @@ fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
         Some(Def::Const(c)) => Some(c),
         _ => None,
     };
-    // The slots whose value every site loads from the cell it stores in
-    // another read slot (the same for every site), by the same member and
-    // slot: (that other slot, the member, the slot loaded).
     // The first read slot holding each value at the first site.
     let mut at_first: HashMap<Val, u32> = HashMap::default();
     for &b in read {
         at_first.entry(sites[0][b as usize].0).or_insert(b);
     }
+    // The slots whose value every site loads from the cell it stores in
+    // another read slot (the same for every site), by the same member and
+    // slot: (that other slot, the member, the slot loaded).
     let derive = |s: u32| -> Option<(u32, u32, u32)> {
         let Some(Def::Load(x, tag, slot)) = sites[0][s as usize].1 else {
             return None;
         };
-        let base = at_first.get(&x).copied().filter(|&b| b != s)?;
+        let base = at_first
+            .get(&x)
+            .copied()
+            .filter(|&b| b != s && constant(sites[0][b as usize].1).is_none())?;
         sites
             .iter()
             .all(|site| {
@@ -195,23 +198,16 @@ fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
         .map(|(i, s)| (*s, i as u32))
         .collect();
     let stood: HashMap<u32, Result<u32, Constant>> = stands.iter().copied().collect();
-    let slot_of = |s: u32| -> Option<u32> {
-        match stood.get(&s)? {
-            Ok(rep) => Some(rank[rep]),
-            Err(_) => None,
-        }
-    };
+    // A base holds a cell at every site, never a constant, and is not
+    // derived: it is stored, at its representative's number.
     let derived_fates: Vec<(u32, Fate)> = derived
         .iter()
-        .filter_map(|(&s, &(base, tag, slot))| {
-            Some((
-                s,
-                Fate::Derived {
-                    base: slot_of(base)?,
-                    tag,
-                    slot,
-                },
-            ))
+        .map(|(&s, &(base, tag, slot))| {
+            let base = match stood[&base] {
+                Ok(rep) => rank[&rep],
+                Err(_) => unreachable!("a constant slot holds no cell to load from"),
+            };
+            (s, Fate::Derived { base, tag, slot })
         })
         .collect();
     stands
@@ -498,6 +494,7 @@ mod tests {
                     Ty::Ptr,
                     Ty::Ptr,
                     Ty::F64,
+                    Ty::Ptr,
                 ],
                 body: Block {
                     insts: vec![
@@ -515,7 +512,6 @@ mod tests {
             main: None,
             strings: vec![],
         };
-        m.funcs[0].types.push(Ty::Ptr);
         drop_dead_slots(&mut m);
         let ops: Vec<&Op> = m.funcs[0].body.insts.iter().map(|i| &i.op).collect();
         assert_eq!(ops[2], &Op::Alloc(2, vec![v(0), v(1)]));

@@ -45,9 +45,6 @@ pub fn sink_func(f: &mut Func) -> bool {
     // What moves is an allocation or what feeds one (or an `If` its arm
     // decides, which comes with them): a function that allocates nothing
     // is left as it is, unwalked.
-    fn allocates_in(b: &Block) -> bool {
-        b.insts.iter().any(|i| allocates(&i.op))
-    }
     allocates_in(&f.body) && sink_block(&mut f.body)
 }
 
@@ -106,28 +103,22 @@ fn readers_of(readers: &HashMap<Val, Readers>, results: &[Val]) -> Option<(usize
 fn allocates(op: &Op) -> bool {
     match op {
         Op::Alloc(..) | Op::AllocZero(..) => true,
-        Op::If { then_, else_, .. } => [then_, else_]
-            .iter()
-            .any(|b| b.insts.iter().any(|i| allocates(&i.op))),
+        Op::If { then_, else_, .. } => allocates_in(then_) || allocates_in(else_),
         _ => false,
     }
 }
 
-/// May the instruction run later, and not at all? See the module doc.
+fn allocates_in(b: &Block) -> bool {
+    b.insts.iter().any(|i| allocates(&i.op))
+}
+
+/// May the instruction run later, and not at all? What may go unused
+/// ([`Op::is_removable`]) but a memo lookup, which a record in between
+/// would change.
 fn movable(op: &Op) -> bool {
     match op {
         Op::If { then_, else_, .. } => movable_block(then_) && movable_block(else_),
-        op => {
-            op.is_pure()
-                || matches!(
-                    op,
-                    Op::Load(..)
-                        | Op::TagIs(..)
-                        | Op::IsZero(_)
-                        | Op::Alloc(..)
-                        | Op::AllocZero(..)
-                )
-        }
+        op => op.is_removable() && !matches!(op, Op::MemoGet(..)),
     }
 }
 
