@@ -19,14 +19,26 @@
 //! and has been handed out up to `used`. A cell larger than a chunk gets a
 //! chunk of its own. Every chunk starts at a multiple of `CHUNK_BYTES`
 //! and owns the granules (aligned `CHUNK_BYTES` of address space) it
-//! covers, so the chunk a word points into is one hash-table probe away
-//! (`Heap::find`): the collector asks that of every word of the stack and
-//! of every reachable cell, and a binary search over the chunks cost
-//! half its time on a deep recursion's stack.
+//! covers, so the chunk a word points into is two table lookups away
+//! (`Heap::find`, through a two-level radix table of granules): the
+//! collector asks that of every word of the stack and of every reachable
+//! cell. A binary search over the chunks cost half its time on a deep
+//! recursion's stack, and a hash table of granules a quarter (the probe
+//! loop and the hash's multiplication).
 //!
 //! A collection runs when a chunk would be added and the bytes allocated
 //! since the last one exceed twice the live bytes and the stack scanned
 //! then (at least [`MIN_TRIGGER`]).
+//!
+//! Generations, without a write barrier: compiled code writes a cell's
+//! slots only when it makes the cell, so a cell points only to cells made
+//! before it. A minor collection keeps the marks of the last collection:
+//! a marked cell is old and everything it points to was marked with it,
+//! so the cells of a list or tape that survived are not traced again, and
+//! only the stack and what was made since are. The old cells that have
+//! died stay marked (and their memory unused) until a full collection,
+//! which clears the marks first; one runs once the marked bytes reach
+//! twice what the last full collection found live.
 //!
 //! Allocation only ever bumps a pointer through a run of free cells (the
 //! run is the region compiled code bumps inline, `rt_bump`). A chunk in
@@ -65,6 +77,11 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// program whose live data is small recycles memory still in the cache,
 /// large enough that collections stay rare against the work of filling it.
 const MIN_TRIGGER: usize = 4 << 20;
+/// The granule table's two levels: addresses below 2^48 (what `mmap`
+/// hands out without a hint, on every 64-bit target we build for) split
+/// into their bits 32 to 47 and the granule's bits below 32.
+const RADIX_TOP: usize = 1 << 16;
+const RADIX_LEAF: usize = (1 << 32) / CHUNK_BYTES;
 /// Cell sizes (in words) that are reused after a collection; larger cells
 /// (the last class, mixed sizes) are not, and rarely recur.
 const CLASSES: usize = 4096;
@@ -133,13 +150,11 @@ struct Heap {
     chunks: *mut Chunk,
     len: usize,
     cap: usize,
-    /// Granule (address / `CHUNK_BYTES`) to the index of the chunk that
-    /// owns it: open addressing, `granules_cap` (a power of two, or 0)
-    /// slots of (granule, index), granule 0 marking an empty slot (no
-    /// chunk lies in the first granule of the address space).
-    granules: *mut (usize, usize),
-    granules_len: usize,
-    granules_cap: usize,
+    /// Granule (address / `CHUNK_BYTES`) to the index + 1 of the chunk
+    /// that owns it (0: none): [`RADIX_TOP`] pointers (null until the
+    /// first chunk) by the address's bits from 32 up, each null or a leaf
+    /// of [`RADIX_LEAF`] indices by the granule's low bits.
+    granules: *mut *mut u32,
     /// Per size class (words): the chunk being filled, as an index + 1
     /// into `chunks` (0: none), and the first of its chunks with holes
     /// left by the last collection, by start (0: none).
@@ -163,8 +178,18 @@ struct Heap {
     /// The highest address of the program thread's stack.
     stack_top: usize,
     collections: usize,
+    /// Whether the next collection is full (clears every mark first) or
+    /// minor (keeps them: the cells marked before are old), and the live
+    /// bytes the last full one found.
+    full_next: bool,
+    full_live: usize,
+    fulls: usize,
     /// Bytes of all chunks (the heap only grows).
     heap_bytes: usize,
+    /// Over all collections: bytes of program stack scanned, and bytes of
+    /// cells found live (for `VLAD_GC_STATS`).
+    stack_scanned: usize,
+    live_marked: usize,
 }
 
 static HEAP: Global<Heap> = Global::new(Heap::EMPTY);
@@ -176,8 +201,6 @@ impl Heap {
         len: 0,
         cap: 0,
         granules: core::ptr::null_mut(),
-        granules_len: 0,
-        granules_cap: 0,
         filling: [0; CLASSES],
         partial: [0; CLASSES],
         since: 0,
@@ -192,7 +215,12 @@ impl Heap {
         stack_cap: 0,
         stack_top: 0,
         collections: 0,
+        full_next: true,
+        full_live: 0,
+        fulls: 0,
         heap_bytes: 0,
+        stack_scanned: 0,
+        live_marked: 0,
     };
 }
 
@@ -250,6 +278,19 @@ fn sys_alloc_aligned(bytes: usize) -> usize {
         }
     }
     start
+}
+
+/// `n` zeroed bytes from the C library, or the end of the program.
+fn sys_alloc_zeroed(n: usize) -> *mut u8 {
+    extern "C" {
+        fn calloc(n: usize, size: usize) -> *mut u8;
+    }
+    // SAFETY: plain C allocation; the result is checked for null.
+    let p = unsafe { calloc(n, 1) };
+    if p.is_null() {
+        out_of_memory();
+    }
+    p
 }
 
 fn sys_grow<T>(p: *mut T, cap: usize) -> *mut T {
@@ -312,67 +353,38 @@ impl Heap {
             });
         }
         self.len += 1;
-        self.own_granules(i);
+        let Ok(owner) = u32::try_from(i + 1) else {
+            out_of_memory()
+        };
+        self.own_granules(i, owner);
         i
     }
 
-    /// Records that chunk `i` owns the granules it covers.
-    fn own_granules(&mut self, i: usize) {
+    /// Records that chunk `i` owns the granules it covers (`owner` =
+    /// `i + 1`), or that they are owned no more (`owner` = 0).
+    fn own_granules(&mut self, i: usize, owner: u32) {
         let c = *self.chunk(i);
         let (first, last) = (c.start / CHUNK_BYTES, (c.limit - 1) / CHUNK_BYTES);
+        if last / RADIX_LEAF >= RADIX_TOP {
+            fail(&[b"error: internal error: the heap was given memory above 2^48"]);
+        }
+        if self.granules.is_null() {
+            self.granules = sys_alloc_zeroed(RADIX_TOP * 8) as *mut *mut u32;
+        }
         for g in first..=last {
-            if 2 * (self.granules_len + 1) > self.granules_cap {
-                self.grow_granules();
-            }
-            let slot = self.granule_slot(g);
-            // SAFETY: `granule_slot` returns a slot below `granules_cap`.
-            unsafe { self.granules.add(slot).write((g, i)) };
-            self.granules_len += 1;
-        }
-        self.lo = self.lo.min(c.start);
-        self.hi = self.hi.max(c.limit);
-    }
-
-    /// Doubles the granule table (at least 64 slots), reinserting every
-    /// entry.
-    fn grow_granules(&mut self) {
-        let (old, old_cap) = (self.granules, self.granules_cap);
-        self.granules_cap = (old_cap * 2).max(64);
-        self.granules = sys_alloc(self.granules_cap * 16) as *mut (usize, usize);
-        // SAFETY: the new table has `granules_cap` slots; granule 0 marks
-        // them empty.
-        unsafe { core::ptr::write_bytes(self.granules, 0, self.granules_cap) };
-        for k in 0..old_cap {
-            // SAFETY: `k < old_cap`, a slot of the old table.
-            let e = unsafe { *old.add(k) };
-            if e.0 != 0 {
-                let slot = self.granule_slot(e.0);
-                // SAFETY: a slot of the new table.
-                unsafe { self.granules.add(slot).write(e) };
+            // SAFETY: `g / RADIX_LEAF < RADIX_TOP` (checked above), and a
+            // leaf has `RADIX_LEAF` entries.
+            unsafe {
+                let top = self.granules.add(g / RADIX_LEAF);
+                if (*top).is_null() {
+                    *top = sys_alloc_zeroed(RADIX_LEAF * 4) as *mut u32;
+                }
+                (*top).add(g % RADIX_LEAF).write(owner);
             }
         }
-        if !old.is_null() {
-            extern "C" {
-                fn free(p: *mut u8);
-            }
-            // SAFETY: the old table came from `sys_alloc` and is no longer
-            // referenced.
-            unsafe { free(old as *mut u8) };
-        }
-    }
-
-    /// The slot of granule `g` in the table: where it is, or the empty
-    /// slot where it would go. The table must have an empty slot.
-    fn granule_slot(&self, g: usize) -> usize {
-        let mask = self.granules_cap - 1;
-        let mut k = g.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32 & mask;
-        loop {
-            // SAFETY: `k <= mask < granules_cap`.
-            let e = unsafe { *self.granules.add(k) };
-            if e.0 == g || e.0 == 0 {
-                return k;
-            }
-            k = (k + 1) & mask;
+        if owner != 0 {
+            self.lo = self.lo.min(c.start);
+            self.hi = self.hi.max(c.limit);
         }
     }
 
@@ -382,9 +394,19 @@ impl Heap {
         if p < self.lo || p >= self.hi {
             return None;
         }
-        // SAFETY: `lo < hi` only once a chunk, hence the table, exists.
-        let (g, i) = unsafe { *self.granules.add(self.granule_slot(p / CHUNK_BYTES)) };
-        if g == 0 || p >= self.chunk(i).end {
+        let g = p / CHUNK_BYTES;
+        // SAFETY: `lo < hi` only once a chunk, hence the top level,
+        // exists, and `p < hi <= 2^48` keeps the index within it; a leaf
+        // has `RADIX_LEAF` entries.
+        let owner = unsafe {
+            let leaf = *self.granules.add(g / RADIX_LEAF);
+            if leaf.is_null() {
+                return None;
+            }
+            *leaf.add(g % RADIX_LEAF)
+        };
+        let i = (owner as usize).checked_sub(1)?;
+        if p >= self.chunk(i).end {
             return None;
         }
         Some(i)
@@ -608,10 +630,16 @@ impl Heap {
             self.sync_in(w);
         }
         self.collections += 1;
-        // The marks of the last collection, which told where the holes
-        // were, give way to this one's.
-        for i in 0..self.len {
-            self.chunk(i).marks().fill(0);
+        // A full collection starts from no marks. A minor one keeps the
+        // last one's: an old cell is not traced again, as every cell it
+        // points to is older still, hence marked too (cells are written
+        // only when made; `memo` is forgotten below).
+        let full = self.full_next;
+        if full {
+            self.fulls += 1;
+            for i in 0..self.len {
+                self.chunk(i).marks().fill(0);
+            }
         }
         // The memo tables name cells this collection may free.
         crate::memo::forget();
@@ -662,6 +690,15 @@ impl Heap {
         }
         self.since = 0;
         self.trigger = (2 * (live + stack_bytes)).max(MIN_TRIGGER);
+        // Old cells that died stay marked until a full collection: one
+        // runs once the marked bytes reach twice what the last one found
+        // live.
+        if full {
+            self.full_live = live;
+        }
+        self.full_next = live > 2 * self.full_live;
+        self.stack_scanned += stack_bytes;
+        self.live_marked += live;
 
         for w in 1..BUMP_WORDS {
             self.sync_out(w);
@@ -718,12 +755,11 @@ pub fn release_all() {
     let (mut kept, mut bytes) = (0, 0);
     h.lo = usize::MAX;
     h.hi = 0;
-    if h.granules_cap > 0 {
-        // SAFETY: the table has `granules_cap` slots; every chunk kept
-        // below is entered again.
-        unsafe { core::ptr::write_bytes(h.granules, 0, h.granules_cap) };
+    // Every chunk's granules are owned by none, then each kept one's by
+    // its new index.
+    for i in 0..h.len {
+        h.own_granules(i, 0);
     }
-    h.granules_len = 0;
     for i in 0..h.len {
         let mut c = *h.chunk(i);
         let size = c.end - c.start;
@@ -737,7 +773,7 @@ pub fn release_all() {
             c.stop = c.start;
             // SAFETY: `kept <= i < len`: the slot is initialised.
             unsafe { h.chunks.add(kept).write(c) };
-            h.own_granules(kept);
+            h.own_granules(kept, kept as u32 + 1);
             kept += 1;
             bytes += size;
         } else {
@@ -762,6 +798,8 @@ pub fn release_all() {
     h.empty_len = 0;
     h.since = 0;
     h.trigger = MIN_TRIGGER;
+    h.full_next = true;
+    h.full_live = 0;
     h.stack_len = 0;
     h.heap_bytes = bytes;
 }
@@ -862,8 +900,8 @@ pub fn report() {
     let _ = core::fmt::Write::write_fmt(
         &mut line,
         format_args!(
-            "gc: {} collections, {} bytes of heap\n",
-            h.collections, h.heap_bytes
+            "gc: {} collections ({} full), {} bytes of heap, {} bytes of stack scanned, {} bytes found live\n",
+            h.collections, h.fulls, h.heap_bytes, h.stack_scanned, h.live_marked
         ),
     );
     crate::write_all(2, line.as_bytes());

@@ -261,7 +261,7 @@ fn union_cells_are_reclaimed() {
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|w| w.parse().ok())
         .collect();
-    let [collections, heap] = stats[..] else {
+    let [collections, _full, heap, _stack, _live] = stats[..] else {
         panic!("no gc statistics: {stderr}");
     };
     println!("{collections} collections, heap {heap} bytes");
