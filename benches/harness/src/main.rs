@@ -5,8 +5,9 @@
 //! of the reference interpreter (at a reduced workload, scaled) and of the
 //! hand-written Rust baseline (`benches/baselines`) where one exists, the
 //! arithmetic operation counts of interpreter and compiled code, and the
-//! peak memory of the compiled run. It writes `docs/benchmarks.md` and
-//! `docs/benchmarks.svg`.
+//! peak memory of the compiled run; and, for AD on data of run-time size,
+//! how compiled time per element grows with the data (`scaling`). It
+//! writes `docs/benchmarks.md` and `docs/benchmarks.svg`.
 //!
 //! Usage: `cargo run --release -p harness -- [--quick] [--only NAME] [--limit SECS]`
 //! (`target/release/stalingrad` must exist: `cargo build --release -p stalingrad`).
@@ -18,6 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod report;
+mod scaling;
 
 use report::{markdown, svg};
 
@@ -381,7 +383,9 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn fmt_time(s: f64) -> String {
-    let (v, unit) = if s < 1e-3 {
+    let (v, unit) = if s < 1e-6 {
+        (s * 1e9, "ns")
+    } else if s < 1e-3 {
         (s * 1e6, "µs")
     } else if s < 1.0 {
         (s * 1e3, "ms")
@@ -619,8 +623,19 @@ fn main() {
         .filter(|p| only.as_ref().is_none_or(|o| p.name.contains(o.as_str())))
         .map(|p| bench(&ctx, p))
         .collect();
+    let scaled: Vec<scaling::Scaled> = scaling::CASES
+        .iter()
+        .filter(|c| only.as_ref().is_none_or(|o| c.name.contains(o.as_str())))
+        .map(|c| scaling::measure(&ctx, c))
+        .collect();
     let _ = fs::remove_dir_all(&work);
-    let md = markdown(&rows, &ctx, quick, start.elapsed().as_secs_f64());
+    let md = markdown(
+        &rows,
+        &scaling::markdown(&scaled),
+        &ctx,
+        quick,
+        start.elapsed().as_secs_f64(),
+    );
     if only.is_some() {
         println!("{md}");
         return;

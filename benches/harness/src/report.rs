@@ -68,7 +68,13 @@ pub(crate) fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
-pub(crate) fn markdown(rows: &[Row], ctx: &Ctx, quick: bool, elapsed: f64) -> String {
+pub(crate) fn markdown(
+    rows: &[Row],
+    scaling: &str,
+    ctx: &Ctx,
+    quick: bool,
+    elapsed: f64,
+) -> String {
     let date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default();
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -225,9 +231,11 @@ and the interpreter print at that workload. Max RSS is that of one compiled time
         }
         v.join(", ")
     });
+    let _ = writeln!(s, "\n![time per repetition, log scale](benchmarks.svg)");
+    s.push_str(scaling);
     let _ = writeln!(
         s,
-        "\n![time per repetition, log scale](benchmarks.svg)\n\n## Peers (published figures)\n\n\
+        "\n## Peers (published figures)\n\n\
 Measured on the same kind of machine (2 cores, AMD EPYC), time per repetition, beside ours:\n"
     );
     let _ = writeln!(s, "| program | stalingrad compiled (here) | OCaml | ADOL-C | JAX | STALIN∇ (est.) | expert hand-written Rust |");

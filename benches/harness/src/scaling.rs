@@ -1,0 +1,201 @@
+//! The scaling table: how the time per element of AD on data of run-time
+//! size grows with the data. Each case is a `tests/complexity/grow-*`
+//! program (it reads n); compiled, it runs at n = 0, a small n and a
+//! large n, and its time per element at each size is the best time at
+//! that size less the best at n = 0 (the start-up), over n. A compiled
+//! program keeps the language's complexity promise when the large size's
+//! time per element stays within a small factor (2) of the small one's;
+//! the interpreter runs at a middle size for the speed-up and for the
+//! output, which must be the same.
+
+use super::*;
+
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    what: &'static str,
+    small: u64,
+    large: u64,
+    /// The size both compiled code and the interpreter run at.
+    versus: u64,
+}
+
+pub(crate) const CASES: &[Case] = &[
+    Case {
+        name: "grow-sumsq-rec",
+        what: "gradient-R of a sum of squares, by non-tail recursion over a list",
+        small: 4_000,
+        large: 256_000,
+        versus: 16_000,
+    },
+    Case {
+        name: "grow-hvp-fr",
+        what: "Hessian-vector product, forward over reverse, over a list",
+        small: 1_000,
+        large: 64_000,
+        versus: 1_000,
+    },
+    Case {
+        name: "grow-horner-rr",
+        what: "second derivative, reverse over reverse, through a loop",
+        small: 1_000,
+        large: 64_000,
+        versus: 1_000,
+    },
+];
+
+/// Runs at the small size and at n = 0, where a run takes about a
+/// millisecond and the machine's noise is of that order: the best of many.
+const SMALL_RUNS: usize = 31;
+const LARGE_RUNS: usize = 7;
+
+pub(crate) struct Scaled {
+    case: &'static Case,
+    /// Seconds per element, compiled, at the small and the large size.
+    small: Result<f64, String>,
+    large: Result<f64, String>,
+    /// Seconds per run less the start-up, compiled and interpreted, at the
+    /// middle size.
+    compiled: Result<f64, String>,
+    interp: Result<f64, String>,
+    output: &'static str,
+}
+
+/// The best time of `runs` runs of `cmd` at `n`, and the output of the
+/// last.
+fn best(
+    ctx: &Ctx,
+    cmd: &dyn Fn() -> Command,
+    n: u64,
+    runs: usize,
+) -> Result<(f64, String), String> {
+    let mut best = f64::INFINITY;
+    let mut out = String::new();
+    let mut total = 0.0;
+    for _ in 0..runs {
+        match ctx.run(&mut cmd(), &format!("{n}\n"), ctx.limit) {
+            Run::Done { secs, stdout, .. } => {
+                best = best.min(secs);
+                total += secs;
+                out = stdout;
+            }
+            Run::TimedOut => return Err(format!("> {} s (limit)", ctx.limit)),
+            Run::Failed(m) => return Err(m),
+        }
+        if total > ctx.limit {
+            break;
+        }
+    }
+    Ok((best, out))
+}
+
+pub(crate) fn measure(ctx: &Ctx, case: &'static Case) -> Scaled {
+    eprintln!("== scaling: {}", case.name);
+    let src = ctx
+        .root
+        .join(format!("tests/complexity/{}.vlad", case.name));
+    let exe = ctx.work.join(case.name);
+    let mut build = Command::new(&ctx.stalingrad);
+    build.arg("build").arg(&src).arg("-o").arg(&exe);
+    let built = match ctx.run(&mut build, "", 600.0) {
+        Run::Done { .. } => Ok(()),
+        Run::TimedOut => Err("build timed out (600 s)".to_string()),
+        Run::Failed(m) => Err(m),
+    };
+    let compiled = || Command::new(&exe);
+    let interp = || {
+        let mut c = Command::new(&ctx.stalingrad);
+        c.arg("run").arg(&src);
+        c
+    };
+    let start = built
+        .clone()
+        .and_then(|()| best(ctx, &compiled, 0, SMALL_RUNS).map(|(t, _)| t));
+    let per_element = |n: u64, runs: usize| -> Result<f64, String> {
+        let t0 = start.clone()?;
+        let (t, _) = best(ctx, &compiled, n, runs)?;
+        Ok((t - t0).max(0.0) / n as f64)
+    };
+    let small = per_element(case.small, SMALL_RUNS);
+    let large = per_element(case.large, LARGE_RUNS);
+    let c = start.clone().and_then(|t0| {
+        let (t, out) = best(ctx, &compiled, case.versus, SMALL_RUNS)?;
+        Ok(((t - t0).max(0.0), out))
+    });
+    let i = built.clone().and_then(|()| {
+        let (t0, _) = best(ctx, &interp, 0, 3)?;
+        let (t, out) = best(ctx, &interp, case.versus, 3)?;
+        Ok(((t - t0).max(0.0), out))
+    });
+    let output = match (&c, &i) {
+        (Ok((_, a)), Ok((_, b))) if a == b => "same",
+        (Ok(_), Ok(_)) => "DIFFERS",
+        _ => "n/a",
+    };
+    let s = Scaled {
+        case,
+        small,
+        large,
+        compiled: c.map(|(t, _)| t),
+        interp: i.map(|(t, _)| t),
+        output,
+    };
+    eprintln!("  {}", row(&s));
+    s
+}
+
+fn time(r: &Result<f64, String>) -> String {
+    match r {
+        Ok(t) => fmt_time(*t),
+        Err(m) => m.clone(),
+    }
+}
+
+fn row(s: &Scaled) -> String {
+    let c = s.case;
+    let quotient = |a: &Result<f64, String>, b: &Result<f64, String>| match (a, b) {
+        (Ok(a), Ok(b)) if *b > 0.0 => fmt_ratio(a / b),
+        _ => String::new(),
+    };
+    format!(
+        "| {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
+        c.name,
+        c.what,
+        time(&s.small),
+        time(&s.large),
+        quotient(&s.large, &s.small),
+        c.versus,
+        time(&s.compiled),
+        time(&s.interp),
+        quotient(&s.interp, &s.compiled),
+        s.output,
+    )
+}
+
+/// The section of `docs/benchmarks.md`.
+pub(crate) fn markdown(rows: &[Scaled]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## Scaling\n\nCompiled time per element of AD on data of run-time size (`tests/complexity`), at a small and a large n: the best of {SMALL_RUNS} runs at the small size and at n = 0, of {LARGE_RUNS} at the large one, less the best at n = 0, over n. Then the compiled program and the interpreter (`stalingrad run`) at a middle n, each less its own start-up (best of {SMALL_RUNS} and of 3 runs), and whether they print the same.\n"
+    );
+    let _ = writeln!(s, "| program | compiled / element, small n | large n | large / small | middle n | compiled | interpreter | interpreter / compiled | output |");
+    let _ = writeln!(
+        s,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    );
+    for r in rows {
+        let _ = writeln!(s, "{}", row(r));
+    }
+    let _ = writeln!(
+        s,
+        "\nSizes: {}.",
+        rows.iter()
+            .map(|r| format!(
+                "{} small n = {}, large n = {}",
+                r.case.name, r.case.small, r.case.large
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    s
+}
