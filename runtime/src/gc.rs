@@ -581,45 +581,71 @@ impl Heap {
         self.stack_len += 1;
     }
 
-    /// Marks the cell `p` points into, if it is one, and queues its
-    /// pointer slots (as two words: from, to) if it has any.
-    fn mark(&mut self, p: usize) {
-        let Some(i) = self.find(p) else { return };
+    /// Marks the cell `p` points into, if it is one not marked yet, and
+    /// returns its pointer slots (from, to) if it has any.
+    #[inline]
+    fn mark(&mut self, p: usize) -> Option<(usize, usize)> {
+        let i = self.find(p)?;
         let c = *self.chunk(i);
         if p >= c.used {
-            return;
+            return None;
         }
         let n = c.cell_index(p);
         // SAFETY: `n` is a cell of this chunk, whose bitmap covers all.
         let word = unsafe { &mut *c.marks.add(n / 64) };
         let bit = 1u64 << (n % 64);
-        if *word & bit == 0 {
-            *word |= bit;
-            // The cell's header says how many pointer slots lead it
-            // (codegen's `Alloc`): its reals are never scanned, nor
-            // mistaken for pointers. A free cell a stale word pointed at
-            // holds the header of what it last held, hence the bound.
-            let start = c.start + n * c.cell;
-            // SAFETY: `start` is a cell below `used`: written when it was
-            // handed out.
-            let header = unsafe { core::ptr::read_volatile((start + 4) as *const u32) };
-            let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);
-            if slots > 0 {
-                self.push(start + 8);
-                self.push(start + 8 + 8 * slots);
-            }
+        if *word & bit != 0 {
+            return None;
         }
+        *word |= bit;
+        // The cell's header says how many pointer slots lead it (codegen's
+        // `Alloc`): its reals are never scanned, nor mistaken for
+        // pointers. A free cell a stale word pointed at holds the header
+        // of what it last held, hence the bound.
+        let start = c.start + n * c.cell;
+        // SAFETY: `start` is a cell below `used`: written when it was
+        // handed out.
+        let header = unsafe { core::ptr::read_volatile((start + 4) as *const u32) };
+        let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);
+        (slots > 0).then_some((start + 8, start + 8 + 8 * slots))
     }
 
-    /// Marks from every word in `[from, to)`.
+    /// Marks from every word in `[from, to)`, and from the slots of every
+    /// cell newly marked, through the mark stack. The slots of a cell
+    /// found by the range's last word are scanned next without the stack:
+    /// the spine of a list or a tape (its last pointer slot) is followed
+    /// in a loop, not pushed and popped cell by cell.
     fn scan(&mut self, from: usize, to: usize) {
-        let mut a = (from + 7) & !7;
-        while a + 8 <= to {
-            // SAFETY: `[from, to)` is readable memory: the live part of
-            // the program's stack, or a cell.
-            let w = unsafe { core::ptr::read_volatile(a as *const usize) };
-            self.mark(w);
-            a += 8;
+        // Both ends are multiples of 8 (a cell's slots are), so the loop
+        // tests `a < to` alone.
+        let (mut a, mut to) = ((from + 7) & !7, to & !7);
+        loop {
+            while a < to {
+                // SAFETY: `[a, to)` is readable memory: the live part of
+                // the program's stack, or the slots of a cell.
+                let w = unsafe { core::ptr::read_volatile(a as *const usize) };
+                let marked = self.mark(w);
+                a += 8;
+                if let Some((from, end)) = marked {
+                    if a == to {
+                        (a, to) = (from, end);
+                    } else {
+                        self.push(from);
+                        self.push(end);
+                    }
+                }
+            }
+            if self.stack_len == 0 {
+                return;
+            }
+            self.stack_len -= 2;
+            // SAFETY: both slots were filled above.
+            (a, to) = unsafe {
+                (
+                    *self.stack.add(self.stack_len),
+                    *self.stack.add(self.stack_len + 1),
+                )
+            };
         }
     }
 
@@ -648,17 +674,6 @@ impl Heap {
         let stack_bytes = self.stack_top.saturating_sub(here);
         if self.stack_top > here {
             self.scan(here, self.stack_top);
-        }
-        while self.stack_len > 0 {
-            self.stack_len -= 2;
-            // SAFETY: both slots were filled by `mark`.
-            let (from, to) = unsafe {
-                (
-                    *self.stack.add(self.stack_len),
-                    *self.stack.add(self.stack_len + 1),
-                )
-            };
-            self.scan(from, to);
         }
         // Sweep: a chunk with no cell marked goes back whole to the pool;
         // one with some keeps its marks, and its holes are bumped through
