@@ -22,7 +22,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// The optimisation pipeline: inlining (thunks first, turning loops back
 /// into self tail calls), simplification, inlining bottom up (which
 /// simplifies what it changed), the tag tests that the cells pointers can
-/// point to decide, again simplification, parameter merging (which drops
+/// point to decide, again simplification, fusing the `If`s on one
+/// condition (with what `null?`'s results tell), parameter merging (which drops
 /// the parameters nothing reads, so the loads that fed them die, and
 /// simplifies what it changed: it leaves every function simplified),
 /// merging results every return
@@ -36,6 +37,7 @@ pub const PIPELINE: &[Pass] = &[
     ("inline-bottom-up", inline::inline_bottom_up),
     ("tags", tags::known_tags),
     ("simplify", simplify::simplify),
+    ("fuse", simplify::fuse::fuse),
     ("params", params::shrink),
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),
