@@ -60,32 +60,37 @@ pub(crate) struct Scaled {
     output: &'static str,
 }
 
-/// The best time of `runs` runs of `cmd` at `n`, and the output of the
-/// last.
+/// The best time of runs of `cmd` at each size (`(n, runs)`), and the
+/// output of the last run at each. The sizes take turns, so that the
+/// machine's load drifting over the measurement weighs on all alike.
 fn best(
     ctx: &Ctx,
     cmd: &dyn Fn() -> Command,
-    n: u64,
-    runs: usize,
-) -> Result<(f64, String), String> {
-    let mut best = f64::INFINITY;
-    let mut out = String::new();
+    sizes: &[(u64, usize)],
+) -> Result<Vec<(f64, String)>, String> {
+    let mut out: Vec<(f64, String)> = vec![(f64::INFINITY, String::new()); sizes.len()];
     let mut total = 0.0;
-    for _ in 0..runs {
-        match ctx.run(&mut cmd(), &format!("{n}\n"), ctx.limit) {
-            Run::Done { secs, stdout, .. } => {
-                best = best.min(secs);
-                total += secs;
-                out = stdout;
+    let rounds = sizes.iter().map(|s| s.1).max().unwrap_or(0);
+    for round in 0..rounds {
+        for (k, &(n, runs)) in sizes.iter().enumerate() {
+            if round >= runs {
+                continue;
             }
-            Run::TimedOut => return Err(format!("> {} s (limit)", ctx.limit)),
-            Run::Failed(m) => return Err(m),
+            match ctx.run(&mut cmd(), &format!("{n}\n"), ctx.limit) {
+                Run::Done { secs, stdout, .. } => {
+                    out[k].0 = out[k].0.min(secs);
+                    out[k].1 = stdout;
+                    total += secs;
+                }
+                Run::TimedOut => return Err(format!("> {} s (limit)", ctx.limit)),
+                Run::Failed(m) => return Err(m),
+            }
         }
         if total > ctx.limit {
             break;
         }
     }
-    Ok((best, out))
+    Ok(out)
 }
 
 pub(crate) fn measure(ctx: &Ctx, case: &'static Case) -> Scaled {
@@ -107,24 +112,27 @@ pub(crate) fn measure(ctx: &Ctx, case: &'static Case) -> Scaled {
         c.arg("run").arg(&src);
         c
     };
-    let start = built
-        .clone()
-        .and_then(|()| best(ctx, &compiled, 0, SMALL_RUNS).map(|(t, _)| t));
-    let per_element = |n: u64, runs: usize| -> Result<f64, String> {
-        let t0 = start.clone()?;
-        let (t, _) = best(ctx, &compiled, n, runs)?;
-        Ok((t - t0).max(0.0) / n as f64)
-    };
-    let small = per_element(case.small, SMALL_RUNS);
-    let large = per_element(case.large, LARGE_RUNS);
-    let c = start.clone().and_then(|t0| {
-        let (t, out) = best(ctx, &compiled, case.versus, SMALL_RUNS)?;
-        Ok(((t - t0).max(0.0), out))
+    let runs = built.clone().and_then(|()| {
+        best(
+            ctx,
+            &compiled,
+            &[
+                (0, SMALL_RUNS),
+                (case.small, SMALL_RUNS),
+                (case.versus, SMALL_RUNS),
+                (case.large, LARGE_RUNS),
+            ],
+        )
     });
+    let at = |k: usize| runs.as_ref().map(|r| r[k].clone()).map_err(Clone::clone);
+    let per_element =
+        |k: usize, n: u64| -> Result<f64, String> { Ok((at(k)?.0 - at(0)?.0).max(0.0) / n as f64) };
+    let small = per_element(1, case.small);
+    let large = per_element(3, case.large);
+    let c = at(2).and_then(|(t, out)| Ok(((t - at(0)?.0).max(0.0), out)));
     let i = built.clone().and_then(|()| {
-        let (t0, _) = best(ctx, &interp, 0, 3)?;
-        let (t, out) = best(ctx, &interp, case.versus, 3)?;
-        Ok(((t - t0).max(0.0), out))
+        let r = best(ctx, &interp, &[(0, 3), (case.versus, 3)])?;
+        Ok(((r[1].0 - r[0].0).max(0.0), r[1].1.clone()))
     });
     let output = match (&c, &i) {
         (Ok((_, a)), Ok((_, b))) if a == b => "same",
@@ -176,7 +184,7 @@ pub(crate) fn markdown(rows: &[Scaled]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\n## Scaling\n\nCompiled time per element of AD on data of run-time size (`tests/complexity`), at a small and a large n: the best of {SMALL_RUNS} runs at the small size and at n = 0, of {LARGE_RUNS} at the large one, less the best at n = 0, over n. Then the compiled program and the interpreter (`stalingrad run`) at a middle n, each less its own start-up (best of {SMALL_RUNS} and of 3 runs), and whether they print the same.\n"
+        "\n## Scaling\n\nCompiled time per element of AD on data of run-time size (`tests/complexity`), at a small and a large n: the best of {SMALL_RUNS} runs at the small size and at n = 0, of {LARGE_RUNS} at the large one (the sizes taking turns), less the best at n = 0, over n. Then the compiled program and the interpreter (`stalingrad run`) at a middle n, each less its own start-up (best of {SMALL_RUNS} and of 3 runs), and whether they print the same.\n"
     );
     let _ = writeln!(s, "| program | compiled / element, small n | large n | large / small | middle n | compiled | interpreter | interpreter / compiled | output |");
     let _ = writeln!(
