@@ -16,7 +16,8 @@
 //!   error message (see `lower::fir::Op::ReadReal`);
 //! - `rt_error(ptr, len)`: prints the message on standard error, exits 1;
 //! - `rt_alloc(bytes) -> ptr`: a union cell (see `lower::fir::Op::Alloc`),
-//!   from a heap with a conservative mark-sweep collector (`gc.rs`);
+//!   from a heap with a conservative mark-sweep collector (`gc/`: the
+//!   heap in `gc/mod.rs`, marking and sweeping in `gc/collect.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.

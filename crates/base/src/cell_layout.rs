@@ -1,6 +1,6 @@
 //! The layout of union cells that compiled code and the runtime's heap
 //! must agree on. Written once: code generation (`codegen`) emits the
-//! allocation fast path from it, and the runtime (`runtime/src/gc.rs`,
+//! allocation fast path from it, and the runtime (`runtime/src/gc/`,
 //! which includes this file) keeps the regions it describes.
 //!
 //! A cell is a header word (the member's tag in its first four bytes; in

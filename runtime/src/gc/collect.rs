@@ -1,0 +1,187 @@
+//! The collector: marking from the program's stack and the registers
+//! it may hold values in, through the cells' pointer slots, then the
+//! sweep that turns what no mark reached into runs to bump through, and
+//! the choice of the next collection's trigger and kind (full or minor).
+//! The heap's layout and its invariants are in the parent module.
+
+use super::*;
+
+impl Heap {
+    fn push(&mut self, p: usize) {
+        if self.stack_len == self.stack_cap {
+            self.stack_cap = (self.stack_cap * 2).max(1024);
+            self.stack = sys_grow(self.stack, self.stack_cap);
+        }
+        // SAFETY: `stack_len < stack_cap`.
+        unsafe { self.stack.add(self.stack_len).write(p) };
+        self.stack_len += 1;
+    }
+
+    /// Marks the cell `p` points into, if it is one not marked yet, and
+    /// returns its pointer slots (from, to) if it has any.
+    #[inline]
+    fn mark(&mut self, p: usize) -> Option<(usize, usize)> {
+        let i = self.find(p)?;
+        let c = *self.chunk(i);
+        if p >= c.used {
+            return None;
+        }
+        let n = c.cell_index(p);
+        // SAFETY: `n` is a cell of this chunk, whose bitmap covers all.
+        let word = unsafe { &mut *c.marks.add(n / 64) };
+        let bit = 1u64 << (n % 64);
+        if *word & bit != 0 {
+            return None;
+        }
+        *word |= bit;
+        // The cell's header says how many pointer slots lead it (codegen's
+        // `Alloc`): its reals are never scanned, nor mistaken for
+        // pointers. A free cell a stale word pointed at holds the header
+        // of what it last held, hence the bound.
+        let start = c.start + n * c.cell;
+        // SAFETY: `start` is a cell below `used`: written when it was
+        // handed out.
+        let header = unsafe { core::ptr::read_volatile((start + 4) as *const u32) };
+        let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);
+        (slots > 0).then_some((start + 8, start + 8 + 8 * slots))
+    }
+
+    /// Marks from every word in `[from, to)`, and from the slots of every
+    /// cell newly marked, through the mark stack. The slots of a cell
+    /// found by the range's last word are scanned next without the stack:
+    /// the spine of a list or a tape (its last pointer slot) is followed
+    /// in a loop, not pushed and popped cell by cell.
+    fn scan(&mut self, from: usize, to: usize) {
+        // Both ends are multiples of 8 (a cell's slots are), so the loop
+        // tests `a < to` alone.
+        let (mut a, mut to) = ((from + 7) & !7, to & !7);
+        loop {
+            while a < to {
+                // SAFETY: `[a, to)` is readable memory: the live part of
+                // the program's stack, or the slots of a cell.
+                let w = unsafe { core::ptr::read_volatile(a as *const usize) };
+                let marked = self.mark(w);
+                a += 8;
+                if let Some((from, end)) = marked {
+                    if a == to {
+                        (a, to) = (from, end);
+                    } else {
+                        self.push(from);
+                        self.push(end);
+                    }
+                }
+            }
+            if self.stack_len == 0 {
+                return;
+            }
+            self.stack_len -= 2;
+            // SAFETY: both slots were filled above.
+            (a, to) = unsafe {
+                (
+                    *self.stack.add(self.stack_len),
+                    *self.stack.add(self.stack_len + 1),
+                )
+            };
+        }
+    }
+
+    pub(super) fn collect(&mut self) {
+        // Every chunk's `used` must be up to date for marking and
+        // sweeping.
+        for w in 1..BUMP_WORDS {
+            self.sync_in(w);
+        }
+        self.collections += 1;
+        // A full collection starts from no marks. A minor one keeps the
+        // last one's: an old cell is not traced again, as every cell it
+        // points to is older still, hence marked too (cells are written
+        // only when made; `memo` is forgotten below).
+        let full = self.full_next;
+        if full {
+            self.fulls += 1;
+            for i in 0..self.len {
+                self.chunk(i).marks().fill(0);
+            }
+        }
+        // The memo tables name cells this collection may free.
+        crate::memo::forget();
+        let regs = spill_registers();
+        let here = core::ptr::addr_of!(regs) as usize;
+        let stack_bytes = self.stack_top.saturating_sub(here);
+        if self.stack_top > here {
+            self.scan(here, self.stack_top);
+        }
+        // Sweep: a chunk with no cell marked goes back whole to the pool;
+        // one with some keeps its marks, and its holes are bumped through
+        // from its start (`next_run`). The filling chunks start afresh.
+        self.filling = [0; CLASSES];
+        self.partial = [0; CLASSES];
+        self.empty_len = 0;
+        let mut live = 0;
+        for i in (0..self.len).rev() {
+            let c = *self.chunk(i);
+            let class = (c.cell / 8).min(CLASSES - 1);
+            let marked: usize = c.marks().iter().map(|m| m.count_ones() as usize).sum();
+            live += marked * c.cell;
+            if class == CLASSES - 1 || c.cell > CHUNK_BYTES / 4 {
+                continue;
+            }
+            let head = self.partial[class];
+            let c = self.chunk_mut(i);
+            c.next = c.start;
+            c.stop = c.start;
+            let start = c.start;
+            if marked == 0 {
+                c.used = start;
+                self.push_empty(start);
+            } else {
+                c.next_partial = head;
+                self.partial[class] = start;
+            }
+        }
+        self.since = 0;
+        self.trigger = (2 * (live + stack_bytes)).max(MIN_TRIGGER);
+        // Old cells that died stay marked until a full collection: one
+        // runs once the marked bytes reach twice what the last one found
+        // live.
+        if full {
+            self.full_live = live;
+        }
+        self.full_next = live > 2 * self.full_live;
+        self.stack_scanned += stack_bytes;
+        self.live_marked += live;
+
+        for w in 1..BUMP_WORDS {
+            self.sync_out(w);
+        }
+    }
+}
+
+/// Copies the registers a caller may keep values in across a call into an
+/// array on the stack, so that the stack scan sees them.
+#[inline(never)]
+fn spill_registers() -> [usize; 6] {
+    #[allow(unused_mut)]
+    let mut r = [0usize; 6];
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: only reads registers into locals.
+    unsafe {
+        core::arch::asm!(
+            "mov {0}, rbx", "mov {1}, rbp", "mov {2}, r12",
+            "mov {3}, r13", "mov {4}, r14", "mov {5}, r15",
+            out(reg) r[0], out(reg) r[1], out(reg) r[2],
+            out(reg) r[3], out(reg) r[4], out(reg) r[5],
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: only reads registers into locals.
+    unsafe {
+        core::arch::asm!(
+            "mov {0}, x19", "mov {1}, x20", "mov {2}, x21",
+            "mov {3}, x22", "mov {4}, x23", "mov {5}, x24",
+            out(reg) r[0], out(reg) r[1], out(reg) r[2],
+            out(reg) r[3], out(reg) r[4], out(reg) r[5],
+        );
+    }
+    core::hint::black_box(r)
+}
