@@ -97,12 +97,19 @@ impl Memo {
         }
         self.slots = slots;
         self.cap = cap;
-        self.len = 0;
+        // The keys are distinct and the new table has room for all: each
+        // goes to the first free slot of its probe sequence, without the
+        // comparisons of `find`.
+        let mask = cap - 1;
         for i in 0..old.1 {
             // SAFETY: `i` is below the old capacity.
             let e = unsafe { *old.0.add(i) };
             if e[0] != 0 {
-                self.put([e[0], e[1], e[2]], e[3]);
+                let mut k = hash(e[0], e[1], e[2]) & mask;
+                while self.slot(k)[0] != 0 {
+                    k = (k + 1) & mask;
+                }
+                *self.slot(k) = e;
             }
         }
         if !old.0.is_null() {
