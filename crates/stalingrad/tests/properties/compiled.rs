@@ -23,34 +23,17 @@ use process::*;
 fn compiled_programs_agree_with_the_interpreter() {
     let start = Instant::now();
     let list = cases(240);
-    let workers = 2;
-    type Counts = (usize, usize, Duration);
-    let results: Vec<(Failures, Counts)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                let list = &list;
-                s.spawn(move || {
-                    let dir = scratch(&format!("compiled-{w}"));
-                    let mut failures = Failures::default();
-                    let (mut compared, mut not_yet, mut build_time) = (0, 0, Duration::ZERO);
-                    for &case in list.iter().skip(w).step_by(workers) {
-                        let t = Instant::now();
-                        match compile_and_compare(case, &dir) {
-                            Ok(true) => compared += 1,
-                            Ok(false) => not_yet += 1,
-                            Err(e) => failures.add(e),
-                        }
-                        build_time += t.elapsed();
-                    }
-                    (failures, (compared, not_yet, build_time))
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let results = on_two_workers("compiled", &list, |case, dir, state| {
+        let (failures, compared, not_yet): &mut (Failures, usize, usize) = state;
+        match compile_and_compare(case, dir) {
+            Ok(true) => *compared += 1,
+            Ok(false) => *not_yet += 1,
+            Err(e) => failures.add(e),
+        }
     });
     let mut failures = Failures::default();
     let (mut compared, mut not_yet) = (0, 0);
-    for (f, (c, n, _)) in results {
+    for (f, c, n) in results {
         failures.0.extend(f.0);
         compared += c;
         not_yet += n;

@@ -56,3 +56,30 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
 }
+
+/// Runs `case` for every case of `list` on two worker threads, each with
+/// a scratch directory of its own (`NAME-W`) and a state it folds the
+/// cases into; the workers' states, in order.
+pub(crate) fn on_two_workers<S: Default + Send>(
+    name: &str,
+    list: &[usize],
+    case: impl Fn(usize, &Path, &mut S) + Sync,
+) -> Vec<S> {
+    const WORKERS: usize = 2;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                let case = &case;
+                s.spawn(move || {
+                    let dir = scratch(&format!("{name}-{w}"));
+                    let mut state = S::default();
+                    for &c in list.iter().skip(w).step_by(WORKERS) {
+                        case(c, &dir, &mut state);
+                    }
+                    state
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}

@@ -295,33 +295,19 @@ fn known_difference(run: &Run, native: &Run) -> Option<&'static str> {
 fn robustness(name: &str, prop: u64, default: usize, gen: fn(&mut Rng, usize) -> Vec<u8>) {
     let start = Instant::now();
     let list = cases(default);
-    let workers = 2;
-    let results: Vec<(Failures, Tally)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                let list = &list;
-                s.spawn(move || {
-                    let dir = scratch(&format!("{name}-{w}"));
-                    let mut failures = Failures::default();
-                    let mut tally = Tally::default();
-                    for &case in list.iter().skip(w).step_by(workers) {
-                        let mut rng = case_rng(prop, case);
-                        let text = gen(&mut rng, case);
-                        let cap = (case % 2 == 1).then_some(CAP_KB);
-                        let label = match cap {
-                            Some(kib) => format!(
-                                "{name} case {case} ({}), under ulimit -v {kib}",
-                                reproduce(case)
-                            ),
-                            None => format!("{name} case {case} ({})", reproduce(case)),
-                        };
-                        check_input(&text, &label, &dir, cap, &mut failures, &mut tally);
-                    }
-                    (failures, tally)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let results = on_two_workers(name, &list, |case, dir, state| {
+        let (failures, tally): &mut (Failures, Tally) = state;
+        let mut rng = case_rng(prop, case);
+        let text = gen(&mut rng, case);
+        let cap = (case % 2 == 1).then_some(CAP_KB);
+        let label = match cap {
+            Some(kib) => format!(
+                "{name} case {case} ({}), under ulimit -v {kib}",
+                reproduce(case)
+            ),
+            None => format!("{name} case {case} ({})", reproduce(case)),
+        };
+        check_input(&text, &label, dir, cap, failures, tally);
     });
     let mut failures = Failures::default();
     let mut tally = Tally::default();
