@@ -8,13 +8,11 @@ use super::*;
 
 impl Heap {
     fn push(&mut self, p: usize) {
-        if self.stack_len == self.stack_cap {
-            self.stack_cap = (self.stack_cap * 2).max(1024);
-            self.stack = sys_grow(self.stack, self.stack_cap);
-        }
-        // SAFETY: `stack_len < stack_cap`.
-        unsafe { self.stack.add(self.stack_len).write(p) };
-        self.stack_len += 1;
+        push_word(
+            (&mut self.stack, &mut self.stack_len, &mut self.stack_cap),
+            1024,
+            p,
+        );
     }
 
     /// Marks the cell `p` points into, if it is one not marked yet, and

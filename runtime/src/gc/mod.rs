@@ -295,6 +295,19 @@ fn sys_alloc_zeroed(n: usize) -> *mut u8 {
     p
 }
 
+/// Pushes `v` on a growable array of words (pointer, length, capacity),
+/// doubling it (to at least `min` words) when full.
+#[inline]
+fn push_word((buf, len, cap): (&mut *mut usize, &mut usize, &mut usize), min: usize, v: usize) {
+    if *len == *cap {
+        *cap = (*cap * 2).max(min);
+        *buf = sys_grow(*buf, *cap);
+    }
+    // SAFETY: `len < cap`, and the array has room for `cap` words.
+    unsafe { buf.add(*len).write(v) };
+    *len += 1;
+}
+
 fn sys_grow<T>(p: *mut T, cap: usize) -> *mut T {
     // SAFETY: `p` is null or was returned by malloc/realloc; the result is
     // checked for null.
@@ -547,13 +560,11 @@ impl Heap {
     }
 
     fn push_empty(&mut self, start: usize) {
-        if self.empty_len == self.empty_cap {
-            self.empty_cap = (self.empty_cap * 2).max(64);
-            self.empty = sys_grow(self.empty, self.empty_cap);
-        }
-        // SAFETY: `empty_len < empty_cap`.
-        unsafe { self.empty.add(self.empty_len).write(start) };
-        self.empty_len += 1;
+        push_word(
+            (&mut self.empty, &mut self.empty_len, &mut self.empty_cap),
+            64,
+            start,
+        );
     }
 
     /// A cell from the run of the chunk being filled for this size, if it
