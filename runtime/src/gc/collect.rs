@@ -1,7 +1,7 @@
 //! The collector: marking from the program's stack and the registers
 //! it may hold values in, through the cells' pointer slots, then the
 //! sweep that turns what no mark reached into runs to bump through, and
-//! the choice of the next collection's trigger and kind (full or minor).
+//! the choice of the next collection's kind (full or minor).
 //! The heap's layout and its invariants are in the parent module.
 
 use super::*;
@@ -138,7 +138,7 @@ impl Heap {
             }
         }
         self.since = 0;
-        self.trigger = (2 * (live + stack_bytes)).max(MIN_TRIGGER);
+        self.live = live;
         // Old cells that died stay marked until a full collection: one
         // runs once the marked bytes reach twice what the last one found
         // live.

@@ -27,8 +27,10 @@
 //! loop and the hash's multiplication).
 //!
 //! A collection runs when a chunk would be added and the bytes allocated
-//! since the last one exceed twice the live bytes and the stack scanned
-//! then (at least [`MIN_TRIGGER`]).
+//! since the last one exceed twice the bytes it found live and the stack
+//! as deep as it is now, which the collection would scan (at least
+//! [`MIN_TRIGGER`]): a collection deep in a non-tail recursion scans a
+//! deep stack, so it waits until the allocation pays for that.
 //!
 //! Generations, without a write barrier: compiled code writes a cell's
 //! slots only when it makes the cell, so a cell points only to cells made
@@ -162,9 +164,10 @@ struct Heap {
     /// left by the last collection, by start (0: none).
     filling: [usize; CLASSES],
     partial: [usize; CLASSES],
-    /// Bytes handed out since the last collection, and the threshold.
+    /// Bytes handed out since the last collection, and those the last
+    /// collection found live.
     since: usize,
-    trigger: usize,
+    live: usize,
     /// The lowest and highest chunk addresses, for a quick range test.
     lo: usize,
     hi: usize,
@@ -206,7 +209,7 @@ impl Heap {
         filling: [0; CLASSES],
         partial: [0; CLASSES],
         since: 0,
-        trigger: MIN_TRIGGER,
+        live: 0,
         lo: usize::MAX,
         hi: 0,
         empty: core::ptr::null_mut(),
@@ -435,7 +438,9 @@ impl Heap {
         if let Some(p) = self.refill(class, cell) {
             return p;
         }
-        if self.since > self.trigger {
+        let here = core::ptr::addr_of!(words) as usize;
+        let stack = self.stack_top.saturating_sub(here);
+        if self.since > (2 * (self.live + stack)).max(MIN_TRIGGER) {
             self.collect();
             if let Some(p) = self.refill(class, cell) {
                 return p;
@@ -647,7 +652,7 @@ pub fn release_all() {
     h.partial = [0; CLASSES];
     h.empty_len = 0;
     h.since = 0;
-    h.trigger = MIN_TRIGGER;
+    h.live = 0;
     h.full_next = true;
     h.full_live = 0;
     h.stack_len = 0;
