@@ -37,9 +37,18 @@ static MEMO: Global<Memo> = Global::new(Memo {
 });
 
 fn hash(table: usize, a: usize, b: usize) -> usize {
-    // Cells are 8-byte aligned: the low bits carry nothing.
-    let x = (a >> 3) ^ (b >> 3).rotate_left(29) ^ table.rotate_left(47);
-    x.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (x >> 31)
+    // Cells are 8-byte aligned: the low bits carry nothing. The index is
+    // taken from the low bits, so every bit of the key must reach them:
+    // a product's low bits depend only on the factor's low bits, and cells
+    // whose addresses differ by a multiple of the table's span would share
+    // a probe sequence (two rounds of xor-shift and multiply, as in
+    // MurmurHash3's finaliser).
+    let mut x = (a >> 3) ^ (b >> 3).rotate_left(29) ^ table.rotate_left(47);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    x ^ (x >> 33)
 }
 
 impl Memo {
