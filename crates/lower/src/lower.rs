@@ -33,6 +33,7 @@ mod calls;
 mod errors;
 mod prims;
 mod print;
+mod retag;
 mod sharing;
 mod switch;
 mod union_fns;
@@ -149,6 +150,7 @@ pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let m = lw.lower_main(&main);
     lw.module.main = Some(FuncId::new(lw.module.funcs.len()));
     lw.module.funcs.push(m);
+    lw.identity_maps();
     lw.module
 }
 

@@ -44,7 +44,7 @@
 use super::*;
 use base::counters::{PLUS, TRANSFORM, ZERO};
 use base::EntityRef;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 /// What a memo table remembers: the results of one operation, given in
 /// one representation class.
@@ -198,6 +198,23 @@ impl Lowerer<'_> {
             self.sharing.lazy = Some(table);
         }
         self.sharing.lazy.get_or_insert_with(HashMap::new)
+    }
+
+    /// The sets of tags one dispatch may test: a representation class's
+    /// members and its values' lazy zeros, and the lazy zeros its cells
+    /// may be ([`Lowerer::switch`]).
+    pub(super) fn dispatch_groups(&mut self) -> Vec<Vec<u32>> {
+        let mut groups: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+        for ((class, _), tag) in &self.sharing.tags {
+            groups.entry(*class).or_default().push(*tag);
+        }
+        for (class, sources) in self.lazy_table() {
+            groups
+                .entry(*class)
+                .or_default()
+                .extend(sources.iter().map(|(t, _)| *t));
+        }
+        groups.into_values().collect()
     }
 
     /// The memo table of operation `op` with results in union `result`.

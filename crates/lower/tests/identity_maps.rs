@@ -1,0 +1,66 @@
+//! A tag has no bits at run time, so the `wrap` and `unwrap` maps of
+//! nested modes that only copy cells under other tags are the identity
+//! (`lower/retag.rs`): the second derivative of a loop by reverse over
+//! reverse wraps and unwraps its inner tape at every step, and compiled
+//! code must neither walk nor copy it.
+
+use fir::{Block, Module, Op};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn compile(path: &Path) -> Module {
+    let mut map = syntax::SourceMap::new();
+    let ast = syntax::expand::load_program(&mut map, path, &Default::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    lower::compile(prog, &map).unwrap_or_else(|e| panic!("{}", e.render(&map)))
+}
+
+fn allocates(b: &Block) -> bool {
+    b.insts.iter().any(|i| match &i.op {
+        Op::Alloc(..) | Op::AllocZero(..) => true,
+        Op::If { then_, else_, .. } => allocates(then_) || allocates(else_),
+        _ => false,
+    })
+}
+
+#[test]
+fn reverse_over_reverse_of_a_loop_neither_walks_nor_copies_its_tape() {
+    for name in ["grow-horner-rr.vlad", "grow-hvp-rr.vlad"] {
+        let path = root().join("tests/complexity").join(name);
+        let m = compile(&path);
+        // The tape is there: cells of run-time number are made.
+        assert!(
+            m.funcs.iter().any(|f| allocates(&f.body)),
+            "{name}: no cells at all"
+        );
+        let copying: Vec<&str> = m
+            .funcs
+            .iter()
+            .filter(|f| f.name.starts_with("wrap_") || f.name.starts_with("unwrap_"))
+            .filter(|f| allocates(&f.body))
+            .map(|f| f.name.as_str())
+            .collect();
+        // grow-hvp-rr's wraps of lists whose cells may be lazy zeros make
+        // them first; each of those maps is kept with the map undoing it
+        // (whose results it remembers), the others are identities.
+        match name {
+            "grow-horner-rr.vlad" => assert!(copying.is_empty(), "{name}: {copying:?} copy"),
+            _ => {
+                assert_eq!(copying.len(), 4, "{name}: {copying:?}");
+                for tag in ["reverse", "sensitivity"] {
+                    let count = |prefix: &str| {
+                        copying
+                            .iter()
+                            .filter(|f| f.starts_with(&format!("{prefix}_{tag}_")))
+                            .count()
+                    };
+                    assert_eq!(count("wrap"), count("unwrap"), "{name}: {copying:?}");
+                }
+            }
+        }
+    }
+}
