@@ -14,7 +14,8 @@
 //! the first `If`'s results, and an arm of the first that ends the block
 //! (a return or an error) leaves the second's arm out, since it never ran.
 
-use crate::{Block, Inst, Module, Op, Term, Val};
+use crate::{Block, Inst, Module, Op, Term, Ty, Val};
+use base::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
 
 /// Simplifies every function knowing what boolean `If` results tell of
@@ -25,19 +26,36 @@ use rustc_hash::FxHashMap as HashMap;
 pub fn fuse(m: &mut Module) {
     for f in &mut m.funcs {
         super::simplify_once(f, true);
-        if fuse_block(&mut f.body) {
+        let mut consts = vec![false; f.types.len()];
+        bool_consts(&f.body, &mut consts);
+        if fuse_block(&mut f.body, &mut f.types, &consts) {
             super::simplify_once(f, false);
         }
     }
 }
 
-/// Fuses in `b` and the blocks nested in it; whether anything fused.
-pub(super) fn fuse_block(b: &mut Block) -> bool {
+/// Marks the values that are boolean constants.
+fn bool_consts(b: &Block, out: &mut [bool]) {
+    for inst in &b.insts {
+        match &inst.op {
+            Op::BoolConst(_) => out[inst.results[0].index()] = true,
+            Op::If { then_, else_, .. } => {
+                bool_consts(then_, out);
+                bool_consts(else_, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Fuses (and threads, [`super::thread`]) in `b` and the blocks nested
+/// in it; whether anything changed. `consts`: the boolean constants.
+pub(super) fn fuse_block(b: &mut Block, types: &mut Vec<Ty>, consts: &[bool]) -> bool {
     let mut changed = false;
     for inst in &mut b.insts {
         if let Op::If { then_, else_, .. } = &mut inst.op {
-            changed |= fuse_block(then_);
-            changed |= fuse_block(else_);
+            changed |= fuse_block(then_, types, consts);
+            changed |= fuse_block(else_, types, consts);
         }
     }
     let insts = std::mem::take(&mut b.insts);
@@ -56,6 +74,22 @@ pub(super) fn fuse_block(b: &mut Block) -> bool {
                 let first_if = out.pop().expect("the last `If`");
                 out.append(&mut between);
                 out.push(fuse_pair(first_if, inst));
+                last_if = Some(out.len() - 1);
+                changed = true;
+                continue;
+            }
+            if let Some(j) = super::thread::worth_threading(&out[k], &inst, consts) {
+                let first_if = out.pop().expect("the last `If`");
+                out.append(&mut between);
+                let mut threaded = super::thread::thread_pair(first_if, inst, j, types);
+                // Each arm now ends in the copy, on what it yielded: an
+                // arm that is itself an `If` yielding a constant threads
+                // it further in.
+                if let Op::If { then_, else_, .. } = &mut threaded.op {
+                    fuse_block(then_, types, consts);
+                    fuse_block(else_, types, consts);
+                }
+                out.push(threaded);
                 last_if = Some(out.len() - 1);
                 changed = true;
                 continue;
@@ -178,7 +212,9 @@ mod tests {
     }
 
     fn fuse_only(f: &mut Func) {
-        fuse_block(&mut f.body);
+        let mut consts = vec![false; f.types.len()];
+        bool_consts(&f.body, &mut consts);
+        fuse_block(&mut f.body, &mut f.types, &consts);
     }
 
     /// v2 = if v1 {1} else {2}; v5 = v0 + v0; then an `If` on v1 whose
@@ -285,5 +321,59 @@ func f0 f(v0: f64, v1: bool) -> (f64) {
         // Plain simplification (before `tags`) keeps the test.
         let without = run(insts, 7, 8, &[2, 3, 4], super::super::simplify_func);
         assert_eq!(without.matches("if v1").count(), 2, "{without}");
+    }
+
+    #[test]
+    fn an_if_on_a_boolean_constant_in_an_arm_before_moves_into_the_arms() {
+        // v3 = if v1 {true} else {v2 = v0 < v0}; v7 = if v3 {0} else
+        // {v0 + v0}: the nil-like arm takes 0 at once, the other tests v2.
+        let insts = vec![
+            i(
+                &[3],
+                Op::If {
+                    cond: v(1),
+                    then_: arm(vec![i(&[4], Op::BoolConst(true))], Term::Yield(vec![v(4)])),
+                    else_: arm(
+                        vec![i(&[2], Op::FCmp(crate::Cmp::Lt, v(0), v(0)))],
+                        Term::Yield(vec![v(2)]),
+                    ),
+                },
+            ),
+            i(
+                &[7],
+                Op::If {
+                    cond: v(3),
+                    then_: arm(vec![i(&[5], Op::F64Const(0.0))], Term::Yield(vec![v(5)])),
+                    else_: arm(
+                        vec![i(&[6], Op::FBin(FBin::Add, v(0), v(0)))],
+                        Term::Yield(vec![v(6)]),
+                    ),
+                },
+            ),
+        ];
+        let out = run(insts, 7, 8, &[2, 3, 4], |f| {
+            fuse_only(f);
+            super::super::simplify_func(f);
+        });
+        let expected = "\
+func f0 f(v0: f64, v1: bool) -> (f64) {
+  v7 = if v1 {
+    v2 = f64 0.0
+    yield v2
+  } else {
+    v3 = flt v0 v0
+    v6 = if v3 {
+      v4 = f64 0.0
+      yield v4
+    } else {
+      v5 = fadd v0 v0
+      yield v5
+    }
+    yield v6
+  }
+  return v7
+}
+";
+        assert_eq!(out, expected);
     }
 }

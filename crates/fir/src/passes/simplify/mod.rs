@@ -34,6 +34,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 mod cells;
 pub mod fuse;
+mod thread;
 
 use cells::{Cell, Facts};
 
