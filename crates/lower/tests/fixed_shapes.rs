@@ -9,20 +9,11 @@
 //! (particle and saddle RF and RR) needs a tape of run-time length: a
 //! union, checked here to be allocated only there.
 
+mod common;
+
+use common::{compile, root};
 use fir::{Block, Module, Op};
-use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn compile(path: &Path) -> Module {
-    let mut map = syntax::SourceMap::new();
-    let ast = syntax::expand::load_program(&mut map, path, &Default::default())
-        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    lower::compile(prog, &map).unwrap_or_else(|e| panic!("{}", e.render(&map)))
-}
+use std::path::PathBuf;
 
 /// (allocations, tag tests) in a block and the blocks nested in it.
 fn union_ops(b: &Block) -> (usize, usize) {

@@ -4,20 +4,10 @@
 //! reverse wraps and unwraps its inner tape at every step, and compiled
 //! code must neither walk nor copy it.
 
-use fir::{Block, Module, Op};
-use std::path::{Path, PathBuf};
+mod common;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn compile(path: &Path) -> Module {
-    let mut map = syntax::SourceMap::new();
-    let ast = syntax::expand::load_program(&mut map, path, &Default::default())
-        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    lower::compile(prog, &map).unwrap_or_else(|e| panic!("{}", e.render(&map)))
-}
+use common::{compile, root};
+use fir::{Block, Op};
 
 fn allocates(b: &Block) -> bool {
     b.insts.iter().any(|i| match &i.op {

@@ -277,23 +277,29 @@ func f0 f(v0: f64, v1: bool) -> (f64) {
         }
     }
 
+    /// v3 = if v1 {v4 = true} else {v2 = v0 < v0}: a boolean `If` result
+    /// constant in one arm, as `null?` of a union with a lazy zero makes.
+    fn true_or_less() -> Inst {
+        i(
+            &[3],
+            Op::If {
+                cond: v(1),
+                then_: arm(vec![i(&[4], Op::BoolConst(true))], Term::Yield(vec![v(4)])),
+                else_: arm(
+                    vec![i(&[2], Op::FCmp(crate::Cmp::Lt, v(0), v(0)))],
+                    Term::Yield(vec![v(2)]),
+                ),
+            },
+        )
+    }
+
     #[test]
     fn a_boolean_result_tells_its_arms_condition() {
         // v3 = if v1 {true} else {v2 = v0 < v0}; if v3 {0} else {if v1
         // {error} else {v0}}: where v3 is false, v1 is, and the inner `If`
         // goes.
         let insts = vec![
-            i(
-                &[3],
-                Op::If {
-                    cond: v(1),
-                    then_: arm(vec![i(&[4], Op::BoolConst(true))], Term::Yield(vec![v(4)])),
-                    else_: arm(
-                        vec![i(&[2], Op::FCmp(crate::Cmp::Lt, v(0), v(0)))],
-                        Term::Yield(vec![v(2)]),
-                    ),
-                },
-            ),
+            true_or_less(),
             i(
                 &[7],
                 Op::If {
@@ -328,17 +334,7 @@ func f0 f(v0: f64, v1: bool) -> (f64) {
         // v3 = if v1 {true} else {v2 = v0 < v0}; v7 = if v3 {0} else
         // {v0 + v0}: the nil-like arm takes 0 at once, the other tests v2.
         let insts = vec![
-            i(
-                &[3],
-                Op::If {
-                    cond: v(1),
-                    then_: arm(vec![i(&[4], Op::BoolConst(true))], Term::Yield(vec![v(4)])),
-                    else_: arm(
-                        vec![i(&[2], Op::FCmp(crate::Cmp::Lt, v(0), v(0)))],
-                        Term::Yield(vec![v(2)]),
-                    ),
-                },
-            ),
+            true_or_less(),
             i(
                 &[7],
                 Op::If {
