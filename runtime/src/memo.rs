@@ -27,28 +27,28 @@ struct Memo {
     slots: *mut Entry,
     /// A power of two, or 0 before the first entry.
     cap: usize,
+    /// 64 minus the base-2 logarithm of `cap`: a hash shifted right by
+    /// it is a slot.
+    shift: u32,
     len: usize,
 }
 
 static MEMO: Global<Memo> = Global::new(Memo {
     slots: core::ptr::null_mut(),
     cap: 0,
+    shift: 64,
     len: 0,
 });
 
 fn hash(table: usize, a: usize, b: usize) -> usize {
-    // Cells are 8-byte aligned: the low bits carry nothing. The index is
-    // taken from the low bits, so every bit of the key must reach them:
-    // a product's low bits depend only on the factor's low bits, and cells
-    // whose addresses differ by a multiple of the table's span would share
-    // a probe sequence (two rounds of xor-shift and multiply, as in
-    // MurmurHash3's finaliser).
-    let mut x = (a >> 3) ^ (b >> 3).rotate_left(29) ^ table.rotate_left(47);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-    x ^ (x >> 33)
+    // Cells are 8-byte aligned: the low bits carry nothing. The slot is
+    // the product's top bits (Fibonacci hashing), which every bit of the
+    // key reaches: one multiplication, where a slot taken from the low
+    // bits needed the key mixed first (its low bits depend only on the
+    // factor's), and cells a multiple of the table's span apart shared a
+    // probe sequence.
+    let x = (a >> 3) ^ (b >> 3).rotate_left(29) ^ table.rotate_left(47);
+    x.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl Memo {
@@ -63,7 +63,7 @@ impl Memo {
     /// The slot holding the key, or the free slot where it would go.
     fn find(&self, key: [usize; 3]) -> usize {
         let mask = self.cap - 1;
-        let mut i = hash(key[0], key[1], key[2]) & mask;
+        let mut i = hash(key[0], key[1], key[2]) >> self.shift;
         loop {
             let e = self.slot(i);
             if e[0] == 0 || e[..3] == key {
@@ -96,6 +96,8 @@ impl Memo {
         *self.slot(i) = [key[0], key[1], key[2], r];
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let old = (self.slots, self.cap);
         let cap = (self.cap * 2).max(1024);
@@ -106,6 +108,7 @@ impl Memo {
         }
         self.slots = slots;
         self.cap = cap;
+        self.shift = 64 - cap.trailing_zeros();
         // The keys are distinct and the new table has room for all: each
         // goes to the first free slot of its probe sequence, without the
         // comparisons of `find`.
@@ -114,7 +117,7 @@ impl Memo {
             // SAFETY: `i` is below the old capacity.
             let e = unsafe { *old.0.add(i) };
             if e[0] != 0 {
-                let mut k = hash(e[0], e[1], e[2]) & mask;
+                let mut k = hash(e[0], e[1], e[2]) >> self.shift;
                 while self.slot(k)[0] != 0 {
                     k = (k + 1) & mask;
                 }
