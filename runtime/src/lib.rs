@@ -643,9 +643,11 @@ extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
     };
     // SAFETY: single-threaded: the limit is written once, here, before any
     // compiled code runs on this thread and reads it.
+    let limit = top.saturating_sub(size.saturating_sub(STACK_MARGIN));
     unsafe {
-        rt_stack_limit = top.saturating_sub(size.saturating_sub(STACK_MARGIN));
+        rt_stack_limit = limit;
     }
+    gc::huge_stack(limit, top);
     // SAFETY: `vlad_main` is the compiled program's entry point: a C-ABI
     // function without arguments or results.
     unsafe { vlad_main() };
