@@ -51,6 +51,34 @@ fn hash(table: usize, a: usize, b: usize) -> usize {
     x.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// A zeroed table of `cap` entries (all slots free). A large one is its
+/// own mapping, advised as huge pages (`gc::map_huge`): a table of 2^21
+/// entries is 64 MiB, faulted in 4 KiB at a time as lookups land on it.
+fn table_alloc(cap: usize) -> *mut Entry {
+    let bytes = cap * core::mem::size_of::<Entry>();
+    let p = if bytes >= crate::gc::HUGE_PAGE {
+        crate::gc::map_huge(bytes)
+    } else {
+        // SAFETY: plain C allocation, zeroed; checked below.
+        unsafe { calloc(cap, core::mem::size_of::<Entry>()) }
+    };
+    if p.is_null() {
+        crate::fail(&[b"error: out of memory"]);
+    }
+    p as *mut Entry
+}
+
+/// Gives back a table [`table_alloc`] made for `cap` entries.
+fn table_free(p: *mut Entry, cap: usize) {
+    let bytes = cap * core::mem::size_of::<Entry>();
+    if bytes >= crate::gc::HUGE_PAGE {
+        crate::gc::unmap_huge(p as *mut u8, bytes);
+    } else {
+        // SAFETY: allocated by `calloc` in `table_alloc`, no longer used.
+        unsafe { free(p as *mut u8) };
+    }
+}
+
 impl Memo {
     #[allow(clippy::mut_from_ref)]
     fn slot(&self, i: usize) -> &mut Entry {
@@ -101,11 +129,7 @@ impl Memo {
     fn grow(&mut self) {
         let old = (self.slots, self.cap);
         let cap = (self.cap * 2).max(1024);
-        // SAFETY: plain C allocation, zeroed (all slots free); checked.
-        let slots = unsafe { calloc(cap, core::mem::size_of::<Entry>()) } as *mut Entry;
-        if slots.is_null() {
-            crate::fail(&[b"error: out of memory"]);
-        }
+        let slots = table_alloc(cap);
         self.slots = slots;
         self.cap = cap;
         self.shift = 64 - cap.trailing_zeros();
@@ -125,8 +149,7 @@ impl Memo {
             }
         }
         if !old.0.is_null() {
-            // SAFETY: allocated by `calloc` above and no longer used.
-            unsafe { free(old.0 as *mut u8) };
+            table_free(old.0, old.1);
         }
     }
 

@@ -87,7 +87,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// stays small (a huge page is resident whole once touched).
 const HUGE_AFTER: usize = 8 << 20;
 const ARENA_BYTES: usize = 8 << 20;
-const HUGE_PAGE: usize = 2 << 20;
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 #[cfg(target_os = "linux")]
 const MADV_HUGEPAGE: i32 = 14;
 /// Allocation between collections is at least this: small enough that a
@@ -248,6 +248,31 @@ impl Heap {
     };
 }
 
+/// `bytes` of fresh zeroed memory advised as huge pages (see
+/// [`HUGE_AFTER`]), or null if the system has none to give.
+pub(crate) fn map_huge(bytes: usize) -> *mut u8 {
+    let len = bytes.next_multiple_of(HUGE_PAGE);
+    let Some(start) = sys_map_aligned(len, HUGE_PAGE) else {
+        return core::ptr::null_mut();
+    };
+    #[cfg(target_os = "linux")]
+    // SAFETY: advice on the mapping just made; a kernel without huge
+    // pages ignores it (the result is only advice).
+    unsafe {
+        madvise(start as *mut u8, len, MADV_HUGEPAGE);
+    }
+    start as *mut u8
+}
+
+/// Gives back what [`map_huge`] gave for `bytes`.
+pub(crate) fn unmap_huge(p: *mut u8, bytes: usize) {
+    // SAFETY: `p` is a mapping of `bytes` rounded up to a huge page, made
+    // by `map_huge` and no longer used.
+    unsafe {
+        munmap(p, bytes.next_multiple_of(HUGE_PAGE));
+    }
+}
+
 /// Advises the kernel to back the stack between `limit` and `top` with
 /// huge pages, but for its top [`HUGE_PAGE`] (where a program that does
 /// not recurse deeply stays): a deep non-tail recursion faults its stack
@@ -384,15 +409,10 @@ impl Heap {
     fn arena_alloc(&mut self, bytes: usize) -> usize {
         if self.arena_end - self.arena < bytes {
             let len = bytes.max(ARENA_BYTES).next_multiple_of(HUGE_PAGE);
-            // Under a tight address-space cap, a chunk of its own.
-            let Some(start) = sys_map_aligned(len, HUGE_PAGE) else {
+            let start = map_huge(len) as usize;
+            if start == 0 {
+                // Under a tight address-space cap, a chunk of its own.
                 return sys_alloc_aligned(bytes, CHUNK_BYTES);
-            };
-            #[cfg(target_os = "linux")]
-            // SAFETY: advice on a mapping made just above; a kernel
-            // without huge pages ignores it (the result is only advice).
-            unsafe {
-                madvise(start as *mut u8, len, MADV_HUGEPAGE);
             }
             self.arena = start;
             self.arena_end = start + len;
