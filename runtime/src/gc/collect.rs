@@ -137,6 +137,11 @@ impl Heap {
                 self.partial[class] = start;
             }
         }
+        // What survived of the bytes allocated since the last collection
+        // (an old cell that died in between, still marked after a minor
+        // one, counts as surviving until the next full one).
+        let survived = live.saturating_sub(self.live).min(self.since);
+        self.growth = 200 + 200 * survived / self.since.max(1);
         self.since = 0;
         self.live = live;
         // Old cells that died stay marked until a full collection: one
