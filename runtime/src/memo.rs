@@ -28,7 +28,8 @@ struct Memo {
     /// A power of two, or 0 before the first entry.
     cap: usize,
     /// 64 minus the base-2 logarithm of `cap`: a hash shifted right by
-    /// it is a slot.
+    /// it is a slot. Kept rather than derived from `cap` at each lookup
+    /// (grow-hvp-fr: 2.6% more instructions in all when derived).
     shift: u32,
     len: usize,
 }

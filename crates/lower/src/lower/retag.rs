@@ -41,9 +41,9 @@ enum Fact {
     /// `TagIs(operand, .0)`.
     Test(u32),
     True,
-    /// What a memo lookup of the operand found, and whether it did.
+    /// Whether a memo lookup of the operand found it; `.0` is what it
+    /// found.
     Found(Val),
-    Recorded,
 }
 
 /// A map's body as a copy: the tag pairs it copies between and the maps
@@ -124,7 +124,6 @@ impl Check<'_> {
             }
             Op::MemoGet(t, key) if key == &[operand] && inst.results.len() == 2 => {
                 self.out.tables.push(*t);
-                self.facts.insert(inst.results[1], Fact::Recorded);
                 Fact::Found(inst.results[1])
             }
             Op::MemoPut(t, vals) => {
