@@ -39,8 +39,12 @@ enum Kind {
 struct Program {
     name: &'static str,
     kind: Kind,
-    /// The hand-written baseline binary, if any.
+    /// The hand-written baseline binary, if any: the same algorithm over
+    /// the same data structures as the VLAD program.
     baseline: Option<&'static str>,
+    /// A second hand-written reference, reported under the table: its
+    /// binary and what it does differently from the baseline.
+    reference: Option<(&'static str, &'static str)>,
 }
 
 const BACKPROP: Kind = Kind::ScaleSteps {
@@ -57,76 +61,94 @@ const PROGRAMS: &[Program] = &[
         name: "particle-FF",
         kind: Kind::Reps,
         baseline: Some("particle-FF"),
+        reference: None,
     },
     Program {
         name: "particle-FR",
         kind: Kind::Reps,
         baseline: None,
+        reference: None,
     },
     Program {
         name: "particle-RF",
         kind: Kind::Reps,
         baseline: Some("particle-RF"),
+        reference: None,
     },
     Program {
         name: "particle-RR",
         kind: Kind::Reps,
         baseline: Some("particle-RR"),
+        reference: None,
     },
     Program {
         name: "saddle-FF",
         kind: Kind::Reps,
         baseline: Some("saddle-FF"),
+        reference: None,
     },
     Program {
         name: "saddle-FR",
         kind: Kind::Reps,
         baseline: None,
+        reference: None,
     },
     Program {
         name: "saddle-RF",
         kind: Kind::Reps,
         baseline: Some("saddle-RF"),
+        reference: None,
     },
     Program {
         name: "saddle-RR",
         kind: Kind::Reps,
         baseline: Some("saddle-RR"),
+        reference: None,
     },
     Program {
         name: "backprop-Fs",
         kind: BACKPROP,
         baseline: None,
+        reference: None,
     },
     Program {
         name: "backprop-R",
         kind: BACKPROP,
         baseline: Some("backprop-R"),
+        reference: None,
     },
     Program {
         name: "sumsq-R",
         kind: Kind::Reps,
         baseline: Some("sumsq-R"),
+        reference: Some((
+            "sumsq-R-vector",
+            "the same adjoint over a vector of reals, which VLAD, whose only sequences are lists, cannot express",
+        )),
     },
     Program {
         name: "probabilistic-lambda-calculus-F",
         kind: PROB,
         baseline: None,
+        reference: None,
     },
     Program {
         name: "probabilistic-lambda-calculus-R",
         kind: PROB,
         baseline: None,
+        reference: None,
     },
     Program {
         name: "probabilistic-prolog-F",
         kind: PROB,
         baseline: None,
+        reference: None,
     },
     Program {
         name: "probabilistic-prolog-R",
         kind: PROB,
         baseline: None,
+        reference: None,
     },
 ];
 
@@ -365,6 +387,8 @@ struct Row {
     compiled: Measure,
     interp: Measure,
     baseline: Measure,
+    /// The second reference (see [`Program::reference`]) and its time.
+    reference: Option<(&'static str, &'static str, Measure)>,
     ops_interp: Option<u64>,
     ops_compiled: Option<u64>,
     rss_kib: Option<u64>,
@@ -537,6 +561,10 @@ fn bench(ctx: &Ctx, p: &Program) -> Row {
         Some(b) => ctx.time_native(&ctx.root.join("target/release").join(b), p.kind, "baseline"),
         None => Measure::NotApplicable,
     };
+    let reference = p.reference.map(|(exe, what)| {
+        let exe_path = ctx.root.join("target/release").join(exe);
+        (exe, what, ctx.time_native(&exe_path, p.kind, exe))
+    });
 
     let output = match (&compiled_small_out, &interp_out) {
         (Some(a), Some(b)) if a == b => "same",
@@ -553,6 +581,7 @@ fn bench(ctx: &Ctx, p: &Program) -> Row {
         compiled,
         interp,
         baseline,
+        reference,
         ops_interp,
         ops_compiled,
         rss_kib,

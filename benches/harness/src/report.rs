@@ -193,6 +193,17 @@ and the interpreter print at that workload. Max RSS is that of one compiled time
             r.output,
         );
     }
+    for r in rows {
+        if let Some((exe, what, m)) = &r.reference {
+            let _ = writeln!(
+                s,
+                "\n{}: beside its baseline, `{exe}`, {what}: {} per repetition; compiled / that = {}.",
+                r.name,
+                cell(m, r.limit),
+                ratio(r.compiled.secs(), m.secs()),
+            );
+        }
+    }
     let failures: Vec<String> = rows
         .iter()
         .filter_map(|r| {
@@ -211,6 +222,7 @@ and the interpreter print at that workload. Max RSS is that of one compiled time
                 ("baseline", &r.baseline),
             ]
             .into_iter()
+            .chain(r.reference.as_ref().map(|(exe, _, m)| (*exe, m)))
             .filter_map(move |(what, m)| match m {
                 Measure::Failed(msg) => Some(format!("- {} ({what}): `{}`", r.name, msg.trim())),
                 _ => None,
