@@ -66,6 +66,8 @@ mod gc;
 #[cfg(vlad_lib)]
 mod library;
 mod memo;
+#[cfg(all(not(test), not(vlad_lib), target_os = "linux"))]
+mod stack_guard;
 
 use core::cell::UnsafeCell;
 
@@ -612,14 +614,16 @@ extern "C" {
     fn getrlimit(resource: i32, rlim: *mut Rlimit) -> i32;
 }
 
-/// The lowest stack address compiled code may use: every compiled
-/// function compares its stack pointer with this on entry. Zero (no limit)
-/// until the program thread sets it.
+/// The lowest stack address compiled code may use, where the code checks
+/// it: every compiled function of a library compares its stack pointer
+/// with this on entry (a program's stack ends in a guard instead,
+/// `stack_guard`, on Linux). Zero (no limit) until set.
 #[no_mangle]
 pub static mut rt_stack_limit: usize = 0;
 
-/// Stack kept free below the limit for the runtime's own calls (printing
-/// the error, libm).
+/// Stack kept below the limit: on Linux it holds the guard pages
+/// (`stack_guard`); elsewhere it is the room the runtime's own calls
+/// (printing the error, libm) have below the last check.
 #[cfg(all(not(test), not(vlad_lib)))]
 const STACK_MARGIN: usize = 1 << 20;
 
@@ -636,14 +640,17 @@ extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
     gc::set_stack_top(top + 64);
     // SAFETY: `PROGRAM_STACK` was written by `main` before this thread
     // started (or this is `main`'s own thread), and is not written again.
-    let size = match unsafe { PROGRAM_STACK } {
+    let (size, own_thread) = match unsafe { PROGRAM_STACK } {
         // On the main thread: its stack is what `ulimit -s` gives it.
-        0 => soft_limit(RLIMIT_STACK).unwrap_or(8 << 20),
-        n => n,
+        0 => (soft_limit(RLIMIT_STACK).unwrap_or(8 << 20), false),
+        n => (n, true),
     };
+    let limit = top.saturating_sub(size.saturating_sub(STACK_MARGIN));
+    #[cfg(target_os = "linux")]
+    stack_guard::install(limit, top, own_thread);
+    #[cfg(not(target_os = "linux"))]
     // SAFETY: single-threaded: the limit is written once, here, before any
     // compiled code runs on this thread and reads it.
-    let limit = top.saturating_sub(size.saturating_sub(STACK_MARGIN));
     unsafe {
         rt_stack_limit = limit;
     }

@@ -104,6 +104,7 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         strings: HashMap::new(),
         counts: None,
         stack_limit: None,
+        stack_checks: entry != ENTRY_SYMBOL || !cfg!(target_os = "linux"),
         clif: String::new(),
         jobs: None,
         done: Vec::new(),
@@ -169,6 +170,11 @@ fn host_isa() -> Result<OwnedTargetIsa, String> {
         ("is_pic", "true"),
         // `return_call` needs frame pointers on x86-64.
         ("preserve_frame_pointers", "true"),
+        // A frame larger than a page touches its pages in order, so that
+        // deep recursion meets the guard pages below the stack's limit
+        // rather than stepping over them (runtime/src/stack_guard.rs).
+        ("enable_probestack", "true"),
+        ("probestack_strategy", "inline"),
     ] {
         flags
             .set(k, v)
@@ -241,6 +247,9 @@ struct Codegen<'a> {
     strings: HashMap<StrId, DataId>,
     counts: Option<DataId>,
     stack_limit: Option<DataId>,
+    /// Whether every function compares the stack pointer with
+    /// `rt_stack_limit` on entry (see `define`).
+    stack_checks: bool,
     clif: String,
     /// Where finished functions go to be compiled (`parallel`); without
     /// workers, they are compiled at once into `done`.
@@ -485,30 +494,38 @@ impl Codegen<'_> {
                 }
                 members.insert(g, Member { pre, lp, fixed });
             }
-            // Deep non-tail recursion would run off the stack: every
-            // function checks the stack pointer against the limit the
-            // runtime set, and reports instead of crashing.
-            let limit_id = self.stack_limit_data()?;
-            let limit_gv = self.module.declare_data_in_func(limit_id, b.func);
-            let limit_addr = b.ins().symbol_value(types::I64, limit_gv);
-            let limit = b
-                .ins()
-                .load(types::I64, MemFlagsData::trusted(), limit_addr, 0);
-            let sp = b.ins().get_stack_pointer(types::I64);
-            let ok = b.ins().icmp(IntCC::UnsignedGreaterThan, sp, limit);
-            let overflow = b.create_block();
-            b.ins().brif(
-                ok,
-                members[&fid].pre,
-                &block_args(&entry_params[offset..]),
-                overflow,
-                &[],
-            );
-            b.switch_to_block(overflow);
-            let over_id = self.import("rt_stack_overflow")?;
-            let over_ref = self.module.declare_func_in_func(over_id, b.func);
-            b.ins().call(over_ref, &[]);
-            b.ins().trap(TrapCode::unwrap_user(1));
+            // Deep non-tail recursion would run off the stack. A program
+            // on Linux ends its stack in guard pages the runtime catches
+            // (runtime/src/stack_guard.rs); a library, on its caller's
+            // thread, and a program elsewhere check the stack pointer
+            // against the limit the runtime set, on entry to every
+            // function, and report instead of crashing.
+            if self.stack_checks {
+                let limit_id = self.stack_limit_data()?;
+                let limit_gv = self.module.declare_data_in_func(limit_id, b.func);
+                let limit_addr = b.ins().symbol_value(types::I64, limit_gv);
+                let limit = b
+                    .ins()
+                    .load(types::I64, MemFlagsData::trusted(), limit_addr, 0);
+                let sp = b.ins().get_stack_pointer(types::I64);
+                let ok = b.ins().icmp(IntCC::UnsignedGreaterThan, sp, limit);
+                let overflow = b.create_block();
+                b.ins().brif(
+                    ok,
+                    members[&fid].pre,
+                    &block_args(&entry_params[offset..]),
+                    overflow,
+                    &[],
+                );
+                b.switch_to_block(overflow);
+                let over_id = self.import("rt_stack_overflow")?;
+                let over_ref = self.module.declare_func_in_func(over_id, b.func);
+                b.ins().call(over_ref, &[]);
+                b.ins().trap(TrapCode::unwrap_user(1));
+            } else {
+                b.ins()
+                    .jump(members[&fid].pre, &block_args(&entry_params[offset..]));
+            }
             let mut fb = FnBuilder {
                 cg: self,
                 b,

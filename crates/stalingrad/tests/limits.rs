@@ -140,6 +140,66 @@ fn deep_recursion_ends_cleanly_under_every_cap() {
     failures.finish("deep recursion under caps", checked);
 }
 
+/// When the C library can make no thread for the program, it runs on the
+/// main thread, whose stack the kernel grows on demand up to `ulimit -s`
+/// (no guard pages of the runtime's own): a program still answers, and
+/// recursion past that stack is still the clean error, not a crash. A
+/// preloaded `pthread_create` that always fails stands for the C library.
+#[test]
+fn deep_recursion_on_the_main_thread_ends_cleanly() {
+    let shim_src = temp("nothread.c");
+    let shim = temp("nothread.so");
+    std::fs::write(
+        &shim_src,
+        "int pthread_create(void *t, void *a, void *f, void *arg) { return 11; }\n",
+    )
+    .expect("write the shim");
+    let cc = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&shim)
+        .arg(&shim_src)
+        .status()
+        .expect("run cc");
+    assert!(cc.success(), "cc could not build the shim");
+    let src = temp("main-thread.vlad");
+    std::fs::write(
+        &src,
+        "(define (make n) (if (zero? n) '() (cons n (make (- n 1)))))\n\
+         (define (sum l) (if (null? l) 0 (+ (car l) (sum (cdr l)))))\n\
+         (write-real 1)\n\
+         (sum (make (read-real)))\n",
+    )
+    .expect("write the program");
+    let exe = temp("main-thread");
+    let build = build_to(&src.to_string_lossy(), &exe);
+    assert!(build.success(), "{}", build.transcript());
+    let run = |n: &str| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "ulimit -s 8192 && exec \"$0\""])
+            .arg(&exe)
+            .env("LD_PRELOAD", &shim);
+        run_command(cmd, Some(n.as_bytes()))
+    };
+    let small = run("1000");
+    assert!(
+        small.success() && small.stdout == "1\n1\n500500\n",
+        "on the main thread, n = 1000:\n{}",
+        small.transcript()
+    );
+    // 10^7 frames do not fit in 8 MiB.
+    let deep = run("10000000");
+    assert!(
+        deep.status.and_then(|s| s.code()) == Some(1)
+            && deep.stdout == "1\n1\n"
+            && deep.stderr.trim() == "error: recursion too deep: the program ran out of stack",
+        "on the main thread, n = 10^7:\n{}",
+        deep.transcript()
+    );
+    for f in [&shim_src, &shim, &src, &exe] {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
 /// Running out of memory, in the interpreter, in the analysis and in a
 /// compiled binary: a clean error and exit status 1, never Rust's abort.
 #[test]

@@ -155,7 +155,9 @@ pub fn build_to(src: &str, exe: &Path) -> Run {
     )
 }
 
-fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
+/// Runs `cmd` as [`run_program`] does (for a command with its own
+/// environment or shell).
+pub fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
     // Every build of the tests has Cranelift verify what code generation
     // makes (release builds of the compiler skip it).
     cmd.current_dir(repo_root())
