@@ -615,9 +615,10 @@ extern "C" {
 }
 
 /// The lowest stack address compiled code may use, where the code checks
-/// it: every compiled function of a library compares its stack pointer
-/// with this on entry (a program's stack ends in a guard instead,
-/// `stack_guard`, on Linux). Zero (no limit) until set.
+/// it: every compiled function of a library, and of a program the
+/// functions that loop (see `codegen`), compare the stack pointer with
+/// this on entry; below it, a program's stack ends in guard pages on Linux
+/// (`stack_guard`). Zero (no limit) until set.
 #[no_mangle]
 pub static mut rt_stack_limit: usize = 0;
 
@@ -649,6 +650,7 @@ extern "C" fn program_thread(_: *mut u8) -> *mut u8 {
     #[cfg(target_os = "linux")]
     stack_guard::install(limit, top, own_thread);
     #[cfg(not(target_os = "linux"))]
+    let _ = own_thread;
     // SAFETY: single-threaded: the limit is written once, here, before any
     // compiled code runs on this thread and reads it.
     unsafe {

@@ -1,9 +1,10 @@
 //! The end of the program's stack, caught by the hardware.
 //!
-//! A program's compiled functions do not compare the stack pointer with a
-//! limit on entry (five instructions per call, a tenth of the instructions
-//! of a gradient over a list of reals, docs/benchmarks.md `sumsq-R`).
-//! Instead the pages just below the limit are made inaccessible, and the
+//! A program's compiled functions need not compare the stack pointer with
+//! a limit on entry (five instructions per call, a tenth of the
+//! instructions of a gradient over a list of reals, docs/benchmarks.md
+//! `sumsq-R`; only those that loop still do, see `codegen`). Instead the
+//! pages just below the limit are made inaccessible, and the
 //! first access to them, by compiled code or by the runtime it called,
 //! raises SIGSEGV, whose handler runs on a stack of its own and reports
 //! what the check reported: `error: recursion too deep: ...`, after the
