@@ -37,15 +37,6 @@ pub(crate) fn invariant_params(fid: FuncId, f: &fir::Func) -> Vec<bool> {
     fixed
 }
 
-/// Whether some tail call of `b` calls `g`.
-pub(crate) fn tail_calls(b: &fir::Block, g: FuncId) -> bool {
-    matches!(&b.term, Term::TailCall(h, _) if *h == g)
-        || b.insts.iter().any(|i| match &i.op {
-            Op::If { then_, else_, .. } => tail_calls(then_, g) || tail_calls(else_, g),
-            _ => false,
-        })
-}
-
 pub(crate) struct FnBuilder<'a, 'b> {
     pub(crate) cg: &'b mut Codegen<'a>,
     pub(crate) b: FunctionBuilder<'b>,

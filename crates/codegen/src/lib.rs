@@ -43,8 +43,8 @@ pub mod lib_export;
 pub mod link;
 mod parallel;
 
-use function::{invariant_params, tail_calls, FnBuilder, Member};
-use groups::plan_groups;
+use function::{invariant_params, FnBuilder, Member};
+use groups::{plan_groups, tail_callees};
 pub use link::{link, Linked, RUNTIME};
 
 /// What to compile and how.
@@ -508,8 +508,9 @@ impl Codegen<'_> {
             // (14.2M -> 15.1M stack moves, 6% slower), a change of
             // allocation measured, not chosen.
             let iterates = group.iter().any(|&g| {
-                let body = &self.m.func(g).body;
-                group.iter().any(|&h| tail_calls(body, h))
+                let mut callees = Vec::new();
+                tail_callees(&self.m.func(g).body, &mut callees);
+                callees.iter().any(|h| group.contains(h))
             });
             if self.stack_checks || iterates {
                 let limit_id = self.stack_limit_data()?;
