@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 
 /// Lowers `src` and returns the program and the lambda bound to `name`.
 fn load(src: &str, name: &str) -> (Program, LambdaId) {
-    let mut map = syntax::SourceMap::new();
-    let opts = syntax::expand::Options::default();
-    let ast = syntax::expand::load_source(&mut map, Path::new("t.vlad"), src.to_string(), &opts)
-        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let mut session = driver::Session::new(Vec::new());
+    let prog = session
+        .load_text(Path::new("t.vlad"), src.to_string())
+        .unwrap_or_else(|e| panic!("{}", session.render(&e)));
     let l = prog
         .lambdas
         .iter()

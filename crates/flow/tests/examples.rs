@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn analyze_file(path: &Path) -> Result<flow::Analysis, String> {
-    let mut map = syntax::SourceMap::new();
-    let opts = syntax::expand::Options::default();
-    let ast = syntax::expand::load_program(&mut map, path, &opts).map_err(|e| e.render(&map))?;
-    let prog = ir::anf::lower_program(&ast).map_err(|e| e.render(&map))?;
-    flow::analyze(prog).map_err(|e| e.render(&map))
+    let mut session = driver::Session::new(Vec::new());
+    session
+        .load(path)
+        .and_then(|prog| session.analyse(prog))
+        .map_err(|e| session.render(&e))
 }
 
 /// Programs that need what the analysis does not handle yet: it must

@@ -1,26 +1,18 @@
 //! `DUMP=file.vlad cargo test -p lower --test dump -- --ignored --nocapture`
-//! prints the FIR of a program (a debugging aid until `--emit=ir` exists).
+//! prints the FIR of a program, as `stalingrad build --emit=fir` does, from
+//! inside the test harness (with a debugger, or `VLAD_NO_OPT`).
 #[test]
 #[ignore]
 fn dump() {
     let Ok(path) = std::env::var("DUMP") else {
         return;
     };
-    let mut map = syntax::SourceMap::new();
-    let ast = match syntax::expand::load_program(
-        &mut map,
-        std::path::Path::new(&path),
-        &Default::default(),
-    ) {
-        Ok(a) => a,
-        Err(e) => return println!("{}", e.render(&map)),
-    };
-    let prog = match ir::anf::lower_program(&ast) {
-        Ok(p) => p,
-        Err(e) => return println!("{}", e.render(&map)),
-    };
-    match lower::compile(prog, &map) {
-        Ok(m) => print!("{}", fir::print::module(&m)),
-        Err(e) => println!("{}", e.render(&map)),
+    let mut session = driver::Session::new(Vec::new());
+    let text = session
+        .load(std::path::Path::new(&path))
+        .and_then(|prog| session.emit_text(prog, driver::Emit::Fir));
+    match text {
+        Ok(text) => print!("{text}"),
+        Err(e) => println!("{}", session.render(&e)),
     }
 }

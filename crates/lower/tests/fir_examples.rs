@@ -18,12 +18,12 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn load(path: &Path) -> (ir::Program, syntax::SourceMap) {
-    let mut map = syntax::SourceMap::new();
-    let ast = syntax::expand::load_program(&mut map, path, &Default::default())
-        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    (prog, map)
+fn load(path: &Path) -> (ir::Program, driver::Session) {
+    let mut session = driver::Session::new(Vec::new());
+    let prog = session
+        .load(path)
+        .unwrap_or_else(|e| panic!("{}", session.render(&e)));
+    (prog, session)
 }
 
 fn input_for(path: &Path) -> Vec<u8> {
@@ -32,16 +32,14 @@ fn input_for(path: &Path) -> Vec<u8> {
 
 /// What the interpreter prints (and its error, if any).
 fn interpret(path: &Path) -> (String, Option<String>) {
-    let (prog, map) = load(path);
+    let (prog, session) = load(path);
     let input = input_for(path);
     let mut inp = BufReader::new(&input[..]);
     let mut out = Vec::new();
-    let mut it = interp::Interp::new(prog, &mut inp, &mut out);
-    let r = it.run_main(interp::Mode::Run, &map);
-    drop(it);
+    let ran = session.interpret(prog, interp::Mode::Run, 0, &mut inp, &mut out);
     (
         String::from_utf8_lossy(&out).into_owned(),
-        r.err().map(|d| d.render(&map)),
+        ran.result.err().map(|d| session.render(&d)),
     )
 }
 
@@ -91,11 +89,11 @@ fn check_all() {
             .and_then(|n| n.to_str())
             .unwrap_or("")
             .to_string();
-        let (prog, map) = load(f);
-        let module = match lower::compile(prog, &map) {
+        let (prog, session) = load(f);
+        let module = match session.compile(prog) {
             Ok(m) => m,
             Err(d) => {
-                let msg = d.render(&map);
+                let msg = session.render(&d);
                 if NOT_YET_COMPILED.contains(&name.as_str()) && msg.contains("not compiled yet") {
                     println!("{name}: not compiled yet (as listed)");
                 } else {
@@ -130,21 +128,16 @@ fn check_all() {
 
 /// `None` for a file that is not a program (a benchmark's shared
 /// definitions, included by the programs).
-fn lower_program(path: &Path) -> Option<Result<fir::Module, String>> {
-    let mut map = syntax::SourceMap::new();
-    let ast = match syntax::expand::load_program(&mut map, path, &Default::default()) {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e.render(&map))),
+fn lowered(path: &Path) -> Option<Result<fir::Module, String>> {
+    let mut session = driver::Session::new(Vec::new());
+    let lowered = session
+        .load(path)
+        .and_then(|prog| session.analyse(prog))
+        .and_then(|analysis| session.lower_unoptimised(analysis));
+    let m = match lowered {
+        Ok(m) => m,
+        Err(e) => return Some(Err(session.render(&e))),
     };
-    let prog = match ir::anf::lower_program(&ast) {
-        Ok(p) => p,
-        Err(e) => return Some(Err(e.render(&map))),
-    };
-    let analysis = match flow::analyze(prog) {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e.render(&map))),
-    };
-    let m = lower::lower(analysis, &map);
     // Definitions only: `main` prints nothing and calls nothing.
     let main = m.main?;
     if m.func(main).body.insts.is_empty() && m.funcs.len() == 1 {
@@ -172,7 +165,7 @@ fn verify_all() {
     let mut verified = 0;
     for f in &files {
         let name = f.strip_prefix(root()).unwrap_or(f).display().to_string();
-        let mut m = match lower_program(f) {
+        let mut m = match lowered(f) {
             None => continue,
             Some(Err(e)) => {
                 failures.push(format!("{name}: does not compile: {e}"));
@@ -180,10 +173,6 @@ fn verify_all() {
             }
             Some(Ok(m)) => m,
         };
-        if let Err(e) = fir::verify::verify(&m) {
-            failures.push(format!("{name}: after lowering: {e}"));
-            continue;
-        }
         for (pass, run) in fir::passes::PIPELINE {
             run(&mut m);
             if let Err(e) = fir::verify::verify(&m) {

@@ -22,9 +22,10 @@
 //! knows are written by the C entry (`codegen::lib_export`).
 
 use codegen::lib_export::{self, Export, Kind, Leaf};
+use driver::Session;
 use flow::{Av, AvId};
 use std::path::{Path, PathBuf};
-use syntax::{Diagnostic, SourceMap};
+use syntax::Diagnostic;
 
 /// The shape of an argument: one real, or a list of shapes.
 #[derive(Clone, Debug, PartialEq)]
@@ -176,18 +177,16 @@ fn compile_export(
     index: usize,
 ) -> Result<Export, String> {
     let _export = base::timing::span(format!("export {}", spec.name));
-    let parse = base::timing::span("parse");
-    let mut map = syntax::expand::library_map();
-    let render = |d: &Diagnostic, map: &SourceMap| d.render(map);
+    let mut session = Session::for_forms(include.to_vec());
+    let render = |d: &Diagnostic, session: &Session| session.render(d);
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("error: cannot read {}: {e}", file.display()))?;
-    let id = map.add(file.to_path_buf(), text);
-    let opts = syntax::expand::Options {
-        include_dirs: include.to_vec(),
-    };
-    let forms = syntax::reader::read_file(&map, id).map_err(|d| render(&d, &map))?;
-    let forms =
-        syntax::expand::splice_includes(&mut map, forms, &opts).map_err(|d| render(&d, &map))?;
+    let forms = session
+        .read_forms(file.to_path_buf(), text)
+        .map_err(|d| render(&d, &session))?;
+    let forms = session
+        .splice_includes(forms)
+        .map_err(|d| render(&d, &session))?;
     let mut kept: Vec<syntax::sexp::Sexp> = forms
         .into_iter()
         .filter(|f| syntax::expand::defined_name(f).is_some())
@@ -204,38 +203,41 @@ fn compile_export(
     }
     let (read_call, doc_call, n_args) = call_texts(spec);
     let main = format!("(define {RESULT} {read_call})\n(define {END} (read-real))\n{RESULT}\n");
-    let main_id = map.add(PathBuf::from(format!("<export {}>", spec.name)), main);
-    kept.extend(syntax::reader::read_file(&map, main_id).map_err(|d| render(&d, &map))?);
-    let ast = syntax::expand::expand_forms(&map, &kept).map_err(|d| render(&d, &map))?;
-    parse.end();
-    let prog =
-        base::timing::time("ir", || ir::anf::lower_program(&ast)).map_err(|d| render(&d, &map))?;
-    base::memory::set_phase(base::memory::Phase::Analysing);
-    let analysis =
-        base::timing::time("analysis", || flow::analyze(prog)).map_err(|d| render(&d, &map))?;
-    let result = result_av(&analysis).ok_or_else(|| {
-        format!(
-            "error: internal error: export `{}`: the result's binding was not found",
-            spec.name
-        )
-    })?;
-    let (results, result_text) = result_layout(&analysis.ops.dom, result).map_err(|what| {
-        format!(
-            "error: export `{}`: its result must be reals in lists of fixed shape, but for arguments of the shapes given it is {what}",
-            spec.name
-        )
-    })?;
-    base::memory::set_phase(base::memory::Phase::Lowering);
-    let module = lower::lower_and_optimize(analysis, &map).map_err(|d| render(&d, &map))?;
-    base::memory::set_phase(base::memory::Phase::Compiling);
+    let main_name = PathBuf::from(format!("<export {}>", spec.name));
+    kept.extend(
+        session
+            .read_forms(main_name, main)
+            .map_err(|d| render(&d, &session))?,
+    );
+    let ast = session.expand(&kept).map_err(|d| render(&d, &session))?;
+    let prog = session.core(&ast).map_err(|d| render(&d, &session))?;
+    let check = |analysis: &flow::Analysis| {
+        let result = result_av(analysis).ok_or_else(|| {
+            Diagnostic::new(
+                None,
+                format!(
+                    "internal error: export `{}`: the result's binding was not found",
+                    spec.name
+                ),
+            )
+        })?;
+        result_layout(&analysis.ops.dom, result).map_err(|what| {
+            Diagnostic::new(None, format!(
+                "export `{}`: its result must be reals in lists of fixed shape, but for arguments of the shapes given it is {what}",
+                spec.name
+            ))
+        })
+    };
+    let (module, (results, result_text)) = session
+        .compile_checked(prog, check)
+        .map_err(|d| render(&d, &session))?;
     let body_symbol = format!(
         "vlad_export{index}_{}",
         lib_export::c_identifier(&spec.name)
     );
-    let out = base::timing::time("codegen", || {
-        codegen::compile_export(&module, &codegen::Options::default(), &body_symbol)
-    })
-    .map_err(|e| format!("error: {e}"))?;
+    let out = session
+        .codegen_export(&module, &body_symbol)
+        .map_err(|e| format!("error: {e}"))?;
     Ok(Export {
         name: spec.name.clone(),
         c_name: format!("{prefix}_{}", lib_export::c_identifier(&spec.name)),

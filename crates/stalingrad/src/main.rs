@@ -1,21 +1,23 @@
-//! `stalingrad`: the command-line driver.
+//! `stalingrad`: the command line.
 //!
-//! `run` and `test` read, expand and convert a program (crates `syntax`,
-//! `ir`) and evaluate it with the reference interpreter (crate `interp`);
-//! `build` compiles through the flow analysis and lowering (crate `lower`)
-//! and code generation (crate `codegen`) to an executable linked by the
-//! system `cc` with the embedded runtime, or prints a stage (`--emit=anf`,
-//! `ir`, `clif`) or writes the object file (`--emit=obj`). `repl` is a
-//! read-eval-print loop over the interpreter (module [`repl`]);
-//! `completions` and `help` describe the tool itself. Every failure is a
-//! [`syntax::Diagnostic`] printed as `file:line:col: error: ...` with a
-//! non-zero exit, never a panic.
+//! Parses the commands and hands each to crate `driver`, which runs the
+//! pipeline: `run` and `test` evaluate a program with the reference
+//! interpreter; `build` compiles it to an executable linked by the system
+//! `cc` with the embedded runtime, or prints a stage (`--emit=anf`,
+//! `flow`, `fir`, `clif`) or writes the object file (`--emit=obj`);
+//! `build --lib` makes a C library ([`library`]); `repl` is a
+//! read-eval-print loop over the interpreter ([`repl`]); `gradbench`
+//! speaks GradBench's protocol ([`gradbench`]); `completions` and `help`
+//! describe the tool itself. Every failure is a [`syntax::Diagnostic`]
+//! printed as `file:line:col: error: ...` with a non-zero exit, never a
+//! panic.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use driver::{Emit, Session};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use syntax::{Diagnostic, SourceMap};
+use syntax::Diagnostic;
 
 const ABOUT: &str = "An ahead-of-time compiler and reference interpreter for VLAD, \
 a pure higher-order Scheme with first-class forward and reverse AD.";
@@ -70,7 +72,7 @@ enum Command {
     /// Compile a program to a native executable (linked with the system
     /// `cc`), or print one of its intermediate forms.
     #[command(
-        after_help = "Examples:\n  stalingrad build examples/08-gradients-hessians.vlad -o hessians\n  stalingrad build --emit=ir examples/08-gradients-hessians.vlad"
+        after_help = "Examples:\n  stalingrad build examples/08-gradients-hessians.vlad -o hessians\n  stalingrad build --emit=fir examples/08-gradients-hessians.vlad"
     )]
     Build(BuildArgs),
     /// Read expressions and definitions, evaluate them with the
@@ -196,10 +198,10 @@ struct BuildArgs {
     output: Option<PathBuf>,
     /// Print a stage instead of building: `anf` is the core IR, `flow` the
     /// flow analysis (every specialisation, the abstract value of every
-    /// binding, and the transformed code it analysed), `ir` the first-order
-    /// IR, `clif` the Cranelift IR; `obj` writes the object file (to `-o`)
-    /// without linking.
-    #[arg(long, value_name = "STAGE")]
+    /// binding, and the transformed code it analysed), `fir` the first-order
+    /// IR (`ir`, its former name, still works), `clif` the Cranelift IR;
+    /// `obj` writes the object file (to `-o`) without linking.
+    #[arg(long, value_name = "STAGE", value_parser = parse_emit)]
     emit: Option<Emit>,
     /// Keep the temporary directory holding the object file and the
     /// runtime library, and print its path.
@@ -244,20 +246,25 @@ pub(crate) struct ReplArgs {
     common: Common,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Emit {
-    Anf,
-    Flow,
-    Ir,
-    Clif,
-    Obj,
+/// `--emit`'s stage: a name of [`driver::EMIT_NAMES`]; a former name
+/// (`ir`) is read as its successor, with a note on standard error.
+fn parse_emit(text: &str) -> Result<Emit, String> {
+    let stage = Emit::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = driver::EMIT_NAMES
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| driver::renamed(n).is_none())
+            .collect();
+        format!("expected one of {}, found `{text}`", names.join(", "))
+    })?;
+    if let Some(new) = driver::renamed(text) {
+        eprintln!("note: `--emit={text}` is now `--emit={new}`; the old name will be removed in the next release");
+    }
+    Ok(stage)
 }
 
-/// The interpreter recurses on the Rust stack for every non-tail VLAD call;
-/// deep (non-tail) recursion in VLAD needs a deep stack: up to 4 GiB,
-/// less under an address-space cap (`base::stack::sizes_to_try`). This is
-/// address space, not memory: pages are only touched when used. With a
-/// smaller stack recursion ends sooner, with the same clean error.
+/// Every command but `completions` and `help` runs on the driver's thread,
+/// whose stack deep recursion in VLAD needs (`driver::stack`).
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let common = match &cli.command {
@@ -269,90 +276,65 @@ fn main() -> ExitCode {
         Command::Completions { shell } => return completions(*shell),
         Command::Help { topic } => return help(topic.as_deref()),
     };
-    if let Some(budget) = common.max_memory.or_else(base::memory::default_budget) {
-        base::memory::set_budget(budget);
-    }
-    let sizes = base::stack::sizes_to_try();
-    for &size in &sizes {
-        let cli = cli.clone();
-        let worker = std::thread::Builder::new().stack_size(size).spawn(move || {
-            base::stack::enter(size);
-            match cli.command {
-                Command::Run(a) => run(a),
-                Command::Test(a) => test(a),
-                Command::Build(a) => build(a),
-                Command::Repl(a) => repl::main(&a.common.include),
-                Command::Gradbench(a) => gradbench_main(&a.common.include),
-                // Answered above, before any thread.
-                Command::Completions { .. } | Command::Help { .. } => ExitCode::SUCCESS,
-            }
-        });
-        // Only a failure to make the thread (no address space for its
-        // stack) tries a smaller one.
-        if let Ok(handle) = worker {
-            return match handle.join() {
-                Ok(code) => code,
-                Err(_) => {
-                    eprintln!("stalingrad: internal error (the run was aborted)");
-                    ExitCode::from(101)
-                }
-            };
+    driver::set_memory_budget(common.max_memory);
+    let ran = driver::stack::on_deep_stack(move || match cli.command {
+        Command::Run(a) => run(a),
+        Command::Test(a) => test(a),
+        Command::Build(a) => build(a),
+        Command::Repl(a) => repl::main(&a.common.include),
+        Command::Gradbench(a) => gradbench_main(&a.common.include),
+        // Answered above, before any thread.
+        Command::Completions { .. } | Command::Help { .. } => ExitCode::SUCCESS,
+    });
+    match ran {
+        Ok(code) => code,
+        Err(driver::stack::Failure::Panicked(_)) => {
+            // The panic's message is already on standard error.
+            eprintln!("stalingrad: internal error (the run was aborted)");
+            ExitCode::from(101)
         }
+        Err(e) => fail(&e.to_string()),
     }
-    let smallest = sizes.last().copied().unwrap_or(0) >> 20;
-    eprintln!("error: out of memory: no thread stack of even {smallest} MiB could be had");
-    ExitCode::FAILURE
 }
 
-fn load(file: &Path, common: &Common, map: &mut SourceMap) -> Result<ir::Program, Diagnostic> {
-    base::memory::set_phase(base::memory::Phase::Reading);
-    let opts = syntax::expand::Options {
-        include_dirs: common.include.clone(),
-    };
-    let ast = base::timing::time("parse", || syntax::expand::load_program(map, file, &opts))?;
-    base::timing::time("ir", || ir::anf::lower_program(&ast))
-}
-
-/// [`load`], reporting a failure on standard error.
-fn load_or_report(file: &Path, common: &Common, map: &mut SourceMap) -> Option<ir::Program> {
-    match load(file, common, map) {
-        Ok(p) => Some(p),
+/// A session over the program in `file` and its core IR, or the failure
+/// reported on standard error.
+fn load_or_report(file: &Path, common: &Common) -> Result<(Session, ir::Program), ExitCode> {
+    let mut session = Session::new(common.include.clone());
+    match session.load(file) {
+        Ok(p) => Ok((session, p)),
         Err(d) => {
-            report(&d, map);
-            None
+            report(&d, &session);
+            Err(ExitCode::FAILURE)
         }
     }
 }
 
-pub(crate) fn report(d: &Diagnostic, map: &SourceMap) {
+/// A diagnostic on standard error, after the output so far.
+pub(crate) fn report(d: &Diagnostic, session: &Session) {
     let _ = std::io::stdout().flush();
-    eprintln!("{}", d.render(map));
+    eprintln!("{}", session.render(d));
 }
 
 fn run(a: RunArgs) -> ExitCode {
-    let mut map = SourceMap::new();
-    let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
-        return ExitCode::FAILURE;
+    let (session, prog) = match load_or_report(&a.file, &a.common) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
     };
-    base::memory::set_phase(base::memory::Phase::Running);
     let stdin = std::io::stdin();
-    let mut input = stdin.lock();
     let mut out = output::stdout();
-    let mut it = interp::Interp::new(prog, &mut input, &mut out);
-    let result = it.run_main(interp::Mode::Run, &map);
-    let counters = it.counters.clone();
-    drop(it);
+    let ran = session.interpret(prog, interp::Mode::Run, 0, &mut stdin.lock(), &mut out);
     let _ = out.flush();
-    let code = match result {
+    let code = match ran.result {
         Ok(_) => ExitCode::SUCCESS,
         Err(d) => {
-            report(&d, &map);
+            report(&d, &session);
             ExitCode::FAILURE
         }
     };
     match a.count_ops {
-        Some(CountFormat::Json) => eprintln!("{}", counters.json()),
-        Some(CountFormat::Table) => eprint!("{}", counters.table()),
+        Some(CountFormat::Json) => eprintln!("{}", ran.counters.json()),
+        Some(CountFormat::Table) => eprint!("{}", ran.counters.table()),
         None => {}
     }
     code
@@ -361,29 +343,35 @@ fn run(a: RunArgs) -> ExitCode {
 fn test(a: TestArgs) -> ExitCode {
     let (mut passed, mut failed) = (0, 0);
     for file in &a.files {
-        let mut map = SourceMap::new();
-        let prog = match load(file, &a.common, &mut map) {
+        let mut session = Session::new(a.common.include.clone());
+        let prog = match session.load(file) {
             Ok(p) => p,
             Err(d) => {
-                emit(&format!("FAIL {}: {}\n", file.display(), d.render(&map)));
+                emit(&format!(
+                    "FAIL {}: {}\n",
+                    file.display(),
+                    session.render(&d)
+                ));
                 failed += 1;
                 continue;
             }
         };
-        base::memory::set_phase(base::memory::Phase::Running);
         let stdin = std::io::stdin();
-        let mut input = stdin.lock();
         let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        let mut it = interp::Interp::new(prog, &mut input, &mut out);
-        match it.run_main(interp::Mode::Test, &map) {
+        let ran = session.interpret(
+            prog,
+            interp::Mode::Test,
+            0,
+            &mut stdin.lock(),
+            &mut stdout.lock(),
+        );
+        match ran.result {
             Ok(r) => {
                 passed += r.passed;
                 failed += r.failed;
             }
             Err(d) => {
-                drop(it);
-                emit(&format!("FAIL {}\n", d.render(&map)));
+                emit(&format!("FAIL {}\n", session.render(&d)));
                 failed += 1;
             }
         }
@@ -425,27 +413,34 @@ fn build_stages(a: BuildArgs) -> ExitCode {
             }
         };
     }
-    let mut map = SourceMap::new();
-    let Some(prog) = load_or_report(&a.file, &a.common, &mut map) else {
-        return ExitCode::FAILURE;
+    let (session, prog) = match load_or_report(&a.file, &a.common) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
     };
-    let module = match compile_front(prog, a.emit, &map) {
-        Ok(Front::Text(text)) => {
-            emit(&text);
-            return ExitCode::SUCCESS;
-        }
-        Ok(Front::Module(m)) => m,
+    if let Some(stage) = a.emit.filter(|e| e.is_front()) {
+        return match session.emit_text(prog, stage) {
+            Ok(text) => {
+                emit(&text);
+                ExitCode::SUCCESS
+            }
+            Err(d) => {
+                report(&d, &session);
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let module = match session.compile(prog) {
+        Ok(m) => m,
         Err(d) => {
-            report(&d, &map);
+            report(&d, &session);
             return ExitCode::FAILURE;
         }
     };
-    base::memory::set_phase(base::memory::Phase::Compiling);
     let opts = codegen::Options {
         count_ops: a.count_ops,
         want_clif: a.emit == Some(Emit::Clif),
     };
-    let out = match base::timing::time("codegen", || codegen::compile(&module, &opts)) {
+    let out = match session.codegen(&module, &opts) {
         Ok(out) => out,
         Err(e) => return fail(&e),
     };
@@ -468,7 +463,7 @@ fn build_stages(a: BuildArgs) -> ExitCode {
         }
         _ => {
             let path = a.output.unwrap_or(stem);
-            match base::timing::time("link", || codegen::link(&out.object, &path, a.keep_temps)) {
+            match session.link(&out.object, &path, a.keep_temps) {
                 Ok(linked) => {
                     if a.keep_temps {
                         eprintln!("kept temporary files in {}", linked.temp_dir.display());
@@ -489,52 +484,6 @@ fn gradbench_main(include: &[PathBuf]) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
-}
-
-/// Where [`compile_front`] stopped.
-pub(crate) enum Front {
-    /// The text of the stage `--emit` asked for.
-    Text(String),
-    Module(fir::Module),
-}
-
-/// The stages before code generation: the text `build --emit=STAGE` prints
-/// for `anf`, `flow` and `ir`, or (for any other `stop`) the optimised
-/// first-order module. The REPL's `,emit` shares it, so both print the
-/// same text.
-pub(crate) fn compile_front(
-    prog: ir::Program,
-    stop: Option<Emit>,
-    map: &SourceMap,
-) -> Result<Front, Diagnostic> {
-    if stop == Some(Emit::Anf) {
-        return Ok(Front::Text(base::timing::time("print", || {
-            ir::print::program(&prog)
-        })));
-    }
-    base::memory::set_phase(base::memory::Phase::Analysing);
-    let analysis = base::timing::time("analysis", || flow::analyze(prog))?;
-    if stop == Some(Emit::Flow) {
-        let _print = base::timing::span("print");
-        // The transformed lambdas the analysis created, then its view of
-        // every specialisation.
-        let mut text = ir::print::program(&analysis.ops.prog);
-        for (id, _) in analysis.ops.prog.lambdas.iter() {
-            if !matches!(analysis.ops.prog.lambdas[id].origin, ir::Origin::Source) {
-                text.push_str(&format!("{}\n", ir::print::lambda(&analysis.ops.prog, id)));
-            }
-        }
-        text.push_str(&flow::print::analysis_text(&analysis));
-        return Ok(Front::Text(text));
-    }
-    base::memory::set_phase(base::memory::Phase::Lowering);
-    let module = lower::lower_and_optimize(analysis, map)?;
-    if stop == Some(Emit::Ir) {
-        return Ok(Front::Text(base::timing::time("print", || {
-            fir::print::module(&module)
-        })));
-    }
-    Ok(Front::Module(module))
 }
 
 /// `stalingrad completions SHELL`.

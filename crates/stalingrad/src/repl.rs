@@ -17,7 +17,8 @@
 //! of the session (`<stdin>:LINE:COL` when scripted, `<repl>:LINE:COL` at a
 //! terminal).
 
-use crate::{compile_front, emit, fail, report, Emit, Front};
+use crate::{emit, fail, report};
+use driver::{Emit, Session};
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ use std::time::Instant;
 use syntax::ast::TopItem;
 use syntax::reader::{read_partial, Partial};
 use syntax::sexp::Sexp;
-use syntax::{Diagnostic, FileId, SourceMap};
+use syntax::{Diagnostic, FileId};
 
 pub const LONG_ABOUT: &str = "\
 Read VLAD expressions and definitions, evaluate each with the reference \
@@ -46,7 +47,7 @@ pub const AFTER_HELP: &str = "\
 Commands (at the start of an input):
   ,load FILE              evaluate FILE's forms as if typed: its values are
                           printed and its definitions join the session
-  ,emit anf|flow|ir EXPR  print what `stalingrad build --emit=STAGE` prints
+  ,emit anf|flow|fir EXPR  print what `stalingrad build --emit=STAGE` prints
                           for the session's definitions and EXPR
   ,time EXPR              evaluate EXPR, then print the time it took (with
                           the session's definitions, evaluated again) to
@@ -64,7 +65,7 @@ prints 6.";
 
 const COMMANDS: &str = "\
 ,load FILE              evaluate FILE's forms; its definitions join the session
-,emit anf|flow|ir EXPR  what `stalingrad build --emit=STAGE` prints for the
+,emit anf|flow|fir EXPR  what `stalingrad build --emit=STAGE` prints for the
                         session's definitions and EXPR
 ,time EXPR              evaluate EXPR and print the time it took
 ,help                   this list
@@ -74,11 +75,8 @@ const COMMANDS: &str = "\
 /// Runs a session on standard input; `include` are the `-I` directories.
 pub fn main(include: &[PathBuf]) -> ExitCode {
     let terminal = std::io::stdin().is_terminal();
-    let mut session = Session {
-        map: syntax::expand::library_map(),
-        opts: syntax::expand::Options {
-            include_dirs: include.to_vec(),
-        },
+    let mut session = Repl {
+        pipeline: Session::for_forms(include.to_vec()),
         defs: Vec::new(),
         source: if terminal { "<repl>" } else { "<stdin>" },
         failures: 0,
@@ -90,9 +88,10 @@ pub fn main(include: &[PathBuf]) -> ExitCode {
     }
 }
 
-struct Session {
-    map: SourceMap,
-    opts: syntax::expand::Options,
+/// A REPL session: the pipeline (its source map holds every input) and
+/// what the session has accepted.
+struct Repl {
+    pipeline: Session,
     /// The accepted top-level definitions, in the order they were entered.
     defs: Vec<Sexp>,
     /// The name of standard input in messages.
@@ -106,7 +105,7 @@ enum Next {
     Quit,
 }
 
-impl Session {
+impl Repl {
     /// Handles one complete input (forms or a command) whose first line is
     /// line `line` of the session.
     fn input(&mut self, text: &str, line: u32) -> Next {
@@ -140,7 +139,7 @@ impl Session {
             None => self.read(text, line).and_then(|forms| self.eval(forms)),
         };
         if let Err(d) = result {
-            report(&d, &self.map);
+            report(&d, &self.pipeline);
             self.failures += 1;
         }
         Next::Continue
@@ -148,7 +147,10 @@ impl Session {
 
     /// The forms of an input, its text kept as a file of the session.
     fn read(&mut self, text: &str, line: u32) -> Result<Vec<Sexp>, Diagnostic> {
-        let id = self.map.add(PathBuf::from(self.source), text.to_string());
+        let id = self
+            .pipeline
+            .map
+            .add(PathBuf::from(self.source), text.to_string());
         match read_partial(text, id, line)? {
             Partial::Complete(forms) => Ok(forms),
             Partial::Incomplete(d) => Err(d),
@@ -163,8 +165,7 @@ impl Session {
         }
         let text = std::fs::read_to_string(name)
             .map_err(|e| Diagnostic::new(None, format!("cannot read {name}: {e}")))?;
-        let id = self.map.add(PathBuf::from(name), text);
-        let forms = syntax::reader::read_file(&self.map, id)?;
+        let forms = self.pipeline.read_forms(PathBuf::from(name), text)?;
         self.eval(forms)
     }
 
@@ -172,8 +173,7 @@ impl Session {
     /// `forms`, with includes spliced, as a checked program; also how many
     /// of its forms came from the session.
     fn program(&mut self, forms: Vec<Sexp>) -> Result<(Vec<Sexp>, ir::Program, usize), Diagnostic> {
-        base::memory::set_phase(base::memory::Phase::Reading);
-        let forms = syntax::expand::splice_includes(&mut self.map, forms, &self.opts)?;
+        let forms = self.pipeline.splice_includes(forms)?;
         let redefined: HashSet<String> = forms
             .iter()
             .filter_map(syntax::expand::defined_name)
@@ -186,7 +186,7 @@ impl Session {
             .collect();
         let old = all.len();
         all.extend(forms);
-        let ast = syntax::expand::expand_forms(&self.map, &all)?;
+        let ast = self.pipeline.expand(&all)?;
         // The statements of what the session already ran, which run again
         // quietly: the items before the first value definition or
         // expression from the new forms (value definitions and expressions
@@ -209,11 +209,11 @@ impl Session {
                         .cloned()
                         .collect(),
                 };
-                ir::anf::lower_program(&before)?.main.len()
+                self.pipeline.core(&before)?.main.len()
             }
             None => 0,
         };
-        let prog = ir::anf::lower_program(&ast)?;
+        let prog = self.pipeline.core(&ast)?;
         Ok((all, prog, quiet))
     }
 
@@ -225,14 +225,16 @@ impl Session {
             return Ok(());
         }
         let (mut all, prog, quiet) = self.program(forms)?;
-        base::memory::set_phase(base::memory::Phase::Running);
-        let mut input = std::io::empty();
         let mut out = crate::output::stdout();
-        let mut it = interp::Interp::new(prog, &mut input, &mut out);
-        it.quiet_stmts = quiet;
-        let result = it.run_main(interp::Mode::Run, &self.map);
-        drop(it);
+        let ran = self.pipeline.interpret(
+            prog,
+            interp::Mode::Run,
+            quiet,
+            &mut std::io::empty(),
+            &mut out,
+        );
         let _ = out.flush();
+        let result = ran.result;
         result?;
         all.retain(|d| syntax::expand::defined_name(d).is_some());
         self.defs = all;
@@ -242,31 +244,18 @@ impl Session {
     /// `,emit STAGE EXPR`.
     fn emit_stage(&mut self, rest: &str, line: u32) -> Result<(), Diagnostic> {
         let (stage, expr) = first_word(rest);
-        let stop = match stage {
-            "anf" => Emit::Anf,
-            "flow" => Emit::Flow,
-            "ir" => Emit::Ir,
-            other => {
-                return Err(Diagnostic::new(
+        let stop = Emit::from_name(stage)
+            .filter(|e| e.is_front())
+            .ok_or_else(|| {
+                Diagnostic::new(
                     None,
-                    format!(
-                    "`,emit` takes a stage (anf, flow or ir) and an expression, found `{other}`"
-                ),
-                ))
-            }
-        };
+                    format!("`,emit` takes a stage (anf, flow or fir) and an expression, found `{stage}`"),
+                )
+            })?;
         let forms = self.read(&expr, line)?;
         let (_, prog, _) = self.program(forms)?;
-        match compile_front(prog, Some(stop), &self.map)? {
-            Front::Text(text) => {
-                emit(&text);
-                Ok(())
-            }
-            Front::Module(_) => Err(Diagnostic::new(
-                None,
-                "internal error: no text for the stage `,emit` asked for",
-            )),
-        }
+        emit(&self.pipeline.emit_text(prog, stop)?);
+        Ok(())
     }
 }
 
@@ -318,7 +307,7 @@ fn line_count(text: &str) -> u32 {
 
 /// Standard input is not a terminal: forms are read as lines come, with
 /// no prompt and no banner.
-fn scripted(session: &mut Session) -> ExitCode {
+fn scripted(session: &mut Repl) -> ExitCode {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock();
     let mut pending = String::new();
@@ -353,7 +342,7 @@ fn scripted(session: &mut Session) -> ExitCode {
     status(session)
 }
 
-fn status(session: &Session) -> ExitCode {
+fn status(session: &Repl) -> ExitCode {
     if session.failures == 0 {
         ExitCode::SUCCESS
     } else {
@@ -395,7 +384,7 @@ fn history_file() -> Option<PathBuf> {
 }
 
 /// Standard input is a terminal: a prompt, line editing and a history.
-fn interactive(session: &mut Session) -> ExitCode {
+fn interactive(session: &mut Repl) -> ExitCode {
     use rustyline::error::ReadlineError;
     let config = rustyline::Config::builder().auto_add_history(true).build();
     let mut editor =

@@ -176,10 +176,11 @@ fn emit_prints_what_build_prints() {
     let dir = std::env::temp_dir().join(format!("stalingrad-repl-emit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
     let src = dir.join("emit.vlad");
-    // The expression where the REPL reads it (after `,emit STAGE `), so
-    // that the positions compiled in for run-time errors agree.
-    std::fs::write(&src, format!("{defs}         {expr}\n")).expect("write program");
-    for stage in ["anf", "ir"] {
+    for stage in ["anf", "fir", "ir"] {
+        // The expression where the REPL reads it (after `,emit STAGE `), so
+        // that the positions compiled in for run-time errors agree.
+        let pad = " ".repeat(format!(",emit {stage} ").len());
+        std::fs::write(&src, format!("{defs}{pad}{expr}\n")).expect("write program");
         let built = run_stalingrad(
             &args(&["build", &format!("--emit={stage}"), &src.to_string_lossy()]),
             None,
@@ -194,7 +195,7 @@ fn emit_prints_what_build_prints() {
     assert_clean(&run);
     assert!(
         run.stderr
-            .contains("`,emit` takes a stage (anf, flow or ir)"),
+            .contains("`,emit` takes a stage (anf, flow or fir)"),
         "{}",
         run.transcript()
     );

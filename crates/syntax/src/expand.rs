@@ -57,49 +57,14 @@ pub fn load_program(
     load_source(map, path, text, opts)
 }
 
-/// Stack for the expander thread. Expansion recurses once per nesting
-/// level of the source (up to [`reader::MAX_DEPTH`]) and unoptimised
-/// builds use large frames; the memory is only reserved, not committed.
-const EXPAND_STACK: usize = 256 << 20;
-
 /// Like [`load_program`], for a main file whose text is already in hand
 /// (tests, a REPL). `path` names the file in messages and is where its
 /// includes are looked up from; it need not exist.
 ///
-/// Runs on a thread of its own with a large stack, so that deeply nested
-/// (or hostile) input cannot overflow the caller's stack.
+/// Expansion recurses once per nesting level of the source (up to
+/// [`reader::MAX_DEPTH`]): call it on a thread with a deep stack, as the
+/// driver's is (`driver::stack`).
 pub fn load_source(
-    map: &mut SourceMap,
-    path: &Path,
-    text: String,
-    opts: &Options,
-) -> Result<Program, Diagnostic> {
-    // A thread whose stack is already that large (the driver's) expands
-    // here: under an address-space cap there may be no room for another.
-    if base::stack::size_mib() >= EXPAND_STACK >> 20 {
-        return load_source_here(map, path, text, opts);
-    }
-    let spawned = std::thread::scope(|s| {
-        let worker = std::thread::Builder::new()
-            .name("expand".into())
-            .stack_size(EXPAND_STACK)
-            .spawn_scoped(s, || load_source_here(map, path, text.clone(), opts))
-            .ok()?;
-        Some(match worker.join() {
-            Ok(r) => r,
-            Err(panic) => std::panic::resume_unwind(panic),
-        })
-    });
-    match spawned {
-        Some(r) => r,
-        // No room for the thread's stack (an address-space cap): expand
-        // here; the reader's nesting bound keeps the recursion modest.
-        None => load_source_here(map, path, text, opts),
-    }
-}
-
-/// [`load_source`] on the current thread.
-fn load_source_here(
     map: &mut SourceMap,
     path: &Path,
     text: String,

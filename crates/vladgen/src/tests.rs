@@ -8,7 +8,7 @@ fn run(text: &str) -> Result<String, String> {
 
 /// [`run`] with `stdin` as standard input.
 fn run_with_input(text: &str, stdin: &str) -> Result<String, String> {
-    interp::run_text(text.to_string(), stdin.as_bytes().to_vec(), 256 << 20)
+    driver::run_text(text.to_string(), stdin.as_bytes().to_vec(), 256 << 20)
 }
 
 #[test]

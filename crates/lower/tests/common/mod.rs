@@ -11,9 +11,9 @@ pub fn root() -> PathBuf {
 /// The optimised FIR of the program at `path` (a test's own program: any
 /// error fails the test with the compiler's message).
 pub fn compile(path: &Path) -> Module {
-    let mut map = syntax::SourceMap::new();
-    let ast = syntax::expand::load_program(&mut map, path, &Default::default())
-        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    lower::compile(prog, &map).unwrap_or_else(|e| panic!("{}", e.render(&map)))
+    let mut session = driver::Session::new(Vec::new());
+    session
+        .load(path)
+        .and_then(|prog| session.compile(prog))
+        .unwrap_or_else(|e| panic!("{}", session.render(&e)))
 }

@@ -148,7 +148,7 @@ impl Failures {
 /// stack; standard output, or the rendered error (`Err`). A panic of the
 /// interpreter is an `Err` starting with `PANIC`.
 fn eval(text: &str) -> Result<String, String> {
-    interp::run_text(text.to_string(), Vec::new(), 1 << 30)
+    driver::run_text(text.to_string(), Vec::new(), 1 << 30)
 }
 
 /// A printed value, as far as these tests need to read one.

@@ -2,14 +2,20 @@
 
 use super::*;
 
+/// Expansion recurses once per nesting level: these tests run it on a
+/// stack as deep as the driver's smallest (the test harness's threads have
+/// 2 MiB).
 fn try_load(src: &str) -> Result<Program, Diagnostic> {
-    let mut map = SourceMap::new();
-    load_source(
-        &mut map,
-        Path::new("stress.vlad"),
-        src.to_string(),
-        &Options::default(),
-    )
+    let src = src.to_string();
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let mut map = SourceMap::new();
+            load_source(&mut map, Path::new("stress.vlad"), src, &Options::default())
+        })
+        .expect("a thread for the expander")
+        .join()
+        .expect("expansion does not panic")
 }
 
 #[test]
