@@ -47,12 +47,9 @@ fn interpret(path: &Path) -> (String, Option<String>) {
 /// stack as deep as the programs do.
 #[test]
 fn fir_prints_what_the_interpreter_prints() {
-    std::thread::Builder::new()
-        .stack_size(1 << 30)
-        .spawn(check_all)
-        .expect("thread")
-        .join()
-        .expect("the check panicked");
+    if let Err(e) = driver::stack::on_deep_stack(check_all) {
+        panic!("{e}");
+    }
 }
 
 /// The `.vlad` files of the given directories of the repository, sorted.
@@ -148,12 +145,9 @@ fn lowered(path: &Path) -> Option<Result<fir::Module, String>> {
 
 #[test]
 fn every_program_verifies_after_lowering_and_after_each_pass() {
-    std::thread::Builder::new()
-        .stack_size(1 << 30)
-        .spawn(verify_all)
-        .expect("thread")
-        .join()
-        .expect("the check panicked");
+    if let Err(e) = driver::stack::on_deep_stack(verify_all) {
+        panic!("{e}");
+    }
 }
 
 fn verify_all() {
