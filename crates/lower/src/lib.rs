@@ -6,9 +6,17 @@
 //! debug builds): one function per live specialisation, every value in the
 //! representation its abstract value calls for.
 
-pub mod lower;
+mod calls;
+mod errors;
+mod identity_maps;
+mod lowerer;
+mod prims;
+mod print;
+mod sharing;
+mod switch;
+mod union_fns;
 
-pub use lower::{layout, lower};
+pub use lowerer::{layout, lower};
 
 /// The whole middle end: flow analysis, then [`lower_and_optimize`].
 pub fn compile(
@@ -30,7 +38,7 @@ pub fn lower_and_optimize(
     analysis: flow::Analysis,
     map: &syntax::SourceMap,
 ) -> Result<fir::Module, syntax::Diagnostic> {
-    let mut m = base::timing::time("lower", || lower::lower(analysis, map));
+    let mut m = base::timing::time("lower", || lowerer::lower(analysis, map));
     if let Err(e) = base::timing::time("verify", || fir::verify::verify(&m)) {
         return Err(syntax::Diagnostic::new(
             None,

@@ -2,8 +2,13 @@
 //! found, with its position and the values known only at run time) as a
 //! FIR terminator.
 
-use super::*;
+use crate::lowerer::*;
 use base::EntityRef;
+use fir::{self, Term, Val};
+use flow::{Av, AvId};
+use ir::{Rhs, Var};
+use std::collections::HashMap;
+use syntax::Span;
 
 impl Lowerer<'_> {
     /// The run-time error term for `msg` at `span`: values known only at

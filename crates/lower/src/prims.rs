@@ -2,7 +2,11 @@
 //! structural and AD operations, which cost no code: the flow analysis'
 //! own operations applied to symbolic values say where each scalar goes.
 
-use super::*;
+use crate::lowerer::*;
+use fir::{self, Cmp, FBin, FUn, Op, Term, Ty, Val};
+use flow::{Av, AvId, BindInfo, SymKind};
+use ir::{Prim, PrimKind};
+use std::collections::HashMap;
 
 impl Lowerer<'_> {
     /// A real operand: its FIR value, materialising a constant.
