@@ -128,7 +128,7 @@ impl Lowerer<'_> {
             _ => Ok(()),
         };
         // Only the message was wanted: no code for maps of unions.
-        self.ops.take_pending();
+        self.ops.mode.take_pending();
         match again {
             Err(m) if !m.is_empty() => m,
             _ => analysed.to_string(),

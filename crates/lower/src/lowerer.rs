@@ -1,4 +1,5 @@
-//! The analysed program to FIR: one function per specialisation.
+//! The state of lowering, the layout of values and the bindings: each
+//! specialisation to one function.
 //!
 //! Representation follows the abstract value ([`layout`]): constants take no
 //! scalars, an unknown real one `F64`, an unknown boolean one `Bool`, pairs
@@ -7,29 +8,24 @@
 //! are `Av::Sym(n)`, naming FIR value `n`. Pair operations, closure
 //! environments and the AD operations other than `plus` are then just the
 //! flow analysis' own structural operations ([`flow::Ops`]) applied to
-//! symbolic values: the leaves of the result say which scalars it is made
-//! of, and no code is emitted for them at all.
+//! symbolic values, in lowering's mode (`symbolic.rs`): the leaves of the
+//! result say which scalars it is made of, and no code is emitted for them
+//! at all.
 //!
 //! A union of shapes is one `Ptr` to a cell holding the member's tag and
 //! its scalars ([`fir::Op::Alloc`]). A value is boxed where the analysis
 //! joined it into a union ([`Lowerer::coerce`]), and a binding the analysis
 //! split ([`Plan::Switch`]) tests the tag and unboxes the member in each
 //! arm. Printing a union calls a printer function made per union.
-//!
-//! This file holds the entry point, the layout of values, the state of
-//! lowering and the bindings; the rest is one concept a module: `errors`
-//! (error terms), `calls` (applications and run-time checks), `prims`
-//! (primitives on symbolic values), `switch` (union switches and
-//! printers), `union_fns` (the maps of unions), `sharing` (what keeps
-//! those maps from walking what they need not) and `print` (printing).
 
 use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Ty, Val};
-use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
+use flow::{Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
 use ir::{EntityRef, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{SourceMap, Span};
 
 use crate::sharing;
+use crate::symbolic::Symbolic;
 
 /// The scalars representing an abstract value, in order.
 pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
@@ -77,76 +73,8 @@ pub(crate) fn cell_slots(types: &[Ty]) -> Vec<u32> {
         .collect()
 }
 
-/// Lowers an analysed program.
-pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
-    let live: Vec<bool> = (0..analysis.specs.len())
-        .map(|i| analysis.is_live(SpecId::new(i)))
-        .collect();
-    let Analysis {
-        mut ops,
-        specs,
-        main,
-        ..
-    } = analysis;
-    ops.symbolic = true;
-    let mut lw = Lowerer {
-        ops,
-        specs,
-        module: fir::Module::default(),
-        strings: HashMap::new(),
-        printers: HashMap::new(),
-        union_fns: HashMap::new(),
-        sharing: sharing::Sharing::default(),
-        map,
-    };
-    for (i, s) in lw.specs.iter().enumerate() {
-        let name = format!(
-            "{}_{}",
-            lw.ops.prog.lambdas[s.lambda]
-                .name
-                .as_deref()
-                .unwrap_or("lambda")
-                .replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
-            i
-        );
-        let mut params = Vec::new();
-        for e in &s.env {
-            layout(&lw.ops.dom, *e, &mut params);
-        }
-        layout(&lw.ops.dom, s.arg, &mut params);
-        let returns = layout_of(&lw.ops.dom, s.result);
-        lw.module.funcs.push(fir::Func {
-            name,
-            params,
-            returns,
-            types: Vec::new(),
-            body: Block {
-                insts: vec![],
-                term: Term::Return(vec![]),
-            },
-        });
-    }
-    for (i, live) in live.into_iter().enumerate() {
-        if live {
-            let f = lw.lower_spec(SpecId::new(i));
-            lw.module.funcs[i] = f;
-        } else {
-            // Never called: its analysis is stale.
-            let msg = lw.string("error: internal error: a dead specialisation was called");
-            let f = &mut lw.module.funcs[i];
-            f.types = f.params.clone();
-            f.body.term = Term::Error(msg);
-        }
-    }
-    let m = lw.lower_main(&main);
-    lw.module.main = Some(FuncId::new(lw.module.funcs.len()));
-    lw.module.funcs.push(m);
-    lw.identity_maps();
-    lw.module
-}
-
 pub(crate) struct Lowerer<'m> {
-    pub(crate) ops: Ops,
+    pub(crate) ops: Ops<Symbolic>,
     pub(crate) specs: Vec<Spec>,
     pub(crate) module: fir::Module,
     pub(crate) strings: HashMap<String, StrId>,

@@ -144,7 +144,7 @@ fn lower_program(path: &Path) -> Option<Result<fir::Module, String>> {
         Ok(a) => a,
         Err(e) => return Some(Err(e.render(&map))),
     };
-    let m = lower::lower(analysis, &map);
+    let m = lower::to_fir(analysis, &map);
     // Definitions only: `main` prints nothing and calls nothing.
     let main = m.main?;
     if m.func(main).body.insts.is_empty() && m.funcs.len() == 1 {
