@@ -144,7 +144,7 @@ impl Session {
     /// Lowering to FIR and its verification, without the FIR passes (for
     /// tests that run the passes one at a time).
     pub fn lower_unoptimised(&self, analysis: flow::Analysis) -> Result<fir::Module, Diagnostic> {
-        let m = Stage::Lower.run(|| lower::lower(analysis, &self.map));
+        let m = Stage::Lower.run(|| lower::to_fir(analysis, &self.map));
         match base::timing::time("verify", || fir::verify::verify(&m)) {
             Ok(()) => Ok(m),
             Err(e) => Err(Diagnostic::new(

@@ -4,7 +4,9 @@
 //! operations (`interp/src/adops.rs` and `prims.rs`) case for case, and
 //! call the same transformations of crate `ad`. The analysis applies them
 //! to abstract values; lowering applies them to symbolic values
-//! ([`Av::Sym`]) to find where each scalar of a result comes from. The
+//! ([`Av::Sym`]) to find where each scalar of a result comes from, in a
+//! [`Mode`] of its own (`adops/mode.rs`): the two differ only in what a map
+//! over a union does and in whether AD may nest without bound. The
 //! primitives are in `adops/prims.rs`, beside the interpreter's `prims.rs`;
 //! `zero` and `plus` in `adops/sum.rs`.
 
@@ -15,16 +17,22 @@ use ir::{ConstDatum, ConstId, LambdaId, Program, Tag};
 use std::collections::HashMap;
 
 mod conform;
+mod mode;
 mod prims;
 mod sum;
+
+pub use mode::{Analysing, Mode, UnionMap};
 
 /// The program, its AD memo tables and the abstract domain, with the
 /// structural operations on abstract values. Lowering keeps using these
 /// operations, on abstract values whose unknown leaves are symbolic
 /// ([`Av::Sym`]), to find where each scalar of a result comes from: so the
 /// meaning of `bundle`, `car` of a forward pair and the rest is written once
-/// for compile time (here) and once for run time (crate `interp`).
-pub struct Ops {
+/// for compile time (here) and once for run time (crate `interp`). What
+/// the analysis and lowering do differently is `M` ([`Mode`]): the
+/// analysis runs them as [`Analysing`], and its result hands them to
+/// lowering ([`Ops::into_mode`]).
+pub struct Ops<M = Analysing> {
     pub prog: Program,
     pub memo: AdMemo,
     pub dom: Domain,
@@ -45,14 +53,6 @@ pub struct Ops {
     /// Set when an operation met a union where it needs a fixed shape
     /// (names the operation): the analysis then stops with a limit error.
     pub(crate) union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
-    /// The AD nesting depth of each lambda met so far, by lambda number
-    /// (see [`crate::analysis::MAX_AD_DEPTH`]).
-    pub(crate) ad_depth: Vec<Option<u32>>,
-    /// Set when a transformation would nest AD deeper than
-    /// [`crate::analysis::MAX_AD_DEPTH`] (the lambda it was asked of):
-    /// the transformation is not made and the analysis stops with a limit
-    /// error.
-    pub(crate) too_deep: Option<LambdaId>,
     /// `zero` (`None`) and `plus` (`Some`, the other union) of unions
     /// being computed: a union that holds itself is reached again.
     pub(crate) active: std::collections::HashSet<(UnionId, Option<UnionId>)>,
@@ -60,11 +60,9 @@ pub struct Ops {
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
     pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
-    /// Lowering only: maps of unions met in symbolic values, which
-    /// lowering turns into calls ([`Ops::take_pending`]).
-    pub symbolic: bool,
-    pub(crate) pending: Vec<PendingMap>,
-    pub(crate) next_virtual: u32,
+    /// What the operations do where the analysis and lowering differ,
+    /// and that one's own state.
+    pub mode: M,
 }
 
 /// See [`Ops::shared_memo`]. `plus` of values without unions is kept
@@ -103,22 +101,53 @@ impl SharedMemo {
     }
 }
 
-/// A map of a union that lowering must call at run time: the operation,
-/// the operands' scalar numbers, and the number standing for the result.
-#[derive(Clone, Debug)]
-pub struct PendingMap {
-    pub op: UnionOp,
-    pub args: Vec<u32>,
-    pub unions: (UnionId, Option<UnionId>),
-    pub result: u32,
-    pub result_union: UnionId,
-}
-
 /// An operation on abstract values that fails the way the program would at
 /// run time.
 pub(crate) type Op<T> = Result<T, String>;
 
 impl Ops {
+    /// The operations on `prog`, with nothing computed yet, as the
+    /// analysis runs them.
+    pub(crate) fn new(prog: Program) -> Ops {
+        Ops {
+            prog,
+            memo: AdMemo::default(),
+            dom: Domain::new(),
+            zero_memo: HashMap::new(),
+            zero_union_memo: HashMap::new(),
+            plus_unions_memo: HashMap::new(),
+            shared_memo: Default::default(),
+            consts: HashMap::new(),
+            union_hit: std::cell::Cell::new(None),
+            active: std::collections::HashSet::new(),
+            active_maps: std::collections::HashSet::new(),
+            map_origins: HashMap::new(),
+            mode: Analysing::default(),
+        }
+    }
+}
+
+impl<M: Mode> Ops<M> {
+    /// The same operations, with everything they computed and remember,
+    /// in another mode (lowering continues the analysis' operations).
+    pub fn into_mode<N: Mode>(self, mode: N) -> Ops<N> {
+        Ops {
+            prog: self.prog,
+            memo: self.memo,
+            dom: self.dom,
+            zero_memo: self.zero_memo,
+            zero_union_memo: self.zero_union_memo,
+            plus_unions_memo: self.plus_unions_memo,
+            shared_memo: self.shared_memo,
+            consts: self.consts,
+            union_hit: self.union_hit,
+            active: self.active,
+            active_maps: self.active_maps,
+            map_origins: self.map_origins,
+            mode,
+        }
+    }
+
     // ---- constants -------------------------------------------------------
 
     pub fn const_value(&mut self, k: ConstId) -> AvId {
@@ -157,7 +186,7 @@ impl Ops {
 
 // The abstract versions of the interpreter's AD operations and primitives
 // (crate `interp`, `adops.rs` and `prims.rs`): keep them in step.
-impl Ops {
+impl<M: Mode> Ops<M> {
     /// Records that an operation needed a fixed shape and met a union
     /// (`v`), so that the binding is split on it.
     pub(crate) fn hit(&self, op: &'static str, v: AvId) {
@@ -216,44 +245,10 @@ impl Ops {
         }
     }
 
-    /// `tag` of lambda `l` ([`ad::transform`]), unless that would nest AD
-    /// deeper than [`crate::analysis::MAX_AD_DEPTH`]: then `l` itself, and
-    /// [`Ops::too_deep`] says so. Each level of reverse over reverse
-    /// doubles the code, so a nesting that keeps growing must stop here,
-    /// before the transformation is made, not after. Only the analysis
-    /// refuses (and then stops): lowering (`symbolic`) replays the
-    /// transformations of an analysis that succeeded, and must get them.
+    /// `tag` of lambda `l` ([`ad::transform`]), as the mode allows
+    /// ([`Mode::transform`]).
     fn transform(&mut self, tag: Tag, l: LambdaId) -> LambdaId {
-        if self.symbolic {
-            return ad::transform(&mut self.prog, &mut self.memo, tag, l);
-        }
-        if self.too_deep.is_some() {
-            return l;
-        }
-        if self.ad_depth(l) >= crate::analysis::MAX_AD_DEPTH {
-            self.too_deep = Some(l);
-            return l;
-        }
-        ad::transform(&mut self.prog, &mut self.memo, tag, l)
-    }
-
-    /// How many AD transformations `l` is of (a transform of a transform
-    /// ...), memoised per lambda.
-    pub(crate) fn ad_depth(&mut self, l: LambdaId) -> u32 {
-        let i = l.index();
-        if let Some(Some(d)) = self.ad_depth.get(i) {
-            return *d;
-        }
-        let d = match self.prog.lambdas[l].origin {
-            ir::Origin::Transform { of, .. } | ir::Origin::Backprop { of } => 1 + self.ad_depth(of),
-            ir::Origin::PrimTransform { .. } => 1,
-            ir::Origin::Source | ir::Origin::Custom { .. } => 0,
-        };
-        if self.ad_depth.len() <= i {
-            self.ad_depth.resize(i + 1, None);
-        }
-        self.ad_depth[i] = Some(d);
-        d
+        M::transform(self, tag, l)
     }
 
     pub fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
@@ -458,14 +453,19 @@ impl Ops {
 
     /// A structural operation on every member of union value `v` (and,
     /// for `bundle`, paired with every member of `w`): the union of the
-    /// results ([`Site::Map`]); members on which it fails are errors at
-    /// run time. In lowering, on symbolic values, it stands for a call
-    /// made later ([`Ops::take_pending`]).
+    /// results ([`Site::Map`]), as the mode makes it ([`Mode::map_union`]);
+    /// members on which it fails are errors at run time.
     pub fn map_union(&mut self, op: UnionOp, v: AvId, w: Option<AvId>) -> AvId {
         let Some(u) = self.dom.as_union_id(v) else {
             return self.dom.bottom();
         };
         let wu = w.and_then(|w| self.dom.as_union_id(w));
+        let map = self.union_map(op, u, wu);
+        M::map_union(self, map, v, w)
+    }
+
+    /// Where the results of `op` on union `u` (and `wu`) go.
+    fn union_map(&mut self, op: UnionOp, u: UnionId, wu: Option<UnionId>) -> UnionMap {
         // An operation undoing the one that made the union gives back the
         // union it came from (so that tagging and untagging in a loop does
         // not make a new union each time round).
@@ -493,42 +493,31 @@ impl Ops {
                     Av::Wrap(t, x) => (x, Some(t)),
                     _ => (b, None),
                 };
-                if !self.symbolic {
-                    // The union given back must hold the operation's result
-                    // on every member: `u` may have gained members (or
-                    // wider ones) by joins that did not come from the union
-                    // given back, and a narrower member would make lowering
-                    // take a run-time value for a constant.
-                    if let Some(ub) = self.dom.as_union_id(inner) {
-                        self.map_members(op, u, wu, ub, tag.is_some());
-                    }
-                    return b;
-                }
-                // In lowering, a call converts the cell to one of the
-                // union given back (its tags differ).
-                if let Some(ub) = self.dom.as_union_id(inner) {
-                    let r = self.pending_map(op, v, w, (u, wu), ub);
-                    return match tag {
-                        Some(t) => self.dom.wrap(t, r),
-                        None => r,
+                if let Some(result) = self.dom.as_union_id(inner) {
+                    return UnionMap {
+                        op,
+                        operands: (u, wu),
+                        result,
+                        given_back: Some((b, tag)),
                     };
                 }
             }
         }
         let r = self.dom.site_union(Site::Map(op, u, wu));
         self.map_origins.entry(r).or_insert((op, u, wu));
-        if self.symbolic {
-            return self.pending_map(op, v, w, (u, wu), r);
+        UnionMap {
+            op,
+            operands: (u, wu),
+            result: r,
+            given_back: None,
         }
-        self.map_members(op, u, wu, r, false);
-        self.dom.union_av(r)
     }
 
     /// Adds to union `r` the result of `op` on every member of `u` (paired
     /// with every member of `wu`); `unwrap` takes a perturbation tag off
     /// each result first (a map given back as the union it came from,
     /// wrapped).
-    fn map_members(
+    pub(crate) fn map_members(
         &mut self,
         op: UnionOp,
         u: UnionId,
@@ -559,33 +548,6 @@ impl Ops {
         self.active_maps.remove(&(op, u, wu));
     }
 
-    /// A map that lowering will call, giving a cell of union `r`.
-    fn pending_map(
-        &mut self,
-        op: UnionOp,
-        v: AvId,
-        w: Option<AvId>,
-        unions: (UnionId, Option<UnionId>),
-        r: UnionId,
-    ) -> AvId {
-        let mut args = Vec::new();
-        for x in [Some(v), w].into_iter().flatten() {
-            if let Av::Sym(n, _) = self.dom.get(x) {
-                args.push(*n);
-            }
-        }
-        let result = self.next_virtual;
-        self.next_virtual += 1;
-        self.pending.push(PendingMap {
-            op,
-            args,
-            unions,
-            result,
-            result_union: r,
-        });
-        self.dom.intern(Av::Sym(result, SymKind::Union(r)))
-    }
-
     /// The operation of a [`UnionOp`] on members.
     pub fn union_op(&mut self, op: UnionOp, a: AvId, b: Option<AvId>) -> Op<AvId> {
         match (op, b) {
@@ -608,11 +570,6 @@ impl Ops {
     /// and operand unions.
     pub fn map_origin(&self, r: UnionId) -> Option<(UnionOp, UnionId, Option<UnionId>)> {
         self.map_origins.get(&r).copied()
-    }
-
-    /// The maps of unions met since the last call (lowering only).
-    pub fn take_pending(&mut self) -> Vec<PendingMap> {
-        std::mem::take(&mut self.pending)
     }
 
     pub fn cons_t(&mut self, tags: &[Tag], a: AvId, b: AvId) -> Op<AvId> {

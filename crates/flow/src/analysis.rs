@@ -37,7 +37,6 @@
 
 use crate::adops::{Op, Ops};
 use crate::domain::{Av, AvId, Domain, Site};
-use ad::AdMemo;
 use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{Diagnostic, Span};
@@ -197,25 +196,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
             .sum::<usize>();
     let mut a = Analyzer {
         max_specs: MAX_SPECS + SPECS_PER_BINDING * bindings,
-        ops: Ops {
-            prog,
-            memo: AdMemo::default(),
-            dom: Domain::new(),
-            zero_memo: HashMap::new(),
-            zero_union_memo: HashMap::new(),
-            plus_unions_memo: HashMap::new(),
-            shared_memo: Default::default(),
-            consts: HashMap::new(),
-            union_hit: std::cell::Cell::new(None),
-            ad_depth: Vec::new(),
-            too_deep: None,
-            active: std::collections::HashSet::new(),
-            active_maps: std::collections::HashSet::new(),
-            map_origins: HashMap::new(),
-            symbolic: false,
-            pending: Vec::new(),
-            next_virtual: 1 << 30,
-        },
+        ops: Ops::new(prog),
         specs: Vec::new(),
         index: HashMap::new(),
         budget: HashMap::new(),
@@ -236,7 +217,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         a.changed = false;
         let generation = a.ops.dom.generation;
         a.main = a.analyze_main()?;
-        if let Some(l) = a.ops.too_deep {
+        if let Some(l) = a.ops.mode.too_deep {
             let e = a.too_deep_ad(l);
             return Err(Diagnostic::new(e.span, e.message));
         }
@@ -422,7 +403,7 @@ impl Analyzer {
                 self.lambda_name(lambda)
             ));
         }
-        if let Some(l) = self.ops.too_deep {
+        if let Some(l) = self.ops.mode.too_deep {
             return Err(self.too_deep_ad(l));
         }
         let key: SpecKey = (lambda, env.clone(), arg);

@@ -152,11 +152,15 @@ pub enum Av {
     /// A value of any of the shapes of a union (see the module
     /// documentation); read its members with [`Domain::members`].
     Union(UnionId),
-    /// Lowering only: the unknown real or boolean, or the pointer to a
-    /// union cell, held in scalar number `n` of the code being generated.
-    /// Stands for `Real(None)`, `Bool(None)` or `Union(u)` with an
-    /// identity, so that structural operations show where each scalar
-    /// goes.
+    /// Lowering only (the analysis makes none): the unknown real or
+    /// boolean, or the pointer to a union cell, held in scalar number `n`
+    /// of the code being generated. Stands for `Real(None)`, `Bool(None)`
+    /// or `Union(u)` with an identity, so that structural operations show
+    /// where each scalar goes. It is a variant here, not a type of crate
+    /// `lower`, because those operations are written once over this
+    /// hash-consed arena, and a symbolic value mixes such leaves with the
+    /// analysis' own nodes (known closures in environments, union
+    /// members); the domain treats it as the value it stands for.
     Sym(u32, SymKind),
 }
 

@@ -1,11 +1,19 @@
 //! The flow analysis: AD migrated to compile time.
 //!
-//! Input: a core IR [`ir::Program`]. Output: an [`Analysis`]: the program
-//! (with every lambda the AD transformations created during the analysis
-//! appended), its specialisations, and for every binding of every
-//! specialisation its abstract value and what its code must do ([`Plan`]).
-//! Every call in the output has a known target and every AD transformation
-//! has already been done; crate `lower` turns this into first-order code.
+//! Input: a core IR [`ir::Program`]. Output: an [`Analysis`], data: the
+//! program (with every lambda the AD transformations created during the
+//! analysis appended), its specialisations, and for every binding of every
+//! specialisation its abstract value and what its code must do ([`Plan`]);
+//! with them the shape operations on abstract values ([`Ops`]: the domain
+//! and what the operations remember), which crate `lower` continues on
+//! symbolic values in a [`Mode`] of its own. Every call in the output has
+//! a known target and every AD transformation has already been done.
+//!
+//! Invariants of the output: every binding of every live specialisation
+//! ([`Analysis::is_live`]) has an abstract value and a plan; a union's
+//! member list is final and a member's index is its run-time tag; the
+//! cases of a [`Plan::Switch`] follow the members of the union it splits.
+//! The analysis makes no [`Av::Sym`]: only lowering's mode does.
 
 pub mod adops;
 pub mod analysis;
@@ -14,6 +22,6 @@ pub mod lineage;
 pub mod print;
 pub mod text;
 
-pub use adops::{Ops, PendingMap};
+pub use adops::{Analysing, Mode, Ops, UnionMap};
 pub use analysis::{analyze, Analysis, BindInfo, Plan, Spec, SpecId};
 pub use domain::{Av, AvId, Domain, Kind, Site, SymKind, UnionId, UnionOp};

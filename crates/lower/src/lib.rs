@@ -1,11 +1,116 @@
 //! Lowering: the specialised program of the flow analysis to the
 //! first-order IR of crate `fir`.
 //!
-//! Input: a [`flow::Analysis`] after its fixpoint. Output: a
-//! [`fir::Module`] that satisfies `fir::verify` (the driver checks it
-//! after lowering in every build, then runs the FIR passes): one function per live specialisation, every value in the
-//! representation its abstract value calls for.
+//! Input: a [`flow::Analysis`] after its fixpoint, read as data: the
+//! program, its specialisations, and the abstract value and [`flow::Plan`]
+//! of every binding. Output: a [`fir::Module`] that satisfies
+//! `fir::verify` (the driver checks it after lowering in every build,
+//! then runs the FIR passes): one function per specialisation (a dead one is
+//! an error term), `vlad_main`, and the functions made per union.
+//!
+//! Invariants: every value has the representation its abstract value calls
+//! for ([`layout`]): constants no scalars, an unknown real one `F64`, an
+//! unknown boolean one `Bool`, a union one `Ptr` to a cell, pairs and
+//! closures their parts' scalars. A member's cell tag is one number per
+//! member of a representation class across the module (`sharing.rs`).
+//! Lowering decides nothing the analysis decided: it follows its plans and
+//! splits, and runs flow's shape operations on *symbolic* values
+//! (`symbolic.rs`) in a mode of its own, which also owns everything about
+//! symbolic values: the maps of unions they meet become calls.
+//!
+//! Modules, one concept each: `lowerer` (the state, the layout of values
+//! and the bindings), `symbolic` (lowering's mode of the shape operations
+//! and the calls of maps), `calls` (applications and run-time checks),
+//! `prims` (primitives on symbolic values), `errors` (error terms),
+//! `switch` (union switches), `union_fns` (the functions of the maps of
+//! unions), `sharing` (what keeps those maps from walking what they need
+//! not), `identity_maps` (tag maps that only copy cells become the
+//! identity) and `print` (printing).
 
-pub mod lower;
+mod calls;
+mod errors;
+mod identity_maps;
+mod lowerer;
+mod prims;
+mod print;
+mod sharing;
+mod switch;
+mod symbolic;
+mod union_fns;
 
-pub use lower::{layout, lower};
+pub use lowerer::layout;
+
+use fir::{Block, FuncId, Term};
+use flow::{Analysis, SpecId};
+use ir::EntityRef;
+use lowerer::{layout_of, Lowerer};
+use std::collections::HashMap;
+use symbolic::Symbolic;
+use syntax::SourceMap;
+
+/// Lowers an analysed program: one function per specialisation (a
+/// dead one, never called, is an error term), then `vlad_main`, then the
+/// maps that only copy cells become the identity (`identity_maps.rs`).
+pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
+    let live: Vec<bool> = (0..analysis.specs.len())
+        .map(|i| analysis.is_live(SpecId::new(i)))
+        .collect();
+    let Analysis {
+        ops, specs, main, ..
+    } = analysis;
+    let ops = ops.into_mode(Symbolic::default());
+    let mut lw = Lowerer {
+        ops,
+        specs,
+        module: fir::Module::default(),
+        strings: HashMap::new(),
+        printers: HashMap::new(),
+        union_fns: HashMap::new(),
+        sharing: sharing::Sharing::default(),
+        map,
+    };
+    for (i, s) in lw.specs.iter().enumerate() {
+        let name = format!(
+            "{}_{}",
+            lw.ops.prog.lambdas[s.lambda]
+                .name
+                .as_deref()
+                .unwrap_or("lambda")
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+            i
+        );
+        let mut params = Vec::new();
+        for e in &s.env {
+            layout(&lw.ops.dom, *e, &mut params);
+        }
+        layout(&lw.ops.dom, s.arg, &mut params);
+        let returns = layout_of(&lw.ops.dom, s.result);
+        lw.module.funcs.push(fir::Func {
+            name,
+            params,
+            returns,
+            types: Vec::new(),
+            body: Block {
+                insts: vec![],
+                term: Term::Return(vec![]),
+            },
+        });
+    }
+    for (i, live) in live.into_iter().enumerate() {
+        if live {
+            let f = lw.lower_spec(SpecId::new(i));
+            lw.module.funcs[i] = f;
+        } else {
+            // Never called: its analysis is stale.
+            let msg = lw.string("error: internal error: a dead specialisation was called");
+            let f = &mut lw.module.funcs[i];
+            f.types = f.params.clone();
+            f.body.term = Term::Error(msg);
+        }
+    }
+    let m = lw.lower_main(&main);
+    lw.module.main = Some(FuncId::new(lw.module.funcs.len()));
+    lw.module.funcs.push(m);
+    lw.identity_maps();
+    lw.module
+}

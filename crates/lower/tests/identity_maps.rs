@@ -1,6 +1,6 @@
 //! A tag has no bits at run time, so the `wrap` and `unwrap` maps of
 //! nested modes that only copy cells under other tags are the identity
-//! (`lower/retag.rs`): the second derivative of a loop by reverse over
+//! (`lower/src/identity_maps.rs`): the second derivative of a loop by reverse over
 //! reverse wraps and unwraps its inner tape at every step, and compiled
 //! code must neither walk nor copy it.
 

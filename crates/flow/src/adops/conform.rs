@@ -5,10 +5,10 @@
 //! compiled code: it is decided here, and a sensitivity that cannot
 //! conform becomes the run-time error at the place it is returned.
 
-use super::{Op, Ops};
+use super::{Mode, Op, Ops};
 use crate::domain::{Av, AvId, SymKind};
 
-impl Ops {
+impl<M: Mode> Ops<M> {
     /// `(custom-*j-conform x zero)`: `x` when it has the shape of `zero`.
     /// A shape that only run time decides is split on when it can be (see
     /// below); otherwise (a union that holds itself, an unknown boolean)
@@ -30,7 +30,7 @@ impl Ops {
                 // would split without end; those are let through.
                 // Lowering follows the analysis's split, so it never
                 // splits itself.
-                if let Some(u) = self.splittable_union(x, 8).filter(|_| !self.symbolic) {
+                if let Some(u) = self.splittable_union(x, 8).filter(|_| M::SPLITS) {
                     if self.union_free(zero, 64) {
                         self.hit("`custom-*j-conform`", u);
                         return Ok(self.dom.bottom());

@@ -3,11 +3,11 @@
 //! messages. A primitive whose argument's parts are all known is folded to
 //! its result; otherwise the result is the widest value of its kind.
 
-use super::{Op, Ops};
+use super::{Mode, Op, Ops};
 use crate::domain::{Av, AvId};
 use ir::{Expects, Prim, PrimKind, Scalar, Tag};
 
-impl Ops {
+impl<M: Mode> Ops<M> {
     fn has_tag(&self, v: AvId, tag: Tag) -> bool {
         match self.dom.get(v) {
             Av::Closure(l, _) => self.prog.lambda_tag(*l) == Some(tag),

@@ -4,12 +4,12 @@
 //! or zeroed once: [`super::SharedMemo`]), and both make unions of their
 //! own ([`Site::Zero`], [`Site::Plus`]) when an operand holds one.
 
-use super::{Op, Ops};
+use super::{Mode, Op, Ops};
 use crate::domain::{Av, AvId, Site, SymKind, UnionId};
 use crate::lineage;
 use ir::Tag;
 
-impl Ops {
+impl<M: Mode> Ops<M> {
     pub fn zero(&mut self, v: AvId) -> AvId {
         self.shared_memo.enter();
         let z = self.zero_node(v);

@@ -41,9 +41,12 @@
 //! have the same representation in turn (a bisimulation: lists of one
 //! shape made at different sites are interchangeable).
 
-use super::*;
+use crate::lowerer::*;
 use base::counters::{PLUS, TRANSFORM, ZERO};
 use base::EntityRef;
+use fir::{self, Block, Inst, Op, Term, Ty, Val};
+use flow::{Av, AvId, UnionId, UnionOp};
+use std::collections::HashMap;
 use std::collections::{BTreeMap, HashSet};
 
 /// What a memo table remembers: the results of one operation, given in

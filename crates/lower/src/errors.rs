@@ -2,8 +2,13 @@
 //! found, with its position and the values known only at run time) as a
 //! FIR terminator.
 
-use super::*;
+use crate::lowerer::*;
 use base::EntityRef;
+use fir::{self, Term, Val};
+use flow::{Av, AvId};
+use ir::{Rhs, Var};
+use std::collections::HashMap;
+use syntax::Span;
 
 impl Lowerer<'_> {
     /// The run-time error term for `msg` at `span`: values known only at
@@ -123,7 +128,7 @@ impl Lowerer<'_> {
             _ => Ok(()),
         };
         // Only the message was wanted: no code for maps of unions.
-        self.ops.take_pending();
+        self.ops.mode.take_pending();
         match again {
             Err(m) if !m.is_empty() => m,
             _ => analysed.to_string(),

@@ -1,4 +1,5 @@
-//! The analysed program to FIR: one function per specialisation.
+//! The state of lowering, the layout of values and the bindings: each
+//! specialisation to one function.
 //!
 //! Representation follows the abstract value ([`layout`]): constants take no
 //! scalars, an unknown real one `F64`, an unknown boolean one `Bool`, pairs
@@ -7,38 +8,24 @@
 //! are `Av::Sym(n)`, naming FIR value `n`. Pair operations, closure
 //! environments and the AD operations other than `plus` are then just the
 //! flow analysis' own structural operations ([`flow::Ops`]) applied to
-//! symbolic values: the leaves of the result say which scalars it is made
-//! of, and no code is emitted for them at all.
+//! symbolic values, in lowering's mode (`symbolic.rs`): the leaves of the
+//! result say which scalars it is made of, and no code is emitted for them
+//! at all.
 //!
 //! A union of shapes is one `Ptr` to a cell holding the member's tag and
 //! its scalars ([`fir::Op::Alloc`]). A value is boxed where the analysis
 //! joined it into a union ([`Lowerer::coerce`]), and a binding the analysis
 //! split ([`Plan::Switch`]) tests the tag and unboxes the member in each
 //! arm. Printing a union calls a printer function made per union.
-//!
-//! This file holds the entry point, the layout of values, the state of
-//! lowering and the bindings; the rest is one concept a module: `errors`
-//! (error terms), `calls` (applications and run-time checks), `prims`
-//! (primitives on symbolic values), `switch` (union switches and
-//! printers), `union_fns` (the maps of unions), `sharing` (what keeps
-//! those maps from walking what they need not) and `print` (printing).
 
-use fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
-use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
-use ir::{EntityRef, Prim, PrimKind, Rhs, Stmt, Var};
+use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Ty, Val};
+use flow::{Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
+use ir::{EntityRef, Rhs, Stmt, Var};
 use std::collections::HashMap;
 use syntax::{SourceMap, Span};
 
-mod calls;
-mod errors;
-mod prims;
-mod print;
-mod retag;
-mod sharing;
-mod switch;
-mod union_fns;
-
-use switch::Unlazy;
+use crate::sharing;
+use crate::symbolic::Symbolic;
 
 /// The scalars representing an abstract value, in order.
 pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
@@ -63,7 +50,7 @@ pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
     }
 }
 
-fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
+pub(crate) fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
     let mut v = Vec::new();
     layout(dom, av, &mut v);
     v
@@ -73,7 +60,7 @@ fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
 /// pointers first, each group in layout order, so that the collector scans
 /// only a cell's leading pointer slots (the cell's header says how many),
 /// never its reals (a tape cell of particle-RR holds thousands).
-fn cell_slots(types: &[Ty]) -> Vec<u32> {
+pub(crate) fn cell_slots(types: &[Ty]) -> Vec<u32> {
     let pointers = types.iter().filter(|t| **t == Ty::Ptr).count() as u32;
     let (mut p, mut s) = (0, pointers);
     types
@@ -86,105 +73,37 @@ fn cell_slots(types: &[Ty]) -> Vec<u32> {
         .collect()
 }
 
-/// Lowers an analysed program.
-pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
-    let live: Vec<bool> = (0..analysis.specs.len())
-        .map(|i| analysis.is_live(SpecId::new(i)))
-        .collect();
-    let Analysis {
-        mut ops,
-        specs,
-        main,
-        ..
-    } = analysis;
-    ops.symbolic = true;
-    let mut lw = Lowerer {
-        ops,
-        specs,
-        module: fir::Module::default(),
-        strings: HashMap::new(),
-        printers: HashMap::new(),
-        union_fns: HashMap::new(),
-        sharing: sharing::Sharing::default(),
-        map,
-    };
-    for (i, s) in lw.specs.iter().enumerate() {
-        let name = format!(
-            "{}_{}",
-            lw.ops.prog.lambdas[s.lambda]
-                .name
-                .as_deref()
-                .unwrap_or("lambda")
-                .replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
-            i
-        );
-        let mut params = Vec::new();
-        for e in &s.env {
-            layout(&lw.ops.dom, *e, &mut params);
-        }
-        layout(&lw.ops.dom, s.arg, &mut params);
-        let returns = layout_of(&lw.ops.dom, s.result);
-        lw.module.funcs.push(fir::Func {
-            name,
-            params,
-            returns,
-            types: Vec::new(),
-            body: Block {
-                insts: vec![],
-                term: Term::Return(vec![]),
-            },
-        });
-    }
-    for (i, live) in live.into_iter().enumerate() {
-        if live {
-            let f = lw.lower_spec(SpecId::new(i));
-            lw.module.funcs[i] = f;
-        } else {
-            // Never called: its analysis is stale.
-            let msg = lw.string("error: internal error: a dead specialisation was called");
-            let f = &mut lw.module.funcs[i];
-            f.types = f.params.clone();
-            f.body.term = Term::Error(msg);
-        }
-    }
-    let m = lw.lower_main(&main);
-    lw.module.main = Some(FuncId::new(lw.module.funcs.len()));
-    lw.module.funcs.push(m);
-    lw.identity_maps();
-    lw.module
-}
-
-struct Lowerer<'m> {
-    ops: Ops,
-    specs: Vec<Spec>,
-    module: fir::Module,
-    strings: HashMap<String, StrId>,
+pub(crate) struct Lowerer<'m> {
+    pub(crate) ops: Ops<Symbolic>,
+    pub(crate) specs: Vec<Spec>,
+    pub(crate) module: fir::Module,
+    pub(crate) strings: HashMap<String, StrId>,
     /// Printer functions of unions: (union, prints a list's tail).
-    printers: HashMap<(UnionId, bool), FuncId>,
+    pub(crate) printers: HashMap<(UnionId, bool), FuncId>,
     /// `zero` and `plus` functions of unions.
-    union_fns: HashMap<UnionFn, FuncId>,
+    pub(crate) union_fns: HashMap<UnionFn, FuncId>,
     /// Representation classes and memo tables of the maps of unions.
-    sharing: sharing::Sharing,
-    map: &'m SourceMap,
+    pub(crate) sharing: sharing::Sharing,
+    pub(crate) map: &'m SourceMap,
 }
 
 /// One function under construction.
-struct Fb {
-    types: Vec<Ty>,
+pub(crate) struct Fb {
+    pub(crate) types: Vec<Ty>,
     /// Instruction lists of the open blocks, innermost last.
-    blocks: Vec<Vec<Inst>>,
+    pub(crate) blocks: Vec<Vec<Inst>>,
     /// The abstract result of the function (for tail calls).
-    result: Option<AvId>,
+    pub(crate) result: Option<AvId>,
     /// The position of the binding being lowered.
-    site: Option<Span>,
+    pub(crate) site: Option<Span>,
 }
 
 impl Fb {
-    fn new_val(&mut self, t: Ty) -> Val {
+    pub(crate) fn new_val(&mut self, t: Ty) -> Val {
         self.types.push(t);
         Val::new(self.types.len() - 1)
     }
-    fn emit(&mut self, op: Op, result_tys: &[Ty]) -> Vec<Val> {
+    pub(crate) fn emit(&mut self, op: Op, result_tys: &[Ty]) -> Vec<Val> {
         let results: Vec<Val> = result_tys.iter().map(|t| self.new_val(*t)).collect();
         let cur = self.blocks.last_mut().expect("an open block");
         cur.push(Inst {
@@ -193,14 +112,14 @@ impl Fb {
         });
         results
     }
-    fn emit1(&mut self, op: Op, t: Ty) -> Val {
+    pub(crate) fn emit1(&mut self, op: Op, t: Ty) -> Val {
         self.emit(op, &[t])[0]
     }
 }
 
 /// A function made per union (see [`Lowerer::union_fn`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum UnionFn {
+pub(crate) enum UnionFn {
     Zero(UnionId),
     /// The zero of a value of the first union, as a cell of the second:
     /// what a lazy zero stands for ([`sharing`]).
@@ -210,7 +129,7 @@ enum UnionFn {
     Map(UnionOp, UnionId, Option<UnionId>, UnionId),
 }
 
-fn op_name(op: UnionOp) -> String {
+pub(crate) fn op_name(op: UnionOp) -> String {
     match op {
         UnionOp::Wrap(t) => format!("wrap_{}", t.name()),
         UnionOp::Unwrap(t) => format!("unwrap_{}", t.name()),
@@ -221,7 +140,7 @@ fn op_name(op: UnionOp) -> String {
 }
 
 /// How a body ended early.
-enum Flow {
+pub(crate) enum Flow {
     /// The body's value.
     Value(AvId),
     /// The block is already terminated (an error, a tail call).
@@ -229,7 +148,7 @@ enum Flow {
 }
 
 impl Lowerer<'_> {
-    fn string(&mut self, s: &str) -> StrId {
+    pub(crate) fn string(&mut self, s: &str) -> StrId {
         if let Some(id) = self.strings.get(s) {
             return *id;
         }
@@ -240,7 +159,12 @@ impl Lowerer<'_> {
     }
 
     /// Replaces the unknown leaves of `av` with fresh parameters.
-    fn symbolize(&mut self, fb: &mut Fb, av: AvId, vals: &mut dyn Iterator<Item = Val>) -> AvId {
+    pub(crate) fn symbolize(
+        &mut self,
+        fb: &mut Fb,
+        av: AvId,
+        vals: &mut dyn Iterator<Item = Val>,
+    ) -> AvId {
         let dom = &mut self.ops.dom;
         // A known value has no leaves to replace; skipping it keeps the
         // walk to the DAG's unknown part (environments share closures).
@@ -287,7 +211,7 @@ impl Lowerer<'_> {
     /// less precise) abstract value `target`: constants the target does not
     /// know are materialised, and values that the target has as members of
     /// a union are boxed.
-    fn coerce(&mut self, fb: &mut Fb, src: AvId, target: AvId, out: &mut Vec<Val>) {
+    pub(crate) fn coerce(&mut self, fb: &mut Fb, src: AvId, target: AvId, out: &mut Vec<Val>) {
         let dom = &self.ops.dom;
         // A known target has no scalars: nothing to materialise or box.
         if dom.is_known(target) {
@@ -332,7 +256,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn lower_spec(&mut self, id: SpecId) -> fir::Func {
+    pub(crate) fn lower_spec(&mut self, id: SpecId) -> fir::Func {
         let s = self.specs[id.index()].clone();
         let proto = self.module.funcs[id.index()].clone();
         let mut fb = Fb {
@@ -379,7 +303,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn lower_main(&mut self, infos: &[BindInfo]) -> fir::Func {
+    pub(crate) fn lower_main(&mut self, infos: &[BindInfo]) -> fir::Func {
         let mut fb = Fb {
             types: vec![],
             blocks: vec![Vec::new()],
@@ -422,7 +346,7 @@ impl Lowerer<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn lower_body(
+    pub(crate) fn lower_body(
         &mut self,
         fb: &mut Fb,
         body: &[ir::Binding],
@@ -446,7 +370,7 @@ impl Lowerer<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn lower_binding(
+    pub(crate) fn lower_binding(
         &mut self,
         fb: &mut Fb,
         b: &ir::Binding,

@@ -1,8 +1,10 @@
 //! Applications: calls of specialisations (direct or tail), and the
 //! run-time checks of constants and patterns.
 
-use super::*;
+use crate::lowerer::*;
 use base::EntityRef;
+use fir::{self, Block, Cmp, FuncId, Op, Term, Ty, Val};
+use flow::{Av, AvId, BindInfo, Plan, SpecId, SymKind};
 
 impl Lowerer<'_> {
     /// Emits a run-time check that symbolic value `x` equals the datum.

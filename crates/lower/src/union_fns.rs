@@ -2,8 +2,12 @@
 //! function per (operation, union) that dispatches on the tag and boxes
 //! each member's result.
 
-use super::*;
+use crate::lowerer::*;
+use crate::sharing;
+use crate::switch::Unlazy;
 use base::EntityRef;
+use fir::{self, Block, FBin, FuncId, Op, Term, Ty, Val};
+use flow::{Av, AvId, SymKind, UnionId};
 
 impl Lowerer<'_> {
     /// `zero` of a symbolic value: no code, but for the unions inside,

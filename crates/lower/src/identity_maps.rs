@@ -23,8 +23,11 @@
 //! (the tags of one representation class, and the lazy zeros a dispatch on
 //! it meets, stay distinct); a map whose merge would break that is kept.
 
-use super::*;
+use crate::lowerer::*;
 use base::EntityRef;
+use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Val};
+use flow::UnionOp;
+use std::collections::HashMap;
 use std::collections::{BTreeMap, HashSet};
 
 /// What the check of a map's body knows of a value.

@@ -2,8 +2,11 @@
 //! `PrintReal`/`PrintBool`, unions through a printer function made per
 //! union.
 
-use super::*;
+use crate::lowerer::*;
+use crate::switch::Unlazy;
 use base::EntityRef;
+use fir::{self, Block, FuncId, Op, Term, Ty, Val};
+use flow::{Av, AvId, SymKind, UnionId};
 
 impl Lowerer<'_> {
     /// The function printing a value of union `u` (as the tail of a list,

@@ -2,7 +2,10 @@
 //! structural and AD operations, which cost no code: the flow analysis'
 //! own operations applied to symbolic values say where each scalar goes.
 
-use super::*;
+use crate::lowerer::*;
+use fir::{self, Cmp, FBin, FUn, Op, Term, Ty, Val};
+use flow::{Av, AvId, BindInfo, SymKind};
+use ir::{Prim, PrimKind};
 
 impl Lowerer<'_> {
     /// A real operand: its FIR value, materialising a constant.
@@ -143,56 +146,6 @@ impl Lowerer<'_> {
                     Err(m) => Flow::Done(self.error_term(b.span, &m)),
                 }
             }
-        }
-    }
-
-    /// Emits the calls for the maps of unions that an operation on
-    /// symbolic values met ([`flow::Ops::map_union`]), and puts their
-    /// results in its value.
-    pub(super) fn resolve(&mut self, fb: &mut Fb, r: Result<AvId, String>) -> Result<AvId, String> {
-        let pending = self.ops.take_pending();
-        if pending.is_empty() {
-            return r;
-        }
-        let mut subst: HashMap<u32, u32> = HashMap::new();
-        for p in pending {
-            let args: Vec<Val> = p
-                .args
-                .iter()
-                .map(|a| Val::from_number(subst.get(a).copied().unwrap_or(*a)))
-                .collect();
-            let (f, _) = self.union_fn(UnionFn::Map(p.op, p.unions.0, p.unions.1, p.result_union));
-            let v = fb.emit1(Op::Call(f, args), Ty::Ptr);
-            subst.insert(p.result, v.number());
-        }
-        r.map(|av| self.substitute(av, &subst))
-    }
-
-    /// `v` with its symbolic scalars renumbered.
-    pub(super) fn substitute(&mut self, v: AvId, subst: &HashMap<u32, u32>) -> AvId {
-        let dom = &mut self.ops.dom;
-        match dom.get(v).clone() {
-            Av::Sym(n, k) => match subst.get(&n) {
-                Some(m) => dom.intern(Av::Sym(*m, k)),
-                None => v,
-            },
-            Av::Pair(a, b) => {
-                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
-                self.ops.dom.pair(a, b)
-            }
-            Av::Bundle(a, b) => {
-                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
-                self.ops.dom.bundle(a, b)
-            }
-            Av::Wrap(t, x) => {
-                let x = self.substitute(x, subst);
-                self.ops.dom.wrap(t, x)
-            }
-            Av::Closure(l, env) => {
-                let env = env.iter().map(|x| self.substitute(*x, subst)).collect();
-                self.ops.dom.closure(l, env)
-            }
-            _ => v,
         }
     }
 }

@@ -1,8 +1,12 @@
 //! Union switches: a binding analysed once per member of a union becomes
 //! a chain of tag tests whose arms load the member's scalars.
 
-use super::*;
+use crate::lowerer::*;
 use base::EntityRef;
+use fir::{self, Block, FuncId, Op, Term, Ty, Val};
+use flow::{Av, AvId, BindInfo, SymKind, UnionId};
+use ir::Var;
+use std::collections::HashMap;
 
 impl Lowerer<'_> {
     /// A binding split on a union operand: dispatches on the tag and lowers

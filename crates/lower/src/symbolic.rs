@@ -1,0 +1,129 @@
+//! Symbolic values: the abstract values lowering holds, whose unknown
+//! leaves (`Av::Sym(n, kind)`) name FIR value `n`, and the mode lowering
+//! runs flow's shape operations in ([`Symbolic`]). An operation on
+//! symbolic values says where each scalar of its result comes from and
+//! costs no code, but for a map over a union, which needs a walk over
+//! cells at run time: the mode records it as a pending map standing for
+//! its result (a number beyond the function's values), and lowering then
+//! emits the call and renumbers the result ([`Lowerer::resolve`]).
+
+use crate::lowerer::*;
+use fir::{Op, Ty, Val};
+use flow::{Av, AvId, Mode, Ops, SymKind, UnionId, UnionMap, UnionOp};
+use std::collections::HashMap;
+
+/// Lowering's mode of the shape operations: the maps of unions met since
+/// the last [`Lowerer::resolve`].
+pub(crate) struct Symbolic {
+    pending: Vec<PendingMap>,
+    /// The number standing for the next pending map's result: above any
+    /// FIR value of a function.
+    next_virtual: u32,
+}
+
+impl Default for Symbolic {
+    fn default() -> Symbolic {
+        Symbolic {
+            pending: Vec::new(),
+            next_virtual: 1 << 30,
+        }
+    }
+}
+
+/// A map of a union that lowering must call at run time: the operation,
+/// the operands' scalar numbers, and the number standing for the result.
+pub(crate) struct PendingMap {
+    op: UnionOp,
+    args: Vec<u32>,
+    unions: (UnionId, Option<UnionId>),
+    result: u32,
+    result_union: UnionId,
+}
+
+impl Symbolic {
+    /// The maps of unions met since the last call.
+    pub(crate) fn take_pending(&mut self) -> Vec<PendingMap> {
+        std::mem::take(&mut self.pending)
+    }
+}
+
+impl Mode for Symbolic {
+    const SPLITS: bool = false;
+
+    /// A cell of the result union, made later by a call (a cell given
+    /// back as the union it came from is converted too: its tags differ).
+    fn map_union(ops: &mut Ops<Self>, map: UnionMap, v: AvId, w: Option<AvId>) -> AvId {
+        let mut args = Vec::new();
+        for x in [Some(v), w].into_iter().flatten() {
+            if let Av::Sym(n, _) = ops.dom.get(x) {
+                args.push(*n);
+            }
+        }
+        let result = ops.mode.next_virtual;
+        ops.mode.next_virtual += 1;
+        ops.mode.pending.push(PendingMap {
+            op: map.op,
+            args,
+            unions: map.operands,
+            result,
+            result_union: map.result,
+        });
+        let r = ops.dom.intern(Av::Sym(result, SymKind::Union(map.result)));
+        match map.given_back {
+            Some((_, Some(tag))) => ops.dom.wrap(tag, r),
+            _ => r,
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    /// Emits the calls for the maps of unions that an operation on
+    /// symbolic values met ([`flow::Ops::map_union`]), and puts their
+    /// results in its value.
+    pub(crate) fn resolve(&mut self, fb: &mut Fb, r: Result<AvId, String>) -> Result<AvId, String> {
+        let pending = self.ops.mode.take_pending();
+        if pending.is_empty() {
+            return r;
+        }
+        let mut subst: HashMap<u32, u32> = HashMap::new();
+        for p in pending {
+            let args: Vec<Val> = p
+                .args
+                .iter()
+                .map(|a| Val::from_number(subst.get(a).copied().unwrap_or(*a)))
+                .collect();
+            let (f, _) = self.union_fn(UnionFn::Map(p.op, p.unions.0, p.unions.1, p.result_union));
+            let v = fb.emit1(Op::Call(f, args), Ty::Ptr);
+            subst.insert(p.result, v.number());
+        }
+        r.map(|av| self.substitute(av, &subst))
+    }
+
+    /// `v` with its symbolic scalars renumbered.
+    pub(crate) fn substitute(&mut self, v: AvId, subst: &HashMap<u32, u32>) -> AvId {
+        let dom = &mut self.ops.dom;
+        match dom.get(v).clone() {
+            Av::Sym(n, k) => match subst.get(&n) {
+                Some(m) => dom.intern(Av::Sym(*m, k)),
+                None => v,
+            },
+            Av::Pair(a, b) => {
+                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
+                self.ops.dom.pair(a, b)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
+                self.ops.dom.bundle(a, b)
+            }
+            Av::Wrap(t, x) => {
+                let x = self.substitute(x, subst);
+                self.ops.dom.wrap(t, x)
+            }
+            Av::Closure(l, env) => {
+                let env = env.iter().map(|x| self.substitute(*x, subst)).collect();
+                self.ops.dom.closure(l, env)
+            }
+            _ => v,
+        }
+    }
+}
