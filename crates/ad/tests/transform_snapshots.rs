@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// Lowers `src` and returns the program and the lambda bound to `name`.
 fn load(src: &str, name: &str) -> (Program, LambdaId) {
-    let mut map = syntax::SourceMap::new();
+    let mut map = base::diag::SourceMap::new();
     let opts = syntax::expand::Options::default();
     let ast = syntax::expand::load_source(&mut map, Path::new("t.vlad"), src.to_string(), &opts)
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));

@@ -3,6 +3,9 @@
 //! generation included, which know nothing of the front end) can use it.
 //!
 //! - [`counters`]: the layout of the operation counters.
+//! - [`diag`]: source positions, the files a program was read from, and
+//!   the error every stage reports with (the front end makes them, every
+//!   later stage reports through them).
 //! - [`entity`]: typed ids into arenas.
 //! - [`message`]: how values are shortened in error messages.
 //! - [`scalar`]: the arithmetic of reals, for every stage that computes it.
@@ -27,6 +30,7 @@
 pub mod cell_layout;
 /// Core-only.
 pub mod counters;
+pub mod diag;
 pub mod entity;
 /// Core-only.
 pub mod flush;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn analyze_file(path: &Path) -> Result<flow::Analysis, String> {
-    let mut map = syntax::SourceMap::new();
+    let mut map = base::diag::SourceMap::new();
     let opts = syntax::expand::Options::default();
     let ast = syntax::expand::load_program(&mut map, path, &opts).map_err(|e| e.render(&map))?;
     let prog = ir::anf::lower_program(&ast).map_err(|e| e.render(&map))?;

@@ -26,7 +26,7 @@ pub fn run_text(text: String, stdin: Vec<u8>, stack: usize) -> Result<String, St
     let spawned = std::thread::Builder::new()
         .stack_size(stack)
         .spawn(move || {
-            let mut map = syntax::SourceMap::new();
+            let mut map = base::diag::SourceMap::new();
             let opts = syntax::expand::Options::default();
             let path = std::path::Path::new("gen.vlad");
             let ast = syntax::expand::load_source(&mut map, path, text, &opts)

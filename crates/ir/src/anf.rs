@@ -9,8 +9,8 @@
 
 use crate::core::*;
 use crate::prim::Prim;
+use base::diag::{Diagnostic, Span};
 use syntax::ast::{self, Datum, Expr, Pattern};
-use syntax::{Diagnostic, Span};
 
 /// The name of the procedure `custom-*j` returns, in `stdlib.vlad`; its
 /// free variables `f` and `fr` are the procedure and its derivative.
@@ -441,7 +441,7 @@ impl Lowerer<'_> {
     /// Only the library (file 0) can define it, so no user lambda of the
     /// same name is mistaken for it.
     fn custom_origin(&self, l: &ast::Lambda, free: &[Var]) -> Option<Origin> {
-        if l.span.file != syntax::FileId(0) || l.name.as_deref() != Some(CUSTOM_PROCEDURE) {
+        if l.span.file != base::diag::FileId(0) || l.name.as_deref() != Some(CUSTOM_PROCEDURE) {
             return None;
         }
         let slot = |name: &str| {

@@ -21,7 +21,7 @@
 
 use crate::entity::Arena;
 use crate::prim::Prim;
-use syntax::Span;
+use base::diag::Span;
 
 base::entity!(Var, "x");
 base::entity!(LambdaId, "L");

@@ -13,8 +13,8 @@ pub use lower::{layout, lower};
 /// The whole middle end: flow analysis, then [`lower_and_optimize`].
 pub fn compile(
     prog: ir::Program,
-    map: &syntax::SourceMap,
-) -> Result<fir::Module, syntax::Diagnostic> {
+    map: &base::diag::SourceMap,
+) -> Result<fir::Module, base::diag::Diagnostic> {
     let analysis = flow::analyze(prog)?;
     lower_and_optimize(analysis, map)
 }
@@ -28,11 +28,11 @@ pub fn compile(
 /// invariant, never a panic in a later pass or wrong code.
 pub fn lower_and_optimize(
     analysis: flow::Analysis,
-    map: &syntax::SourceMap,
-) -> Result<fir::Module, syntax::Diagnostic> {
+    map: &base::diag::SourceMap,
+) -> Result<fir::Module, base::diag::Diagnostic> {
     let mut m = base::timing::time("lower", || lower::lower(analysis, map));
     if let Err(e) = base::timing::time("verify", || fir::verify::verify(&m)) {
-        return Err(syntax::Diagnostic::new(
+        return Err(base::diag::Diagnostic::new(
             None,
             format!("internal error: the compiler cannot compile this program yet (lowering broke an invariant of the FIR: {e})"),
         ));

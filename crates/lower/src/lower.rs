@@ -23,11 +23,11 @@
 //! printers), `union_fns` (the maps of unions), `sharing` (what keeps
 //! those maps from walking what they need not) and `print` (printing).
 
+use base::diag::{SourceMap, Span};
 use fir::{self, Block, Cmp, FBin, FUn, FuncId, Inst, Op, StrId, Term, Ty, Val};
 use flow::{Analysis, Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
 use ir::{EntityRef, Prim, PrimKind, Rhs, Stmt, Var};
 use std::collections::HashMap;
-use syntax::{SourceMap, Span};
 
 mod calls;
 mod errors;

@@ -6,7 +6,7 @@ fn dump() {
     let Ok(path) = std::env::var("DUMP") else {
         return;
     };
-    let mut map = syntax::SourceMap::new();
+    let mut map = base::diag::SourceMap::new();
     let ast = match syntax::expand::load_program(
         &mut map,
         std::path::Path::new(&path),

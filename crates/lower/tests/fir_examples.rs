@@ -18,8 +18,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn load(path: &Path) -> (ir::Program, syntax::SourceMap) {
-    let mut map = syntax::SourceMap::new();
+fn load(path: &Path) -> (ir::Program, base::diag::SourceMap) {
+    let mut map = base::diag::SourceMap::new();
     let ast = syntax::expand::load_program(&mut map, path, &Default::default())
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));
     let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
@@ -131,7 +131,7 @@ fn check_all() {
 /// `None` for a file that is not a program (a benchmark's shared
 /// definitions, included by the programs).
 fn lower_program(path: &Path) -> Option<Result<fir::Module, String>> {
-    let mut map = syntax::SourceMap::new();
+    let mut map = base::diag::SourceMap::new();
     let ast = match syntax::expand::load_program(&mut map, path, &Default::default()) {
         Ok(a) => a,
         Err(e) => return Some(Err(e.render(&map))),

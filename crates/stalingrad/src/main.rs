@@ -8,14 +8,14 @@
 //! `ir`, `clif`) or writes the object file (`--emit=obj`). `repl` is a
 //! read-eval-print loop over the interpreter (module [`repl`]);
 //! `completions` and `help` describe the tool itself. Every failure is a
-//! [`syntax::Diagnostic`] printed as `file:line:col: error: ...` with a
+//! [`base::diag::Diagnostic`] printed as `file:line:col: error: ...` with a
 //! non-zero exit, never a panic.
 
+use base::diag::{Diagnostic, SourceMap};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use syntax::{Diagnostic, SourceMap};
 
 const ABOUT: &str = "An ahead-of-time compiler and reference interpreter for VLAD, \
 a pure higher-order Scheme with first-class forward and reverse AD.";

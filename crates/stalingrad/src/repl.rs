@@ -18,6 +18,7 @@
 //! terminal).
 
 use crate::{compile_front, emit, fail, report, Emit, Front};
+use base::diag::{Diagnostic, FileId, SourceMap};
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -26,7 +27,6 @@ use std::time::Instant;
 use syntax::ast::TopItem;
 use syntax::reader::{read_partial, Partial};
 use syntax::sexp::Sexp;
-use syntax::{Diagnostic, FileId, SourceMap};
 
 pub const LONG_ABOUT: &str = "\
 Read VLAD expressions and definitions, evaluate each with the reference \

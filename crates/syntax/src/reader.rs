@@ -15,7 +15,7 @@
 
 use crate::number::parse_numeral;
 use crate::sexp::{Sexp, SexpKind};
-use crate::{Diagnostic, FileId, SourceMap, Span};
+use base::diag::{Diagnostic, FileId, SourceMap, Span};
 
 /// Deepest list nesting accepted. Real programs stay far below this; the
 /// limit keeps the recursive later stages (expansion, analysis, printing)

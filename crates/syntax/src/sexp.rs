@@ -1,6 +1,6 @@
 //! S-expressions as read, each node with the position it starts at.
 
-use crate::Span;
+use base::diag::Span;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sexp {

@@ -11,7 +11,7 @@ pub fn root() -> PathBuf {
 /// The optimised FIR of the program at `path` (a test's own program: any
 /// error fails the test with the compiler's message).
 pub fn compile(path: &Path) -> Module {
-    let mut map = syntax::SourceMap::new();
+    let mut map = base::diag::SourceMap::new();
     let ast = syntax::expand::load_program(&mut map, path, &Default::default())
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));
     let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
