@@ -19,6 +19,8 @@
 //!   interpreter and the analysis recurse.
 //! - [`scc`]: strongly connected components (the top level's `letrec*`
 //!   ordering, the FIR inliner's call graph).
+//! - [`number`]: reading and printing reals (for every stage but the
+//!   runtime), over [`number_core`].
 //! - [`number_core`]: reading and printing reals. It uses only `core`:
 //!   the native runtime (`runtime/`, `no_std`, built by `rustc` without
 //!   Cargo) includes the very file with `#[path]`, so that compiled
@@ -37,6 +39,7 @@ pub mod flush;
 pub mod memory;
 /// Core-only.
 pub mod message;
+pub mod number;
 /// Core-only.
 pub mod number_core;
 pub mod scalar;

@@ -6,6 +6,9 @@
 //! specialisation its abstract value and what its code must do ([`Plan`]).
 //! Every call in the output has a known target and every AD transformation
 //! has already been done; crate `lower` turns this into first-order code.
+//!
+//! Dependencies: `base`, `ir` and `ad`, not the front end: positions and
+//! errors are `base::diag`'s, reals print with `base::number`.
 
 pub mod adops;
 pub mod analysis;

@@ -5,6 +5,10 @@
 //! transformations of crate `ad` at run time, memoised per lambda, so it is
 //! the oracle compiled code is checked against: simple, exact, and faithful
 //! to the language's definition rather than fast.
+//!
+//! Dependencies: `base` (positions, errors, numerals), `ir` and `ad`; the
+//! front end (`syntax`) only for [`run_text`], which loads a program from
+//! source text.
 
 mod adops;
 pub mod count;

@@ -5,6 +5,9 @@
 //! [`fir::Module`] that satisfies `fir::verify` (checked after lowering in
 //! debug builds): one function per live specialisation, every value in the
 //! representation its abstract value calls for.
+//!
+//! Dependencies: `base`, `ir`, `flow` and `fir`, not the front end:
+//! positions and errors are `base::diag`'s, reals print with `base::number`.
 
 pub mod lower;
 
