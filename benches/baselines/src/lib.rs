@@ -192,7 +192,7 @@ pub fn read_input() -> Vec<f64> {
 
 /// `write-real`: shortest round-trip digits, JavaScript style, one a line.
 pub fn write_real(x: f64) {
-    println!("{}", syntax::number::format_real(x));
+    println!("{}", base::number::format_real(x));
 }
 
 /// The reals on standard input, read as the programs do: N, the number of

@@ -46,8 +46,8 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Opt
         return None;
     }
     let r = Tag::Reverse;
-    let span = lam.span.unwrap_or(syntax::Span {
-        file: syntax::FileId(0),
+    let span = lam.span.unwrap_or(base::diag::Span {
+        file: base::diag::FileId(0),
         line: 0,
         col: 0,
     });
@@ -146,7 +146,7 @@ impl Backward {
 }
 
 /// A shape `custom-*j` requires of what the user's code returns.
-fn pattern(prog: &mut Program, text: &str, span: syntax::Span) -> ir::PatId {
+fn pattern(prog: &mut Program, text: &str, span: base::diag::Span) -> ir::PatId {
     prog.patterns.push(PatInfo {
         owner: Some("custom-*j".to_string()),
         text: text.to_string(),

@@ -1,10 +1,10 @@
 //! The transformed primitives: `prelude.vlad` plus templates.
 
 use crate::AdMemo;
+use base::diag::{Diagnostic, FileId};
 use ir::{LambdaId, Origin, Prim, PrimKind, Program, Tag};
 use std::sync::OnceLock;
 use syntax::sexp::{Sexp, SexpKind};
-use syntax::{Diagnostic, FileId};
 
 const PRELUDE: &str = include_str!("prelude.vlad");
 

@@ -390,7 +390,7 @@ impl Backward {
         param: Var,
         out: Var,
         name: Option<String>,
-        span: Option<syntax::Span>,
+        span: Option<base::diag::Span>,
     ) -> (LambdaId, Vec<Var>) {
         let free = ir::free_vars(param, &self.body, out);
         let id = prog.lambdas.push(ir::Lambda {

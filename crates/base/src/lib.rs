@@ -3,6 +3,9 @@
 //! generation included, which know nothing of the front end) can use it.
 //!
 //! - [`counters`]: the layout of the operation counters.
+//! - [`diag`]: source positions, the files a program was read from, and
+//!   the error every stage reports with (the front end makes them, every
+//!   later stage reports through them).
 //! - [`entity`]: typed ids into arenas.
 //! - [`message`]: how values are shortened in error messages.
 //! - [`scalar`]: the arithmetic of reals, for every stage that computes it.
@@ -16,6 +19,8 @@
 //!   interpreter and the analysis recurse.
 //! - [`scc`]: strongly connected components (the top level's `letrec*`
 //!   ordering, the FIR inliner's call graph).
+//! - [`number`]: reading and printing reals (for every stage but the
+//!   runtime), over [`number_core`].
 //! - [`number_core`]: reading and printing reals. It uses only `core`:
 //!   the native runtime (`runtime/`, `no_std`, built by `rustc` without
 //!   Cargo) includes the very file with `#[path]`, so that compiled
@@ -27,12 +32,14 @@
 pub mod cell_layout;
 /// Core-only.
 pub mod counters;
+pub mod diag;
 pub mod entity;
 /// Core-only.
 pub mod flush;
 pub mod memory;
 /// Core-only.
 pub mod message;
+pub mod number;
 /// Core-only.
 pub mod number_core;
 pub mod scalar;

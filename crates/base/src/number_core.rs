@@ -1,11 +1,17 @@
-//! The allocation-free core of `syntax::number`: reading and printing
+//! The allocation-free core of [`crate::number`]: reading and printing
 //! numerals with nothing but `core`, so that the native runtime
 //! (`runtime/src/lib.rs`, `no_std`) includes this very file with
 //! `#[path]` and compiled programs read and print reals byte for byte as
 //! the interpreter does. Keep it `core`-only: no `std`, no `alloc`.
 
 /// Reads a numeral token, or `None` when `tok` is not a VLAD numeral.
-/// See `syntax::number::parse_numeral`.
+///
+/// Accepted: an optional sign, digits with an optional fraction (`3`, `-1`,
+/// `2.5`, `4.`, `.5`, `-.25`, `+5`), an optional exponent (`1e-5`, `1E5`);
+/// the integer prefixes `#b #o #d #x` followed by an optional sign and
+/// digits of that radix (`#x-ff`); and the special values `+inf.0`,
+/// `-inf.0`, `+nan.0`, `-nan.0`, so that everything [`format_real`] prints
+/// reads back.
 pub fn parse_numeral(tok: &str) -> Option<f64> {
     match tok {
         "+inf.0" => return Some(f64::INFINITY),
@@ -195,7 +201,7 @@ impl core::fmt::Write for RealText {
     }
 }
 
-/// Prints a real; see `syntax::number::format_real` for the layout.
+/// Prints a real; see `number::format_real` for the layout.
 pub fn format_real(x: f64) -> RealText {
     let mut out = RealText::new();
     if x.is_nan() {

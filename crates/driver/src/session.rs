@@ -3,12 +3,12 @@
 //! set in one place.
 
 use crate::{Emit, Stage};
+use base::diag::{Diagnostic, SourceMap};
 use interp::{Interp, Mode};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use syntax::ast;
 use syntax::sexp::Sexp;
-use syntax::{Diagnostic, SourceMap};
 
 /// The pipeline over the files of one program: the source map its
 /// diagnostics refer to and the directories `include` searches.

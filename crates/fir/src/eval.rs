@@ -4,7 +4,7 @@
 //! oracle the code generator's tests compare executables against. Output is
 //! byte-identical to the interpreter's (reals through
 //! `base::number_core::format_real`); input is read as the interpreter reads
-//! it (whitespace-separated words, [`syntax::number::parse_numeral`]).
+//! it (whitespace-separated words, [`base::number::parse_numeral`]).
 //! Tail calls run in constant Rust stack; non-tail calls recurse.
 
 use crate::{Block, FuncId, Module, Op, StrId, Term, Ty, Val};

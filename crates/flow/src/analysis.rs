@@ -37,9 +37,9 @@
 
 use crate::adops::{Op, Ops};
 use crate::domain::{Av, AvId, Domain, Site};
+use base::diag::{Diagnostic, Span};
 use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
 use std::collections::HashMap;
-use syntax::{Diagnostic, Span};
 
 mod recursion;
 mod split;

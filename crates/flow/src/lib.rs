@@ -14,6 +14,9 @@
 //! member list is final and a member's index is its run-time tag; the
 //! cases of a [`Plan::Switch`] follow the members of the union it splits.
 //! The analysis makes no [`Av::Sym`]: only lowering's mode does.
+//!
+//! Dependencies: `base`, `ir` and `ad`, not the front end: positions and
+//! errors are `base::diag`'s, reals print with `base::number`.
 
 pub mod adops;
 pub mod analysis;

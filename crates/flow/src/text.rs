@@ -4,10 +4,10 @@
 //! only at run time).
 
 use crate::domain::{Av, AvId, Domain};
+use base::number::format_real;
 use ir::EntityRef;
 use ir::Program;
 use std::fmt::Write;
-use syntax::number::format_real;
 
 /// An abstract value in the notation of printed values: `R` is an unknown
 /// real, `B` an unknown boolean, `<L3 f: ...>` a closure with its

@@ -8,11 +8,11 @@
 
 use crate::count::Counters;
 use crate::value::{Closure, Value};
+use base::diag::{Diagnostic, Span};
 use ir::{ConstDatum, ConstId, EntityRef, LambdaId, PatId, Prim, Program, Rhs, Stmt, Tag, Var};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::rc::Rc;
-use syntax::{Diagnostic, Span};
 
 /// A run-time error: a message and, when known, where.
 #[derive(Debug, Clone)]
@@ -217,7 +217,7 @@ impl<'io> Interp<'io> {
     pub fn run_main(
         &mut self,
         mode: Mode,
-        map: &syntax::SourceMap,
+        map: &base::diag::SourceMap,
     ) -> std::result::Result<TestReport, Diagnostic> {
         let mut slots: HashMap<Var, Value> = HashMap::new();
         let main = std::mem::take(&mut self.prog.main);
@@ -285,7 +285,7 @@ impl<'io> Interp<'io> {
         })
     }
 
-    fn diagnostic(&self, map: &syntax::SourceMap, e: RunError, at: Option<Span>) -> Diagnostic {
+    fn diagnostic(&self, map: &base::diag::SourceMap, e: RunError, at: Option<Span>) -> Diagnostic {
         let e = blame(e, at);
         let mut d = Diagnostic::new(e.span, e.message);
         if let Some(p) = e.pattern_at {

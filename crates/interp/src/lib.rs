@@ -5,6 +5,9 @@
 //! transformations of crate `ad` at run time, memoised per lambda, so it is
 //! the oracle compiled code is checked against: simple, exact, and faithful
 //! to the language's definition rather than fast.
+//!
+//! Dependencies: `base` (positions, errors, numerals), `ir` and `ad`, not
+//! the front end: crate `driver` loads programs and hands them over.
 
 mod adops;
 pub mod count;

@@ -89,7 +89,7 @@ impl Interp<'_> {
             Prim::Real => V(Value::Real(one_real(p, &arg)?)),
             Prim::WriteReal => {
                 let x = one_real(p, &arg)?;
-                let s = format!("{}\n", syntax::number::format_real(x));
+                let s = format!("{}\n", base::number::format_real(x));
                 self.emit(&s)?;
                 V(arg)
             }
@@ -103,7 +103,7 @@ impl Interp<'_> {
                     Some(w) => w,
                     None => return err("`read-real` reached the end of input"),
                 };
-                match syntax::number::parse_numeral(&w) {
+                match base::number::parse_numeral(&w) {
                     Some(x) => V(Value::Real(x)),
                     None => return err(format!("`read-real` expects a real, found `{w}`")),
                 }

@@ -10,10 +10,10 @@
 //! it needs exactly that, and a transformed primitive is the closure of its
 //! AD prelude entry. Invariant: no wrapper ever holds a procedure.
 
+use base::number::format_real;
+use ir::ExpectDatum;
 use ir::{LambdaId, Prim, Tag};
 use std::rc::Rc;
-use syntax::ast::ExpectDatum;
-use syntax::number::format_real;
 
 #[derive(Clone, Debug)]
 pub enum Value {

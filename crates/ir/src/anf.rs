@@ -9,8 +9,8 @@
 
 use crate::core::*;
 use crate::prim::Prim;
+use base::diag::{Diagnostic, Span};
 use syntax::ast::{self, Datum, Expr, Pattern};
-use syntax::{Diagnostic, Span};
 
 /// The name of the procedure `custom-*j` returns, in `stdlib.vlad`; its
 /// free variables `f` and `fr` are the procedure and its derivative.
@@ -45,7 +45,10 @@ pub fn lower_program(ast: &ast::Program) -> Result<Program> {
                 main.extend(out.into_iter().map(Stmt::Bind));
                 main.push(Stmt::Show {
                     var: v,
-                    expect: expect.clone(),
+                    expect: expect.as_ref().map(|e| Expect {
+                        datum: expect_datum(&e.datum),
+                        span: e.span,
+                    }),
                     span: *span,
                 });
             }
@@ -97,10 +100,34 @@ pub(crate) fn const_datum(d: &Datum) -> ConstDatum {
     }
 }
 
+/// The expander's expectation as the IR's: the same tree, owned by the IR
+/// so that the interpreter, which checks it, needs nothing of the AST.
+/// Walks a list's spine in a loop (recursing only into elements), as the
+/// expander built it, so a long expected list does not use stack.
+fn expect_datum(d: &ast::ExpectDatum) -> ExpectDatum {
+    let mut cars = Vec::new();
+    let mut cur = d;
+    let tail = loop {
+        match cur {
+            ast::ExpectDatum::Pair(a, b) => {
+                cars.push(expect_datum(a));
+                cur = b;
+            }
+            ast::ExpectDatum::Real(x) => break ExpectDatum::Real(*x),
+            ast::ExpectDatum::Bool(b) => break ExpectDatum::Bool(*b),
+            ast::ExpectDatum::Nil => break ExpectDatum::Nil,
+            ast::ExpectDatum::Symbol(s) => break ExpectDatum::Symbol(s.clone()),
+        }
+    };
+    cars.into_iter().rev().fold(tail, |cdr, car| {
+        ExpectDatum::Pair(Box::new(car), Box::new(cdr))
+    })
+}
+
 /// A datum as VLAD source would write it.
 pub fn datum_text(d: &Datum) -> String {
     match d {
-        Datum::Real(r) => syntax::number::format_real(*r),
+        Datum::Real(r) => base::number::format_real(*r),
         Datum::Bool(true) => "#t".into(),
         Datum::Bool(false) => "#f".into(),
         Datum::Nil => "'()".into(),
@@ -441,7 +468,7 @@ impl Lowerer<'_> {
     /// Only the library (file 0) can define it, so no user lambda of the
     /// same name is mistaken for it.
     fn custom_origin(&self, l: &ast::Lambda, free: &[Var]) -> Option<Origin> {
-        if l.span.file != syntax::FileId(0) || l.name.as_deref() != Some(CUSTOM_PROCEDURE) {
+        if l.span.file != base::diag::FileId(0) || l.name.as_deref() != Some(CUSTOM_PROCEDURE) {
             return None;
         }
         let slot = |name: &str| {

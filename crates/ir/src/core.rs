@@ -21,7 +21,7 @@
 
 use crate::entity::Arena;
 use crate::prim::Prim;
-use syntax::Span;
+use base::diag::Span;
 
 base::entity!(Var, "x");
 base::entity!(LambdaId, "L");
@@ -223,9 +223,29 @@ pub enum Stmt {
     /// Print (for `run`) or check (for `test`) the value of `var`.
     Show {
         var: Var,
-        expect: Option<syntax::ast::Expect>,
+        expect: Option<Expect>,
         span: Span,
     },
+}
+
+/// The datum after `===>`, with where it was written: what `stalingrad
+/// test` compares the printed value against.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expect {
+    pub datum: ExpectDatum,
+    pub span: Span,
+}
+
+/// An expectation may mention things a constant cannot: tagged atoms are
+/// written as lists (`(perturbation 1)`) and compare against the printed
+/// form of a value, so an expectation is kept as a general tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExpectDatum {
+    Real(f64),
+    Bool(bool),
+    Nil,
+    Symbol(String),
+    Pair(Box<ExpectDatum>, Box<ExpectDatum>),
 }
 
 /// A whole program: arenas plus the top-level statements. Transformations

@@ -5,6 +5,11 @@
 //! `ad`) map lambdas of this IR to new lambdas of the same IR; the
 //! interpreter and the flow analysis both consume it. [`print`] gives its
 //! stable text form.
+//!
+//! Dependencies: `base` and the front end (`syntax`, whose AST is this
+//! crate's input). What later stages need of the source (spans, the
+//! expectations of `stalingrad test`) the IR holds in its own types, so
+//! that they need only this crate and `base`.
 
 pub mod anf;
 pub mod core;

@@ -33,7 +33,7 @@ pub fn const_text(c: &Const) -> String {
 
 fn datum(d: &ConstDatum) -> String {
     match d {
-        ConstDatum::Real(r) => syntax::number::format_real(*r),
+        ConstDatum::Real(r) => base::number::format_real(*r),
         ConstDatum::Bool(true) => "#t".into(),
         ConstDatum::Bool(false) => "#f".into(),
         ConstDatum::Nil => "()".into(),

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 fn lower(name: &str, src: &str) -> String {
-    let mut map = syntax::SourceMap::new();
+    let mut map = base::diag::SourceMap::new();
     let opts = syntax::expand::Options::default();
     let ast = syntax::expand::load_source(&mut map, Path::new(name), src.to_string(), &opts)
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));

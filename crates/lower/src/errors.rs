@@ -3,12 +3,12 @@
 //! FIR terminator.
 
 use crate::lowerer::*;
+use base::diag::Span;
 use base::EntityRef;
 use fir::{self, Term, Val};
 use flow::{Av, AvId};
 use ir::{Rhs, Var};
 use std::collections::HashMap;
-use syntax::Span;
 
 impl Lowerer<'_> {
     /// The run-time error term for `msg` at `span`: values known only at

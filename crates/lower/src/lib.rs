@@ -26,6 +26,9 @@
 //! unions), `sharing` (what keeps those maps from walking what they need
 //! not), `identity_maps` (tag maps that only copy cells become the
 //! identity) and `print` (printing).
+//!
+//! Dependencies: `base`, `ir`, `flow` and `fir`, not the front end:
+//! positions and errors are `base::diag`'s, reals print with `base::number`.
 
 mod calls;
 mod errors;
@@ -40,13 +43,13 @@ mod union_fns;
 
 pub use lowerer::layout;
 
+use base::diag::SourceMap;
 use fir::{Block, FuncId, Term};
 use flow::{Analysis, SpecId};
 use ir::EntityRef;
 use lowerer::{layout_of, Lowerer};
 use std::collections::HashMap;
 use symbolic::Symbolic;
-use syntax::SourceMap;
 
 /// Lowers an analysed program: one function per specialisation (a
 /// dead one, never called, is an error term), then `vlad_main`, then the

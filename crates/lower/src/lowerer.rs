@@ -18,11 +18,11 @@
 //! split ([`Plan::Switch`]) tests the tag and unboxes the member in each
 //! arm. Printing a union calls a printer function made per union.
 
+use base::diag::{SourceMap, Span};
 use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Ty, Val};
 use flow::{Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
 use ir::{EntityRef, Rhs, Stmt, Var};
 use std::collections::HashMap;
-use syntax::{SourceMap, Span};
 
 use crate::sharing;
 use crate::symbolic::Symbolic;

@@ -148,7 +148,7 @@ impl Lowerer<'_> {
                 out.push(Piece::Call(f, Val::from_number(v)));
             }
             Av::Real(Some(x)) => {
-                out.push(Piece::Text(syntax::number::format_real(f64::from_bits(x))))
+                out.push(Piece::Text(base::number::format_real(f64::from_bits(x))))
             }
             Av::Sym(v, SymKind::Real) => out.push(Piece::Real(Val::from_number(v))),
             Av::Sym(v, SymKind::Bool) => out.push(Piece::Bool(Val::from_number(v))),

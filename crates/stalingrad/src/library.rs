@@ -21,11 +21,11 @@
 //! left to right, the order the header documents. Reals the analysis
 //! knows are written by the C entry (`codegen::lib_export`).
 
+use base::diag::Diagnostic;
 use codegen::lib_export::{self, Export, Kind, Leaf};
 use driver::Session;
 use flow::{Av, AvId};
 use std::path::{Path, PathBuf};
-use syntax::Diagnostic;
 
 /// The shape of an argument: one real, or a list of shapes.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,8 +46,8 @@ pub fn parse_spec(text: &str) -> Result<Spec, String> {
     let bad = |why: &str| {
         format!("error: --export `{text}`: {why} (expected `NAME SHAPE...`, each shape `real` or a parenthesised list of shapes, as in `saddle (real real)`)")
     };
-    let forms =
-        syntax::reader::read_str(text, syntax::FileId(0)).map_err(|d| bad(d.message.as_str()))?;
+    let forms = syntax::reader::read_str(text, base::diag::FileId(0))
+        .map_err(|d| bad(d.message.as_str()))?;
     let mut forms = forms.into_iter();
     let name = match forms.next().map(|f| f.kind) {
         Some(syntax::sexp::SexpKind::Symbol(s)) => s,

@@ -8,16 +8,16 @@
 //! `build --lib` makes a C library ([`library`]); `repl` is a
 //! read-eval-print loop over the interpreter ([`repl`]); `gradbench`
 //! speaks GradBench's protocol ([`gradbench`]); `completions` and `help`
-//! describe the tool itself. Every failure is a [`syntax::Diagnostic`]
+//! describe the tool itself. Every failure is a [`base::diag::Diagnostic`]
 //! printed as `file:line:col: error: ...` with a non-zero exit, never a
 //! panic.
 
+use base::diag::Diagnostic;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use driver::{Emit, Session};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use syntax::Diagnostic;
 
 const ABOUT: &str = "An ahead-of-time compiler and reference interpreter for VLAD, \
 a pure higher-order Scheme with first-class forward and reverse AD.";

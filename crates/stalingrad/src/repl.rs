@@ -18,6 +18,7 @@
 //! terminal).
 
 use crate::{emit, fail, report};
+use base::diag::{Diagnostic, FileId};
 use driver::{Emit, Session};
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
@@ -27,7 +28,6 @@ use std::time::Instant;
 use syntax::ast::TopItem;
 use syntax::reader::{read_partial, Partial};
 use syntax::sexp::Sexp;
-use syntax::{Diagnostic, FileId};
 
 pub const LONG_ABOUT: &str = "\
 Read VLAD expressions and definitions, evaluate each with the reference \

@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::Span;
+use base::diag::Span;
 
 pub type Name = String;
 

@@ -31,7 +31,7 @@ use crate::ast::{
 };
 use crate::reader;
 use crate::sexp::{Sexp, SexpKind};
-use crate::{Diagnostic, FileId, SourceMap, Span};
+use base::diag::{Diagnostic, FileId, SourceMap, Span};
 
 /// The standard library, in VLAD (see the file for what it provides).
 pub const STDLIB: &str = include_str!("stdlib.vlad");

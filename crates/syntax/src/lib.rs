@@ -10,15 +10,11 @@
 //! small core language of [`ast`].
 //!
 //! Stages: [`reader`] (text to [`sexp::Sexp`] with positions), [`expand`]
-//! (S-expressions to core AST). [`number`] owns numerals in both directions:
-//! reading every VLAD numeral and printing reals the way docs/reference.md
-//! asks. [`diag`] is the error type every later stage reports with.
+//! (S-expressions to core AST). Numerals are read with `base::number`,
+//! which also prints reals for every later stage; positions and errors are
+//! `base::diag`'s, the types every later stage reports with.
 
 pub mod ast;
-pub mod diag;
 pub mod expand;
-pub mod number;
 pub mod reader;
 pub mod sexp;
-
-pub use diag::{Diagnostic, FileId, SourceMap, Span};

@@ -13,9 +13,9 @@
 //! limited to [`MAX_DEPTH`] because every later stage walks the tree
 //! recursively.
 
-use crate::number::parse_numeral;
 use crate::sexp::{Sexp, SexpKind};
-use crate::{Diagnostic, FileId, SourceMap, Span};
+use base::diag::{Diagnostic, FileId, SourceMap, Span};
+use base::number::parse_numeral;
 
 /// Deepest list nesting accepted. Real programs stay far below this; the
 /// limit keeps the recursive later stages (expansion, analysis, printing)
@@ -530,7 +530,7 @@ mod tests {
     /// Renders a datum back to text, to compare structure compactly.
     fn show(d: &Sexp) -> String {
         match &d.kind {
-            SexpKind::Number(x) => crate::number::format_real(*x),
+            SexpKind::Number(x) => base::number::format_real(*x),
             SexpKind::Bool(b) => if *b { "#t" } else { "#f" }.into(),
             SexpKind::Symbol(s) => s.clone(),
             SexpKind::String(s) => format!("{s:?}"),

@@ -1,6 +1,6 @@
 //! S-expressions as read, each node with the position it starts at.
 
-use crate::Span;
+use base::diag::Span;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sexp {
@@ -39,7 +39,7 @@ impl Sexp {
     /// A short description of what this form is, for "expected X, found Y".
     pub fn describe(&self) -> String {
         match &self.kind {
-            SexpKind::Number(n) => format!("the number {}", crate::number::format_real(*n)),
+            SexpKind::Number(n) => format!("the number {}", base::number::format_real(*n)),
             SexpKind::Bool(b) => (if *b { "#t" } else { "#f" }).to_string(),
             SexpKind::Symbol(s) => format!("the symbol `{s}`"),
             SexpKind::String(s) => format!("the string {s:?}"),

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use base::diag::SourceMap;
 use syntax::expand::{load_program, Options};
-use syntax::SourceMap;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

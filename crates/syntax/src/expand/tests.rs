@@ -1,7 +1,7 @@
 //! Unit tests of the expander: derived forms, scoping, includes, order.
 
 use super::*;
-use crate::number::format_real;
+use base::number::format_real;
 
 fn load(src: &str) -> Result<(SourceMap, Program), Diagnostic> {
     let mut map = SourceMap::new();

@@ -7,22 +7,12 @@
 //! and printing uses Rust's shortest round-trip digits laid out the way
 //! JavaScript's `Number.prototype.toString` lays them out (docs/reference.md).
 //!
-//! The work is done in `base::number_core`, which uses only `core` so that the
-//! native runtime shares it (compiled programs print exactly as `run` does).
+//! The work is done in [`crate::number_core`], which uses only `core` so
+//! that the native runtime shares it (compiled programs print exactly as
+//! `run` does); this module gives the reader, the interpreter, the
+//! analysis and the dumps its `String` form.
 
-use base::number_core;
-
-/// Reads a numeral token, or `None` when `tok` is not a VLAD numeral.
-///
-/// Accepted: an optional sign, digits with an optional fraction (`3`, `-1`,
-/// `2.5`, `4.`, `.5`, `-.25`, `+5`), an optional exponent (`1e-5`, `1E5`);
-/// the integer prefixes `#b #o #d #x` followed by an optional sign and
-/// digits of that radix (`#x-ff`); and the special values `+inf.0`,
-/// `-inf.0`, `+nan.0`, `-nan.0`, so that everything [`format_real`] prints
-/// reads back.
-pub fn parse_numeral(tok: &str) -> Option<f64> {
-    number_core::parse_numeral(tok)
-}
+pub use crate::number_core::parse_numeral;
 
 /// Prints a real the way docs/reference.md asks: the shortest digits that
 /// read back to the same `f64`, laid out as JavaScript's
@@ -33,7 +23,7 @@ pub fn parse_numeral(tok: &str) -> Option<f64> {
 /// `123456789012345680000`); exponent form otherwise (`1e-7`, `1.5e-7`,
 /// `1e+21`). Both zeros print `0`, as in JavaScript.
 pub fn format_real(x: f64) -> String {
-    number_core::format_real(x).as_str().to_string()
+    crate::number_core::format_real(x).as_str().to_string()
 }
 
 #[cfg(test)]

@@ -1,4 +1,7 @@
-//! Positions and errors shared by every stage.
+//! Positions and errors shared by every stage: the reader attaches a
+//! [`Span`] to every form, later stages carry it in their IR, and every
+//! user-facing problem, from a parse error to a run-time error of the
+//! interpreter, is a [`Diagnostic`] rendered against the [`SourceMap`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
