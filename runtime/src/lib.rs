@@ -4,20 +4,26 @@
 //! staticlib -C panic=abort` into `libruntime.a`, which `stalingrad build`
 //! links (with the program's object, `cc` and `-lm`) into every executable.
 //! It is `no_std`: a handful of C library calls (`read`, `write`, `exit`,
-//! and `malloc` for the heap of union cells) and the numeral code of the `syntax` crate,
-//! included from the very same file, so that compiled programs read and
-//! print reals byte for byte as the interpreter does.
+//! `mmap` for the chunks of the heap of union cells, `malloc` for its
+//! tables) and the core-only modules of crate `base` (numerals, counters,
+//! cell layout, message shortening, stack sizes, flushing), included from
+//! the very same files, so that compiled programs read and print reals,
+//! count and shorten values byte for byte as the interpreter does.
 //!
 //! What the generated code calls (C ABI):
 //! - `rt_print_str(ptr, len)`, `rt_print_real(x)`, `rt_print_bool(b)`:
 //!   buffered standard output, flushed at exit and before any error;
 //! - `rt_read_real(msg_ptr, msg_len) -> f64`: the next whitespace-separated
 //!   word of standard input as a VLAD numeral; `msg` is the end-of-input
-//!   error message (see `lower::fir::Op::ReadReal`);
+//!   error message (see `fir::Op::ReadReal`);
 //! - `rt_error(ptr, len)`: prints the message on standard error, exits 1;
-//! - `rt_alloc(bytes) -> ptr`: a union cell (see `lower::fir::Op::Alloc`),
-//!   from a heap with a conservative mark-sweep collector (`gc/`: the
-//!   heap in `gc/mod.rs`, marking and sweeping in `gc/collect.rs`);
+//!   `rt_err_str`, `rt_err_real`, ..., `rt_err_end` do the same with a
+//!   message assembled piece by piece, showing run-time values;
+//! - `rt_alloc(bytes) -> ptr`: a union cell (see `fir::Op::Alloc`), from
+//!   a heap with a conservative mark-sweep collector (`gc/`: the heap in
+//!   `gc/mod.rs`, marking and sweeping in `gc/collect.rs`); compiled code
+//!   bumps small cells inline through the regions of `rt_bump` and calls
+//!   `rt_alloc` when one is used up;
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.

@@ -14,6 +14,12 @@
 //!   every procedure the standard library defines: a name counts as
 //!   documented when it appears in backquotes in a heading or in the first
 //!   cell of a table row.
+//! - `ARCHITECTURE.md` stays a map: under [`MAP_MAX_WORDS`] words (counted
+//!   as `wc -w` counts them), and every path it names exists. A path is a
+//!   name in backquotes, outside fenced blocks, with no spaces and no `*`,
+//!   that contains a `/` and either ends in `/` (a directory) or in one of
+//!   [`PATH_ENDINGS`]; it is looked up from the repository's root, then
+//!   from `crates/` (so `fir/src/verify.rs` is `crates/fir/src/verify.rs`).
 
 mod common;
 
@@ -295,4 +301,120 @@ fn the_reference_covers_every_primitive_and_library_procedure() {
         "docs/reference.md documents the primitives and the library",
         ir::Prim::ALL.len() + library.len(),
     );
+}
+
+/// The most words `ARCHITECTURE.md` may have (issue 31: a map, not a history).
+const MAP_MAX_WORDS: usize = 2_500;
+
+/// The endings of a name in backquotes that make it a file path.
+const PATH_ENDINGS: [&str; 7] = [".rs", ".md", ".vlad", ".c", ".toml", ".sh", ".svg"];
+
+/// The names in backquotes of `text` that are paths, with their line
+/// numbers; fenced blocks are skipped. A code span does not cross lines.
+fn named_paths(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for (j, span) in line.split('`').enumerate() {
+            let is_path = j % 2 == 1
+                && span.contains('/')
+                && !span.contains(|c: char| c.is_whitespace() || c == '*')
+                && (span.ends_with('/') || PATH_ENDINGS.iter().any(|e| span.ends_with(e)));
+            if is_path {
+                out.push((i + 1, span));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `path`, as `ARCHITECTURE.md` writes it, exists under `root`:
+/// from the root or from `crates/`, a directory when it ends in `/`.
+fn path_exists(root: &Path, path: &str) -> bool {
+    [root.to_path_buf(), root.join("crates")]
+        .iter()
+        .any(|base| {
+            let p = base.join(path.trim_end_matches('/'));
+            if path.ends_with('/') {
+                p.is_dir()
+            } else {
+                p.is_file()
+            }
+        })
+}
+
+/// What is wrong with the map `text` (named `name`) under `root`, and how
+/// many paths it names.
+fn map_problems(root: &Path, name: &str, text: &str) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let words = text.split_whitespace().count();
+    if words >= MAP_MAX_WORDS {
+        problems.push(format!(
+            "{name} has {words} words; a map stays under {MAP_MAX_WORDS}"
+        ));
+    }
+    let paths = named_paths(text);
+    for (line, path) in &paths {
+        if !path_exists(root, path) {
+            problems.push(format!(
+                "{name}:{line}: `{path}` exists neither from the root nor from crates/"
+            ));
+        }
+    }
+    (problems, paths.len())
+}
+
+#[test]
+fn the_architecture_map_is_short_and_its_paths_exist() {
+    let root = repo_root();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let (problems, paths) = map_problems(&root, "ARCHITECTURE.md", &text);
+    // The map points a newcomer at the files of every crate.
+    assert!(paths >= 40, "ARCHITECTURE.md names only {paths} paths");
+    let mut failures = Failures::default();
+    for p in problems {
+        failures.add(p);
+    }
+    failures.finish(
+        "ARCHITECTURE.md: its length and the paths it names",
+        paths + 1,
+    );
+}
+
+/// The checker itself: which spans count as paths, both ways of writing
+/// them, a missing file or directory, and the length limit.
+#[test]
+fn a_wrong_map_is_caught() {
+    let root = repo_root();
+    let text = "Read `fir/src/verify.rs`, `crates/fir/src/lib.rs`, `runtime/`\n\
+                and `tests/emit/`; not `fir::verify`, `a b/c.rs`, `x/*.rs`, `+/-`.\n\
+                ```\n`not/a/path.rs`\n```\n\
+                Gone: `fir/src/nothing.rs` and `crates/nowhere/`.\n";
+    let found: Vec<&str> = named_paths(text).into_iter().map(|(_, p)| p).collect();
+    assert_eq!(
+        found,
+        [
+            "fir/src/verify.rs",
+            "crates/fir/src/lib.rs",
+            "runtime/",
+            "tests/emit/",
+            "fir/src/nothing.rs",
+            "crates/nowhere/"
+        ]
+    );
+    let (problems, paths) = map_problems(&root, "inline", text);
+    assert_eq!(paths, 6);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].starts_with("inline:6: `fir/src/nothing.rs`"));
+    // A file named as a directory is missing too.
+    assert!(!path_exists(&root, "crates/fir/src/lib.rs/"));
+    let long = "word ".repeat(MAP_MAX_WORDS);
+    assert_eq!(map_problems(&root, "long", &long).0.len(), 1);
 }

@@ -1,8 +1,9 @@
 //! The heap of union cells: allocation and a conservative mark-sweep
 //! collector.
 //!
-//! Union cells (`lower::fir::Op::Alloc`: a tag word, then one 8-byte slot
-//! per scalar) are the only memory compiled code allocates. A program that
+//! Union cells (`fir::Op::Alloc`: a header word, then one 8-byte slot
+//! per scalar, pointers first; `base/src/cell_layout.rs`) are the only
+//! memory compiled code allocates. A program that
 //! builds a tape in a loop for minutes allocates without bound, so cells
 //! that are no longer reachable are reclaimed.
 //!
