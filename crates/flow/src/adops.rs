@@ -22,6 +22,7 @@ mod prims;
 mod sum;
 
 pub use mode::{Analysing, Mode, UnionMap};
+use sum::Sums;
 
 /// The program, its AD memo tables and the abstract domain, with the
 /// structural operations on abstract values. Lowering keeps using these
@@ -36,26 +37,15 @@ pub struct Ops<M = Analysing> {
     pub prog: Program,
     pub memo: AdMemo,
     pub dom: Domain,
-    pub(crate) zero_memo: HashMap<AvId, AvId>,
-    /// `zero` of a union, and the domain's generation when it was
-    /// computed: valid while no union has changed since, so that a union
-    /// reached twice in a value (a shared structure) is walked once.
-    pub(crate) zero_union_memo: HashMap<UnionId, (u64, AvId)>,
-    /// `plus` of two unions, likewise.
-    pub(crate) plus_unions_memo: HashMap<(UnionId, UnionId), (u64, AvId)>,
-    /// `zero` and `plus` of values with unions inside, and the domain's
-    /// generation they were computed in, kept only when computing them
-    /// changed no union: valid while no union changes, so that a node
-    /// reached many times in a shared structure (a chain of triples) is
-    /// walked once per generation, not once per path to it.
-    pub(crate) shared_memo: SharedMemo,
+    /// What `zero` and `plus` remember (`adops/sum.rs`).
+    pub(crate) sums: Sums,
+    /// The value of each constant of the program.
     pub(crate) consts: HashMap<ConstId, AvId>,
     /// Set when an operation met a union where it needs a fixed shape
     /// (names the operation): the analysis then stops with a limit error.
     pub(crate) union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
-    /// `zero` (`None`) and `plus` (`Some`, the other union) of unions
-    /// being computed: a union that holds itself is reached again.
-    pub(crate) active: std::collections::HashSet<(UnionId, Option<UnionId>)>,
+    /// The maps of unions being computed ([`Ops::map_members`]): a union
+    /// that holds itself is reached again.
     pub(crate) active_maps: std::collections::HashSet<(UnionOp, UnionId, Option<UnionId>)>,
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
@@ -63,42 +53,6 @@ pub struct Ops<M = Analysing> {
     /// What the operations do where the analysis and lowering differ,
     /// and that one's own state.
     pub mode: M,
-}
-
-/// See [`Ops::shared_memo`]. `plus` of values without unions is kept
-/// for good (it depends on nothing that changes).
-///
-/// A union's `zero` (and two unions' `plus`) is also walked at most once
-/// per outermost call (`walk`, its epoch in `seen`): otherwise every union
-/// that gains a member bumps the generation, and every other union met
-/// again below is walked again, exponentially many times in a structure
-/// of unions nested in unions. Walking once per call suffices: the
-/// analysis runs again whenever a union changed.
-#[derive(Default)]
-pub(crate) struct SharedMemo {
-    zero: HashMap<AvId, (u64, AvId)>,
-    plus: HashMap<(AvId, AvId), (Option<u64>, AvId)>,
-    seen: HashMap<(UnionId, Option<UnionId>), u64>,
-    walk: u64,
-    nesting: u32,
-}
-
-impl SharedMemo {
-    fn enter(&mut self) {
-        if self.nesting == 0 {
-            self.walk += 1;
-        }
-        self.nesting += 1;
-    }
-
-    fn leave(&mut self) {
-        self.nesting -= 1;
-    }
-
-    /// Is this the first time the walk under way meets `key`?
-    fn first_visit(&mut self, key: (UnionId, Option<UnionId>)) -> bool {
-        self.seen.insert(key, self.walk) != Some(self.walk)
-    }
 }
 
 /// An operation on abstract values that fails the way the program would at
@@ -113,13 +67,9 @@ impl Ops {
             prog,
             memo: AdMemo::default(),
             dom: Domain::new(),
-            zero_memo: HashMap::new(),
-            zero_union_memo: HashMap::new(),
-            plus_unions_memo: HashMap::new(),
-            shared_memo: Default::default(),
+            sums: Sums::default(),
             consts: HashMap::new(),
             union_hit: std::cell::Cell::new(None),
-            active: std::collections::HashSet::new(),
             active_maps: std::collections::HashSet::new(),
             map_origins: HashMap::new(),
             mode: Analysing::default(),
@@ -135,13 +85,9 @@ impl<M: Mode> Ops<M> {
             prog: self.prog,
             memo: self.memo,
             dom: self.dom,
-            zero_memo: self.zero_memo,
-            zero_union_memo: self.zero_union_memo,
-            plus_unions_memo: self.plus_unions_memo,
-            shared_memo: self.shared_memo,
+            sums: self.sums,
             consts: self.consts,
             union_hit: self.union_hit,
-            active: self.active,
             active_maps: self.active_maps,
             map_origins: self.map_origins,
             mode,

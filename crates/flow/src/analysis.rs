@@ -161,8 +161,11 @@ pub struct Spec {
     ctx: u32,
 }
 
-/// The analysed program.
+/// The analysed program, as data that lowering reads.
 pub struct Analysis {
+    /// The program (with the lambdas AD made), the abstract values and
+    /// what the shape operations remember: lowering continues them on
+    /// symbolic values in its own mode ([`Ops::into_mode`]).
     pub ops: Ops,
     pub specs: Vec<Spec>,
     /// One entry per `Stmt::Bind` of `prog.main`, in order.

@@ -19,8 +19,9 @@
 //! symbolic values: the maps of unions they meet become calls.
 //!
 //! Modules, one concept each: `lowerer` (the state, the layout of values
-//! and the bindings), `symbolic` (lowering's mode of the shape operations
-//! and the calls of maps), `calls` (applications and run-time checks),
+//! and the bindings), `symbolic` (symbolic values: making them, lowering's
+//! mode of the shape operations and the calls of maps), `calls`
+//! (applications and run-time checks),
 //! `prims` (primitives on symbolic values), `errors` (error terms),
 //! `switch` (union switches), `union_fns` (the functions of the maps of
 //! unions), `sharing` (what keeps those maps from walking what they need

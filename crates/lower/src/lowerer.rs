@@ -158,55 +158,6 @@ impl Lowerer<'_> {
         id
     }
 
-    /// Replaces the unknown leaves of `av` with fresh parameters.
-    pub(crate) fn symbolize(
-        &mut self,
-        fb: &mut Fb,
-        av: AvId,
-        vals: &mut dyn Iterator<Item = Val>,
-    ) -> AvId {
-        let dom = &mut self.ops.dom;
-        // A known value has no leaves to replace; skipping it keeps the
-        // walk to the DAG's unknown part (environments share closures).
-        if dom.is_known(av) {
-            return av;
-        }
-        match dom.get(av).clone() {
-            Av::Real(None) => {
-                let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::F64));
-                dom.intern(Av::Sym(v.number(), SymKind::Real))
-            }
-            Av::Bool(None) => {
-                let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Bool));
-                dom.intern(Av::Sym(v.number(), SymKind::Bool))
-            }
-            Av::Union(u) => {
-                let u = dom.find(u);
-                let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Ptr));
-                dom.intern(Av::Sym(v.number(), SymKind::Union(u)))
-            }
-            Av::Pair(a, b) => {
-                let a = self.symbolize(fb, a, vals);
-                let b = self.symbolize(fb, b, vals);
-                self.ops.dom.pair(a, b)
-            }
-            Av::Bundle(a, b) => {
-                let a = self.symbolize(fb, a, vals);
-                let b = self.symbolize(fb, b, vals);
-                self.ops.dom.bundle(a, b)
-            }
-            Av::Wrap(t, x) => {
-                let x = self.symbolize(fb, x, vals);
-                self.ops.dom.wrap(t, x)
-            }
-            Av::Closure(l, env) => {
-                let env = env.iter().map(|x| self.symbolize(fb, *x, vals)).collect();
-                self.ops.dom.closure(l, env)
-            }
-            _ => av,
-        }
-    }
-
     /// The scalars of symbolic value `src` in the layout of the (possibly
     /// less precise) abstract value `target`: constants the target does not
     /// know are materialised, and values that the target has as members of

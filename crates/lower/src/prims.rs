@@ -20,10 +20,6 @@ impl Lowerer<'_> {
         }
     }
 
-    pub(super) fn sym(&mut self, v: Val, k: SymKind) -> AvId {
-        self.ops.dom.intern(Av::Sym(v.number(), k))
-    }
-
     pub(super) fn lower_prim(
         &mut self,
         fb: &mut Fb,

@@ -1,19 +1,77 @@
 //! `zero` and `plus` on abstract values: the compile-time twins of the
 //! interpreter's (crates/interp/src/adops.rs). Both preserve sharing as
 //! the interpreter's do (a union or value met twice in one walk is summed
-//! or zeroed once: [`super::SharedMemo`]), and both make unions of their
+//! or zeroed once: [`SharedMemo`]), and both make unions of their
 //! own ([`Site::Zero`], [`Site::Plus`]) when an operand holds one.
 
 use super::{Mode, Op, Ops};
 use crate::domain::{Av, AvId, Site, SymKind, UnionId};
 use crate::lineage;
 use ir::Tag;
+use std::collections::{HashMap, HashSet};
+
+/// What `zero` and `plus` remember across calls.
+#[derive(Default)]
+pub(crate) struct Sums {
+    zero: HashMap<AvId, AvId>,
+    /// `zero` of a union, and the domain's generation when it was
+    /// computed: valid while no union has changed since, so that a union
+    /// reached twice in a value (a shared structure) is walked once.
+    zero_union: HashMap<UnionId, (u64, AvId)>,
+    /// `plus` of two unions, likewise.
+    plus_unions: HashMap<(UnionId, UnionId), (u64, AvId)>,
+    /// `zero` and `plus` of values with unions inside, and the domain's
+    /// generation they were computed in, kept only when computing them
+    /// changed no union: valid while no union changes, so that a node
+    /// reached many times in a shared structure (a chain of triples) is
+    /// walked once per generation, not once per path to it.
+    shared: SharedMemo,
+    /// `zero` (`None`) and `plus` (`Some`, the other union) of unions
+    /// being computed: a union that holds itself is reached again.
+    active: HashSet<(UnionId, Option<UnionId>)>,
+}
+
+/// See [`Sums::shared`]. `plus` of values without unions is kept
+/// for good (it depends on nothing that changes).
+///
+/// A union's `zero` (and two unions' `plus`) is also walked at most once
+/// per outermost call (`walk`, its epoch in `seen`): otherwise every union
+/// that gains a member bumps the generation, and every other union met
+/// again below is walked again, exponentially many times in a structure
+/// of unions nested in unions. Walking once per call suffices: the
+/// analysis runs again whenever a union changed.
+#[derive(Default)]
+struct SharedMemo {
+    zero: HashMap<AvId, (u64, AvId)>,
+    plus: HashMap<(AvId, AvId), (Option<u64>, AvId)>,
+    seen: HashMap<(UnionId, Option<UnionId>), u64>,
+    walk: u64,
+    nesting: u32,
+}
+
+impl SharedMemo {
+    fn enter(&mut self) {
+        if self.nesting == 0 {
+            self.walk += 1;
+        }
+        self.nesting += 1;
+    }
+
+    fn leave(&mut self) {
+        self.nesting -= 1;
+    }
+
+    /// Is this the first time the walk under way meets `key`?
+    fn first_visit(&mut self, key: (UnionId, Option<UnionId>)) -> bool {
+        self.seen.insert(key, self.walk) != Some(self.walk)
+    }
+}
 
 impl<M: Mode> Ops<M> {
     pub fn zero(&mut self, v: AvId) -> AvId {
-        self.shared_memo.enter();
+        self.sums.shared.enter();
         let z = self.zero_node(v);
-        self.shared_memo.leave();
+        self.sums.shared.leave();
         z
     }
 
@@ -23,11 +81,11 @@ impl<M: Mode> Ops<M> {
         }
         // A union inside may still gain members: recompute.
         let cacheable = !self.dom.has_union(v);
-        if let Some(z) = self.zero_memo.get(&v).filter(|_| cacheable) {
+        if let Some(z) = self.sums.zero.get(&v).filter(|_| cacheable) {
             return *z;
         }
         let generation = self.dom.generation;
-        if let Some((g, z)) = self.shared_memo.zero.get(&v) {
+        if let Some((g, z)) = self.sums.shared.zero.get(&v) {
             if *g == generation {
                 return *z;
             }
@@ -70,37 +128,37 @@ impl<M: Mode> Ops<M> {
             },
         };
         if cacheable {
-            self.zero_memo.insert(v, z);
+            self.sums.zero.insert(v, z);
         } else if self.dom.generation == generation {
-            self.shared_memo.zero.insert(v, (generation, z));
+            self.sums.shared.zero.insert(v, (generation, z));
         }
         z
     }
 
     /// `zero` of a union: the union of its members' zeros ([`Site::Zero`]).
     pub fn zero_union(&mut self, u: UnionId) -> AvId {
-        self.shared_memo.enter();
+        self.sums.shared.enter();
         let z = self.zero_union_walk(u);
-        self.shared_memo.leave();
+        self.sums.shared.leave();
         z
     }
 
     fn zero_union_walk(&mut self, u: UnionId) -> AvId {
         let u = self.dom.find(u);
-        if let Some((g, r)) = self.zero_union_memo.get(&u) {
+        if let Some((g, r)) = self.sums.zero_union.get(&u) {
             if *g == self.dom.generation {
                 return *r;
             }
         }
         let z = self.dom.site_union(Site::Zero(u));
-        if self.shared_memo.first_visit((u, None)) && self.active.insert((u, None)) {
+        if self.sums.shared.first_visit((u, None)) && self.sums.active.insert((u, None)) {
             for m in self.dom.members(u).to_vec() {
                 let zm = self.zero(m);
                 self.dom.add_member(z, zm);
             }
-            self.active.remove(&(u, None));
+            self.sums.active.remove(&(u, None));
             let r = self.dom.union_av(z);
-            self.zero_union_memo.insert(u, (self.dom.generation, r));
+            self.sums.zero_union.insert(u, (self.dom.generation, r));
             return r;
         }
         self.dom.union_av(z)
@@ -110,15 +168,15 @@ impl<M: Mode> Ops<M> {
     /// kind ([`Site::Plus`]); members of different kinds do not conform,
     /// an error at run time.
     pub fn plus_unions(&mut self, u: UnionId, w: UnionId) -> AvId {
-        self.shared_memo.enter();
+        self.sums.shared.enter();
         let p = self.plus_unions_walk(u, w);
-        self.shared_memo.leave();
+        self.sums.shared.leave();
         p
     }
 
     fn plus_unions_walk(&mut self, u: UnionId, w: UnionId) -> AvId {
         let (u, w) = (self.dom.find(u), self.dom.find(w));
-        if let Some((g, r)) = self.plus_unions_memo.get(&(u, w)) {
+        if let Some((g, r)) = self.sums.plus_unions.get(&(u, w)) {
             if *g == self.dom.generation {
                 return *r;
             }
@@ -133,7 +191,7 @@ impl<M: Mode> Ops<M> {
                 None => self.dom.site_union(Site::Plus(u, w)),
             },
         };
-        if self.shared_memo.first_visit((u, Some(w))) && self.active.insert((u, Some(w))) {
+        if self.sums.shared.first_visit((u, Some(w))) && self.sums.active.insert((u, Some(w))) {
             for mu in self.dom.members(u).to_vec() {
                 let Some(j) = self.dom.member_index(w, mu) else {
                     // Members without reals of different kinds sum too.
@@ -149,9 +207,10 @@ impl<M: Mode> Ops<M> {
                     self.dom.add_member(p, r);
                 }
             }
-            self.active.remove(&(u, Some(w)));
+            self.sums.active.remove(&(u, Some(w)));
             let r = self.dom.union_av(p);
-            self.plus_unions_memo
+            self.sums
+                .plus_unions
                 .insert((u, w), (self.dom.generation, r));
             return r;
         }
@@ -174,9 +233,9 @@ impl<M: Mode> Ops<M> {
     }
 
     pub fn plus(&mut self, a: AvId, b: AvId) -> Op<AvId> {
-        self.shared_memo.enter();
+        self.sums.shared.enter();
         let r = self.plus_inner(a, b);
-        self.shared_memo.leave();
+        self.sums.shared.leave();
         r.map_err(|_| {
             format!(
                 "`plus` expects two values of the same shape, found {} and {}",
@@ -192,7 +251,7 @@ impl<M: Mode> Ops<M> {
             return Ok(bottom);
         }
         let generation = self.dom.generation;
-        if let Some((g, r)) = self.shared_memo.plus.get(&(a, b)) {
+        if let Some((g, r)) = self.sums.shared.plus.get(&(a, b)) {
             if g.is_none() || *g == Some(generation) {
                 return Ok(*r);
             }
@@ -201,7 +260,7 @@ impl<M: Mode> Ops<M> {
         let forever = !self.dom.has_union(a) && !self.dom.has_union(b);
         if forever || self.dom.generation == generation {
             let g = (!forever).then_some(generation);
-            self.shared_memo.plus.insert((a, b), (g, r));
+            self.sums.shared.plus.insert((a, b), (g, r));
         }
         Ok(r)
     }
