@@ -2,7 +2,9 @@
 //! prints exactly what the reference interpreter prints; and the FIR of
 //! every example, test and benchmark program satisfies the FIR's
 //! invariants (`fir::verify`) right after lowering and after each
-//! optimisation pass, run one at a time so that a failure names the pass.
+//! optimisation pass, run one at a time so that a failure names the pass;
+//! and, lowered and optimised, its text form (`fir::print`) reads back
+//! (`fir::read`) into a module that verifies and prints the same text.
 //!
 //! Programs the flow analysis cannot compile yet (they need unions of
 //! shapes) are listed in [`NOT_YET_COMPILED`]; the test checks that they
@@ -180,7 +182,10 @@ fn verify_all() {
             }
             Some(Ok(m)) => m,
         };
-        if let Err(e) = fir::verify::verify(&m) {
+        if let Err(e) = fir::verify::verify(&m)
+            .map_err(|e| e.to_string())
+            .and_then(|()| reads_back(&m))
+        {
             failures.push(format!("{name}: after lowering: {e}"));
             continue;
         }
@@ -191,8 +196,26 @@ fn verify_all() {
                 break;
             }
         }
+        // Once more at the end only: reading after every pass too costs
+        // seconds, and the filetests read the modules passes see.
+        if let Err(e) = reads_back(&m) {
+            failures.push(format!("{name}: optimised: {e}"));
+        }
         verified += 1;
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     println!("{verified} programs verified");
+}
+
+/// The text form of `m` reads back into a module that verifies and prints
+/// the same text.
+fn reads_back(m: &fir::Module) -> Result<(), String> {
+    let text = fir::print::module(m);
+    let back = fir::read::module(&text).map_err(|e| format!("its text does not read back: {e}"))?;
+    fir::verify::verify(&back)
+        .map_err(|e| format!("its text reads back into a module that does not verify: {e}"))?;
+    if fir::print::module(&back) != text {
+        return Err("its text reads back into a module that prints differently".into());
+    }
+    Ok(())
 }
