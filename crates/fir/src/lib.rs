@@ -2,6 +2,9 @@
 //! consumes, with its text form ([`print`], `--emit=ir`), an evaluator
 //! ([`eval`], for testing lowering without machine code), the verifier of
 //! its invariants ([`verify`]) and the FIR-to-FIR passes ([`passes`]).
+//! [`read`] parses the text form back, so that the passes are tested on
+//! modules written as text: the filetests of `tests/filetests` (a module
+//! before a pass and the module expected after it; see the README there).
 //! Depends on `base` only: code generation needs nothing of the front end.
 //!
 //! A [`Module`] is a set of first-order functions over unboxed scalars.
@@ -34,6 +37,7 @@ pub mod eval;
 mod module;
 pub mod passes;
 pub mod print;
+pub mod read;
 #[cfg(test)]
 mod testing;
 pub mod verify;

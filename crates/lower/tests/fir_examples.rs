@@ -2,7 +2,10 @@
 //! prints exactly what the reference interpreter prints; and the FIR of
 //! every example, test and benchmark program satisfies the FIR's
 //! invariants (`fir::verify`) right after lowering and after each
-//! optimisation pass, run one at a time so that a failure names the pass.
+//! optimisation pass, run one at a time so that a failure names the pass;
+//! and, lowered and optimised, its text form (`fir::print`) reads back
+//! (`fir::read`) into the same module, which verifies and prints the same
+//! text.
 //!
 //! Programs the flow analysis cannot compile yet (they need unions of
 //! shapes) are listed in [`NOT_YET_COMPILED`]; the test checks that they
@@ -167,6 +170,10 @@ fn verify_all() {
             }
             Some(Ok(m)) => m,
         };
+        if let Err(e) = reads_back(&m) {
+            failures.push(format!("{name}: after lowering: {e}"));
+            continue;
+        }
         for (pass, run) in fir::passes::PIPELINE {
             run(&mut m);
             if let Err(e) = fir::verify::verify(&m) {
@@ -174,8 +181,46 @@ fn verify_all() {
                 break;
             }
         }
+        // Once more at the end only: reading after every pass too costs
+        // seconds, and the filetests read the modules passes see.
+        if let Err(e) = reads_back(&m) {
+            failures.push(format!("{name}: optimised: {e}"));
+        }
         verified += 1;
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     println!("{verified} programs verified");
+}
+
+/// The text form of `m` reads back into a module that verifies, prints
+/// the same text and is `m` (but for the types of values never defined).
+fn reads_back(m: &fir::Module) -> Result<(), String> {
+    let text = fir::print::module(m);
+    let back = fir::read::module(&text).map_err(|e| format!("its text does not read back: {e}"))?;
+    fir::verify::verify(&back)
+        .map_err(|e| format!("its text reads back into a module that does not verify: {e}"))?;
+    if fir::print::module(&back) != text {
+        return Err("its text reads back into a module that prints differently".into());
+    }
+    // And it is the module printed, with the types of the values it
+    // defines (`Debug`, under which a NaN constant equals itself).
+    if (&back.strings, back.main, back.funcs.len()) != (&m.strings, m.main, m.funcs.len()) {
+        return Err("its text reads back into another module".into());
+    }
+    for (f, g) in m.funcs.iter().zip(&back.funcs) {
+        let mut defined: Vec<usize> = (0..f.params.len()).collect();
+        g.body
+            .clone()
+            .for_each_result_mut(&mut |v| defined.push(v.number() as usize));
+        let same_types = defined.iter().all(|&i| f.types.get(i) == g.types.get(i));
+        let shown =
+            |f: &fir::Func| format!("{} {:?} {:?} {:?}", f.name, f.params, f.returns, f.body);
+        if !same_types || shown(f) != shown(g) {
+            return Err(format!(
+                "its text reads back into another function `{}`",
+                f.name
+            ));
+        }
+    }
+    Ok(())
 }

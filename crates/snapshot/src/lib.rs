@@ -8,7 +8,7 @@
 use std::path::Path;
 
 pub fn check(path: &Path, actual: &str) {
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+    if updating() {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("create snapshot directory");
         }
@@ -23,24 +23,35 @@ pub fn check(path: &Path, actual: &str) {
         ),
     };
     if expected != actual {
-        let mut diff = String::new();
-        let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
-        for i in 0..e.len().max(a.len()) {
-            match (e.get(i), a.get(i)) {
-                (Some(x), Some(y)) if x == y => {}
-                (x, y) => {
-                    diff.push_str(&format!(
-                        "line {}:\n  - {}\n  + {}\n",
-                        i + 1,
-                        x.unwrap_or(&"<none>"),
-                        y.unwrap_or(&"<none>")
-                    ));
-                }
-            }
-        }
         panic!(
-            "snapshot {} differs (UPDATE_SNAPSHOTS=1 to accept):\n{diff}",
-            path.display()
+            "snapshot {} differs (UPDATE_SNAPSHOTS=1 to accept):\n{}",
+            path.display(),
+            diff(&expected, actual)
         );
     }
+}
+
+/// Whether tests should write what they expect instead of checking it.
+pub fn updating() -> bool {
+    std::env::var_os("UPDATE_SNAPSHOTS").is_some()
+}
+
+/// The lines that differ, numbered from 1: `-` expected, `+` actual.
+pub fn diff(expected: &str, actual: &str) -> String {
+    let mut diff = String::new();
+    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
+    for i in 0..e.len().max(a.len()) {
+        match (e.get(i), a.get(i)) {
+            (Some(x), Some(y)) if x == y => {}
+            (x, y) => {
+                diff.push_str(&format!(
+                    "line {}:\n  - {}\n  + {}\n",
+                    i + 1,
+                    x.unwrap_or(&"<none>"),
+                    y.unwrap_or(&"<none>")
+                ));
+            }
+        }
+    }
+    diff
 }

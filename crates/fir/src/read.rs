@@ -1,0 +1,874 @@
+//! Reads the text form of a module ([`crate::print::module`]) back into a
+//! [`Module`], so that a pass can be tested on a module written by hand
+//! (the filetests of `crates/fir/tests`).
+//!
+//! Input: the printed text, with `;` comments to the end of a line allowed
+//! anywhere outside strings. Output: the module, or the first error with
+//! its line and column, what was expected and what was found; no input
+//! makes it panic.
+//!
+//! The text does not spell every value's type: the reader takes it from
+//! the operation that defines the value, and where that does not say
+//! (a call's results, a `load`, an `if`) from the callee's signature, the
+//! cell's declared layout or the `alloc`s of that cell, the values the
+//! arms yield, and last from the value's uses (the results of an `if`
+//! whose arms both diverge have no other). A value whose type none of
+//! those tell is an error. Reading
+//! is the inverse of printing: `print(read(print(m))) == print(m)`, and
+//! the module read has the types, numbering and ids of the one printed
+//! (an `error` of one string reads as [`Term::Error`], which prints and
+//! runs as the [`Term::ErrorWith`] of that one string).
+//!
+//! Cell lines come in two forms: `cell #0 = 3 slots (1 pointer)` gives
+//! sizes, which are checked against the module's `alloc`s; `cell #0 =
+//! (ptr, f64, bool)` declares the layout, returned as [`Cells`].
+
+use crate::{Block, Cmp, ErrPart, FBin, FUn, Func, FuncId, Inst, Module, Op, StrId, Term, Ty, Val};
+use base::EntityRef;
+use std::collections::BTreeMap;
+use std::fmt;
+
+mod lex;
+#[cfg(test)]
+mod tests;
+
+use lex::{describe, lex, Tok, Token};
+
+/// Value numbers stay below this (lowering's largest modules number a few
+/// hundred thousand).
+const MAX_VALUES: u32 = 1 << 22;
+
+/// The layouts the cell lines declare: each member tag's slot types, in
+/// order.
+pub type Cells = BTreeMap<u32, Vec<Ty>>;
+
+/// Where reading stopped: 1-based line and column, what the reader
+/// expected there and what it found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    pub line: u32,
+    pub col: u32,
+    pub expected: String,
+    pub found: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: expected {}, found {}",
+            self.line, self.col, self.expected, self.found
+        )
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Reads a module.
+pub fn module(text: &str) -> Result<Module, Error> {
+    module_and_cells(text).map(|(m, _)| m)
+}
+
+/// Reads a module and the cell layouts its text declares.
+pub fn module_and_cells(text: &str) -> Result<(Module, Cells), Error> {
+    let toks = lex(text)?;
+    let mut r = Reader {
+        toks,
+        at: 0,
+        m: Module::default(),
+        cells: Cells::new(),
+        sizes: Vec::new(),
+        funcs: Vec::new(),
+    };
+    r.module()?;
+    r.finish()
+}
+
+/// What tells a value's type: its definition or a use.
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    Known(Ty),
+    /// Result `n` of the function.
+    Ret(FuncId, usize),
+    /// Parameter `n` of the function.
+    Param(FuncId, usize),
+    /// Slot `n` of the cells of a tag: what loads from it give and what
+    /// allocs store in it (all the cells of a tag have one layout).
+    Slot(u32, u32),
+    /// Another value of the function: an `If`'s result and what its arms
+    /// yield there.
+    Same(Val),
+}
+
+/// A function as read, before its values' types are known.
+#[derive(Default)]
+struct Pending {
+    /// Per value: what its definition says of its type (the first
+    /// definition: the verifier reports a second) and where it is.
+    defs: Vec<Option<(Src, u32, u32)>>,
+    /// Per value: what its uses say, in order. An `If` whose arms both
+    /// diverge gives results that only their uses type.
+    uses: Vec<Vec<Src>>,
+}
+
+struct Reader<'a> {
+    toks: Vec<Token<'a>>,
+    at: usize,
+    m: Module,
+    cells: Cells,
+    /// The sizes the old form of cell lines gives: tag, slots, pointers
+    /// and the line's position.
+    sizes: Vec<(u32, usize, usize, u32, u32)>,
+    funcs: Vec<Pending>,
+}
+
+type R<T> = Result<T, Error>;
+
+impl<'a> Reader<'a> {
+    fn peek(&self) -> &Token<'a> {
+        &self.toks[self.at]
+    }
+
+    fn next(&mut self) -> Token<'a> {
+        let t = self.toks[self.at].clone();
+        if t.tok != Tok::Eof {
+            self.at += 1;
+        }
+        t
+    }
+
+    fn err_at<T>(&self, t: &Token<'_>, expected: &str) -> R<T> {
+        Err(Error {
+            line: t.line,
+            col: t.col,
+            expected: expected.into(),
+            found: describe(&t.tok),
+        })
+    }
+
+    fn fail<T>(&self, expected: &str) -> R<T> {
+        self.err_at(self.peek(), expected)
+    }
+
+    fn punct(&mut self, c: char) -> R<()> {
+        if self.peek().tok == Tok::Punct(c) {
+            self.next();
+            Ok(())
+        } else {
+            self.fail(&format!("`{c}`"))
+        }
+    }
+
+    fn eat_punct(&mut self, c: char) -> bool {
+        let yes = self.peek().tok == Tok::Punct(c);
+        if yes {
+            self.next();
+        }
+        yes
+    }
+
+    fn word(&mut self, what: &str) -> R<(&'a str, Token<'a>)> {
+        let t = self.next();
+        match t.tok {
+            Tok::Word(w) => Ok((w, t)),
+            _ => self.err_at(&t, what),
+        }
+    }
+
+    fn keyword(&mut self, k: &str) -> R<()> {
+        match &self.peek().tok {
+            Tok::Word(w) if *w == k => {
+                self.next();
+                Ok(())
+            }
+            _ => self.fail(&format!("`{k}`")),
+        }
+    }
+
+    fn is_word(&self, k: &str) -> bool {
+        matches!(&self.peek().tok, Tok::Word(w) if *w == k)
+    }
+
+    fn newline(&mut self) -> R<()> {
+        match self.peek().tok {
+            Tok::Newline => {
+                while self.peek().tok == Tok::Newline {
+                    self.next();
+                }
+                Ok(())
+            }
+            Tok::Eof => Ok(()),
+            _ => self.fail("the end of the line"),
+        }
+    }
+
+    /// A number of decimal digits.
+    fn number(&mut self, what: &str) -> R<u32> {
+        let (w, t) = self.word(what)?;
+        digits(w).map_or_else(|| self.err_at(&t, what), Ok)
+    }
+
+    /// `PREFIX` followed by a number: `v3`, `f0`, `s2`.
+    fn named(&mut self, prefix: char, what: &str) -> R<(u32, Token<'a>)> {
+        let (w, t) = self.word(what)?;
+        match w.strip_prefix(prefix).and_then(digits) {
+            Some(n) => Ok((n, t)),
+            None => self.err_at(&t, what),
+        }
+    }
+
+    fn val(&mut self) -> R<Val> {
+        let (n, t) = self.named('v', "a value (`v0`, `v1`, ...)")?;
+        if n >= MAX_VALUES {
+            // The reader keeps a table entry per value number.
+            return self.err_at(&t, &format!("a value numbered below {MAX_VALUES}"));
+        }
+        Ok(Val::from_number(n))
+    }
+
+    fn func_id(&mut self) -> R<FuncId> {
+        Ok(FuncId::new(
+            self.named('f', "a function (`f0`, `f1`, ...)")?.0 as usize,
+        ))
+    }
+
+    fn str_id(&mut self) -> R<StrId> {
+        Ok(StrId::new(
+            self.named('s', "a string (`s0`, `s1`, ...)")?.0 as usize,
+        ))
+    }
+
+    /// `#N`.
+    fn tag(&mut self) -> R<u32> {
+        self.punct('#')?;
+        self.number("a number")
+    }
+
+    fn ty(&mut self) -> R<Ty> {
+        let (w, t) = self.word("a type (`f64`, `bool`, `ptr`)")?;
+        match w {
+            "f64" => Ok(Ty::F64),
+            "bool" => Ok(Ty::Bool),
+            "ptr" => Ok(Ty::Ptr),
+            _ => self.err_at(&t, "a type (`f64`, `bool`, `ptr`)"),
+        }
+    }
+
+    /// `(A, B, ...)`, each read by `one`.
+    fn list<T>(&mut self, mut one: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
+        self.punct('(')?;
+        let mut out = Vec::new();
+        if self.eat_punct(')') {
+            return Ok(out);
+        }
+        loop {
+            out.push(one(self)?);
+            if self.eat_punct(')') {
+                return Ok(out);
+            }
+            self.punct(',')?;
+        }
+    }
+
+    /// Values separated by commas, up to the end of the line.
+    fn vals_to_eol(&mut self) -> R<Vec<Val>> {
+        let mut out = Vec::new();
+        if matches!(self.peek().tok, Tok::Newline | Tok::Eof) {
+            return Ok(out);
+        }
+        loop {
+            out.push(self.val()?);
+            if !self.eat_punct(',') {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn module(&mut self) -> R<()> {
+        let mut main_seen = false;
+        while self.peek().tok == Tok::Newline {
+            self.next();
+        }
+        loop {
+            let t = self.peek().clone();
+            match &t.tok {
+                Tok::Eof => break,
+                Tok::Word(w) if *w == "str" => self.string_line()?,
+                Tok::Word(w) if *w == "cell" => self.cell_line()?,
+                Tok::Word(w) if *w == "func" => self.func()?,
+                Tok::Word(w) if *w == "main" && !main_seen => {
+                    self.next();
+                    main_seen = true;
+                    if self.is_word("none") {
+                        self.next();
+                    } else {
+                        self.m.main = Some(self.func_id()?);
+                    }
+                    self.newline()?;
+                }
+                _ => {
+                    let what = if main_seen {
+                        "`str`, `cell`, `func` or the end of the input"
+                    } else {
+                        "`str`, `cell`, `func` or `main`"
+                    };
+                    return self.err_at(&t, what);
+                }
+            }
+        }
+        if !main_seen {
+            return self.fail("`main`");
+        }
+        Ok(())
+    }
+
+    fn string_line(&mut self) -> R<()> {
+        self.keyword("str")?;
+        let want = format!("`s{}`", self.m.strings.len());
+        let (w, t) = self.word(&want)?;
+        if format!("`{w}`") != want {
+            return self.err_at(&t, &want);
+        }
+        self.punct('=')?;
+        let t = self.next();
+        let Tok::Str(s) = t.tok else {
+            return self.err_at(&t, "a string in quotes");
+        };
+        self.m.strings.push(s);
+        self.newline()
+    }
+
+    fn cell_line(&mut self) -> R<()> {
+        let start = self.peek().clone();
+        self.keyword("cell")?;
+        let tag = self.tag()?;
+        self.punct('=')?;
+        if self.peek().tok == Tok::Punct('(') {
+            let layout = self.list(Self::ty)?;
+            if self.cells.insert(tag, layout).is_some() {
+                return self.err_at(&start, &format!("one line for cell #{tag}"));
+            }
+        } else {
+            let slots = self.number("a number of slots or a layout `(ty, ...)`")?;
+            self.plural("slot", slots)?;
+            self.punct('(')?;
+            let pointers = self.number("a number of pointers")?;
+            self.plural("pointer", pointers)?;
+            self.punct(')')?;
+            self.sizes.push((
+                tag,
+                slots as usize,
+                pointers as usize,
+                start.line,
+                start.col,
+            ));
+        }
+        self.newline()
+    }
+
+    /// `slot` after 1, `slots` after any other number.
+    fn plural(&mut self, what: &str, n: u32) -> R<()> {
+        let want = if n == 1 {
+            what.to_string()
+        } else {
+            format!("{what}s")
+        };
+        self.keyword(&want)
+    }
+
+    fn func(&mut self) -> R<()> {
+        self.keyword("func")?;
+        let id = self.m.funcs.len();
+        let (n, t) = self.named('f', "a function (`f0`, `f1`, ...)")?;
+        if n as usize != id {
+            return self.err_at(&t, &format!("`f{id}` (functions are numbered in order)"));
+        }
+        let (name, _) = self.word("the function's name")?;
+        let mut pending = Pending::default();
+        let mut i = 0;
+        let params = self.list(|r| {
+            let t = r.peek().clone();
+            let v = r.val()?;
+            if v.number() != i {
+                return r.err_at(&t, &format!("`v{i}` (parameters are numbered in order)"));
+            }
+            i += 1;
+            r.punct(':')?;
+            let ty = r.ty()?;
+            pending.define(v, Src::Known(ty), &t);
+            Ok(ty)
+        })?;
+        self.keyword("->")?;
+        let returns = self.list(Self::ty)?;
+        self.punct('{')?;
+        self.newline()?;
+        let body = self.block(&mut pending, &returns)?;
+        self.punct('}')?;
+        self.newline()?;
+        self.m.funcs.push(Func {
+            name: name.to_string(),
+            params,
+            returns,
+            types: Vec::new(),
+            body,
+        });
+        self.funcs.push(pending);
+        Ok(())
+    }
+
+    /// Instructions and a terminator, up to (not including) the `}` that
+    /// closes the block.
+    fn block(&mut self, p: &mut Pending, returns: &[Ty]) -> R<Block> {
+        let mut insts = Vec::new();
+        loop {
+            if let Some(term) = self.term()? {
+                self.newline()?;
+                match &term {
+                    Term::Return(vs) => {
+                        for (v, t) in vs.iter().zip(returns) {
+                            p.used(*v, Src::Known(*t));
+                        }
+                    }
+                    Term::TailCall(g, vs) => {
+                        for (i, v) in vs.iter().enumerate() {
+                            p.used(*v, Src::Param(*g, i));
+                        }
+                    }
+                    // Yields are typed by their `If`.
+                    _ => {}
+                }
+                return Ok(Block { insts, term });
+            }
+            insts.push(self.inst(p, returns)?);
+            self.newline()?;
+        }
+    }
+
+    fn term(&mut self) -> R<Option<Term>> {
+        let Tok::Word(w) = &self.peek().tok else {
+            return Ok(None);
+        };
+        let term = match *w {
+            "return" => {
+                self.next();
+                Term::Return(self.vals_to_eol()?)
+            }
+            "yield" => {
+                self.next();
+                Term::Yield(self.vals_to_eol()?)
+            }
+            "tailcall" => {
+                self.next();
+                let g = self.func_id()?;
+                Term::TailCall(g, self.list(Self::val)?)
+            }
+            "error" => {
+                self.next();
+                let mut parts = Vec::new();
+                while !matches!(self.peek().tok, Tok::Newline | Tok::Eof) {
+                    let (w, t) = self.word("a part of an error message")?;
+                    parts.push(match w {
+                        "<" => ErrPart::ValueStart,
+                        ">" => ErrPart::ValueEnd,
+                        "site" => ErrPart::Site,
+                        "at" => ErrPart::At(self.str_id()?),
+                        _ => match (
+                            w.strip_prefix('s').and_then(digits),
+                            w.strip_prefix('v').and_then(digits),
+                        ) {
+                            (Some(n), _) => ErrPart::Str(StrId::new(n as usize)),
+                            // Which of the two the value's type says, once known.
+                            (_, Some(n)) => ErrPart::Real(Val::from_number(n)),
+                            _ => {
+                                return self.err_at(
+                                    &t,
+                                    "a part of an error message (`sN`, `vN`, `<`, `>`, `site`, `at sN`)",
+                                )
+                            }
+                        },
+                    });
+                }
+                match parts[..] {
+                    [ErrPart::Str(s)] => Term::Error(s),
+                    _ => Term::ErrorWith(parts),
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(term))
+    }
+
+    fn inst(&mut self, p: &mut Pending, returns: &[Ty]) -> R<Inst> {
+        let mut results = Vec::new();
+        let mut result_toks = Vec::new();
+        if matches!(&self.peek().tok, Tok::Word(w) if w.starts_with('v')) {
+            loop {
+                result_toks.push(self.peek().clone());
+                results.push(self.val()?);
+                if !self.eat_punct(',') {
+                    break;
+                }
+            }
+            self.punct('=')?;
+        }
+        let (w, t) = self.word("an instruction")?;
+        use Ty::*;
+        // The operation and the types of its results, if it fixes them.
+        let (op, tys): (Op, Option<Vec<Ty>>) = match w {
+            "f64" => {
+                let (x, t) = self.word("a real")?;
+                match x.parse::<f64>() {
+                    Ok(x) => (Op::F64Const(x), Some(vec![F64])),
+                    Err(_) => return self.err_at(&t, "a real"),
+                }
+            }
+            "bool" => {
+                let (x, t) = self.word("`true` or `false`")?;
+                match x {
+                    "true" => (Op::BoolConst(true), Some(vec![Bool])),
+                    "false" => (Op::BoolConst(false), Some(vec![Bool])),
+                    _ => return self.err_at(&t, "`true` or `false`"),
+                }
+            }
+            "not" => (Op::Not(self.val()?), Some(vec![Bool])),
+            "call" => {
+                let g = self.func_id()?;
+                let args = self.list(Self::val)?;
+                for (i, a) in args.iter().enumerate() {
+                    p.used(*a, Src::Param(g, i));
+                }
+                let op = if self.is_word("at") {
+                    self.next();
+                    Op::CallAt(g, args, self.str_id()?)
+                } else {
+                    Op::Call(g, args)
+                };
+                for (i, (v, t)) in results.iter().zip(&result_toks).enumerate() {
+                    p.define(*v, Src::Ret(g, i), t);
+                }
+                (op, None)
+            }
+            "if" => {
+                let cond = self.val()?;
+                self.punct('{')?;
+                self.newline()?;
+                let then_ = self.block(p, returns)?;
+                self.punct('}')?;
+                self.keyword("else")?;
+                self.punct('{')?;
+                self.newline()?;
+                let else_ = self.block(p, returns)?;
+                self.punct('}')?;
+                p.used(cond, Src::Known(Bool));
+                for (i, (v, t)) in results.iter().zip(&result_toks).enumerate() {
+                    for b in [&then_, &else_] {
+                        if let Term::Yield(vs) = &b.term {
+                            if let Some(y) = vs.get(i) {
+                                p.used(*v, Src::Same(*y));
+                                p.used(*y, Src::Same(*v));
+                            }
+                        }
+                    }
+                    // Typed by the yields and uses only.
+                    p.define(*v, Src::Same(*v), t);
+                }
+                (Op::If { cond, then_, else_ }, None)
+            }
+            "print_str" => (Op::PrintStr(self.str_id()?), Some(vec![])),
+            "print_real" => (Op::PrintReal(self.val()?), Some(vec![])),
+            "print_bool" => (Op::PrintBool(self.val()?), Some(vec![])),
+            "read_real" => (Op::ReadReal(self.str_id()?), Some(vec![F64])),
+            "alloc" | "alloc_zero" => {
+                let tag = self.tag()?;
+                let fields = self.list(Self::val)?;
+                for (i, v) in fields.iter().enumerate() {
+                    p.used(*v, Src::Slot(tag, i as u32));
+                }
+                let op = if w == "alloc" {
+                    Op::Alloc(tag, fields)
+                } else {
+                    Op::AllocZero(tag, fields)
+                };
+                (op, Some(vec![Ptr]))
+            }
+            "tag_is" => {
+                let v = self.val()?;
+                (Op::TagIs(v, self.tag()?), Some(vec![Bool]))
+            }
+            "is_zero" => (Op::IsZero(self.val()?), Some(vec![Bool])),
+            "memo_get" => (
+                Op::MemoGet(self.tag()?, self.list(Self::val)?),
+                Some(vec![Bool, Ptr]),
+            ),
+            "memo_put" => (
+                Op::MemoPut(self.tag()?, self.list(Self::val)?),
+                Some(vec![]),
+            ),
+            "count" => {
+                let (name, t) = self.word("a counter's name")?;
+                match (0..base::counters::SLOTS).find(|s| base::counters::slot_name(*s) == name) {
+                    Some(s) => (Op::Count(s as u32), Some(vec![])),
+                    None => return self.err_at(&t, "a counter's name"),
+                }
+            }
+            "load" => {
+                let v = self.val()?;
+                self.punct('#')?;
+                let what = "a tag and a slot (`#2.1`)";
+                let (ts, tt) = self.word(what)?;
+                let Some((tag, slot)) = ts
+                    .split_once('.')
+                    .and_then(|(a, b)| Some((digits(a)?, digits(b)?)))
+                else {
+                    return self.err_at(&tt, what);
+                };
+                let ([r], [rt]) = (&results[..], &result_toks[..]) else {
+                    return self.err_at(&t, "`load` with one result");
+                };
+                p.define(*r, Src::Slot(tag, slot), rt);
+                (Op::Load(v, tag, slot), None)
+            }
+            _ => {
+                let op = if let Some(op) = [
+                    FBin::Add,
+                    FBin::PlusAdd,
+                    FBin::Sub,
+                    FBin::Mul,
+                    FBin::Div,
+                    FBin::Atan2,
+                ]
+                .into_iter()
+                .find(|o| crate::print::fbin(*o) == w)
+                {
+                    Op::FBin(op, self.val()?, self.val()?)
+                } else if let Some(op) = [FUn::Sqrt, FUn::Exp, FUn::Log, FUn::Sin, FUn::Cos]
+                    .into_iter()
+                    .find(|o| crate::print::fun(*o) == w)
+                {
+                    Op::FUn(op, self.val()?)
+                } else if let Some(c) = [Cmp::Eq, Cmp::Lt, Cmp::Gt, Cmp::Le, Cmp::Ge]
+                    .into_iter()
+                    .find(|o| crate::print::cmp(*o) == w)
+                {
+                    Op::FCmp(c, self.val()?, self.val()?)
+                } else {
+                    return self.err_at(&t, "an instruction");
+                };
+                let ty = if matches!(op, Op::FCmp(..)) {
+                    Bool
+                } else {
+                    F64
+                };
+                (op, Some(vec![ty]))
+            }
+        };
+        if let Some(tys) = tys {
+            if tys.len() != results.len() {
+                let n = tys.len();
+                return self.err_at(
+                    &t,
+                    &format!(
+                        "an instruction giving {} result{} (`{w}` gives {n})",
+                        results.len(),
+                        if results.len() == 1 { "" } else { "s" }
+                    ),
+                );
+            }
+            for ((v, t), ty) in results.iter().zip(&result_toks).zip(tys) {
+                p.define(*v, Src::Known(ty), t);
+            }
+        }
+        operand_uses(&op, p);
+        Ok(Inst { results, op })
+    }
+
+    /// Gives every value its type, checks the sizes cell lines give, and
+    /// tells reals from booleans in error messages.
+    fn finish(mut self) -> R<(Module, Cells)> {
+        let funcs = std::mem::take(&mut self.funcs);
+        let types = self.infer(&funcs);
+        for (fi, (p, types)) in funcs.iter().zip(types).enumerate() {
+            let mut tys = Vec::with_capacity(types.len());
+            for (vi, t) in types.iter().enumerate() {
+                tys.push(match (t, p.defs.get(vi).and_then(|d| d.as_ref())) {
+                    (Some(t), _) => *t,
+                    // Never defined: nothing can read it, and the verifier
+                    // reports any use.
+                    (None, None) => Ty::F64,
+                    (None, Some((_, line, col))) => {
+                        return Err(Error {
+                            line: *line,
+                            col: *col,
+                            expected: "a value whose type its definition or a use tells".into(),
+                            found: format!("`v{vi}`, of unknown type"),
+                        });
+                    }
+                });
+            }
+            let f = &mut self.m.funcs[fi];
+            bools_in_errors(&mut f.body, &tys);
+            f.types = tys;
+        }
+        let sizes = crate::print::cell_sizes(&self.m);
+        for (tag, slots, pointers, line, col) in &self.sizes {
+            let actual = sizes.get(tag).copied().unwrap_or((0, 0));
+            if actual != (*slots, *pointers) {
+                return Err(Error {
+                    line: *line,
+                    col: *col,
+                    expected: format!(
+                        "the sizes of the `alloc`s of cell #{tag}: {} slots, {} pointers",
+                        actual.0, actual.1
+                    ),
+                    found: format!("{slots} slots, {pointers} pointers"),
+                });
+            }
+        }
+        Ok((self.m, self.cells))
+    }
+
+    /// The type of each value of each function, where its sources tell it.
+    /// Values and cell slots are the nodes of a graph whose edges say
+    /// "same type" (an `If`'s result and what its arms yield there; a slot
+    /// and what loads from it give and allocs store in it); the types that
+    /// definitions, uses, signatures and layouts fix spread along the
+    /// edges, each node settled once.
+    fn infer(&self, funcs: &[Pending]) -> Vec<Vec<Option<Ty>>> {
+        let mut start = Vec::with_capacity(funcs.len());
+        let mut n = 0;
+        for p in funcs {
+            start.push(n);
+            n += p.defs.len().max(p.uses.len());
+        }
+        let mut ty: Vec<Option<Ty>> = vec![None; n];
+        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut slots: std::collections::HashMap<(u32, u32), usize> = Default::default();
+        let mut slot_node =
+            |tag: u32, k: u32, ty: &mut Vec<Option<Ty>>, edges: &mut Vec<Vec<usize>>| {
+                *slots.entry((tag, k)).or_insert_with(|| {
+                    let declared = self
+                        .cells
+                        .get(&tag)
+                        .and_then(|l| l.get(k as usize))
+                        .copied();
+                    ty.push(declared);
+                    edges.push(Vec::new());
+                    ty.len() - 1
+                })
+            };
+        for (fi, p) in funcs.iter().enumerate() {
+            let values = p.defs.len().max(p.uses.len());
+            for vi in 0..values {
+                let node = start[fi] + vi;
+                let def = p.defs.get(vi).and_then(|d| d.as_ref().map(|d| &d.0));
+                let uses = p.uses.get(vi).map_or(&[][..], |u| &u[..]);
+                let sig = |g: FuncId| self.m.funcs.get(g.index());
+                for src in def.into_iter().chain(uses) {
+                    let fixed = match *src {
+                        Src::Known(t) => Some(t),
+                        Src::Ret(g, k) => sig(g).and_then(|g| g.returns.get(k).copied()),
+                        Src::Param(g, k) => sig(g).and_then(|g| g.params.get(k).copied()),
+                        Src::Same(v) => {
+                            if v.index() < values && v.index() != vi {
+                                edges[node].push(start[fi] + v.index());
+                                edges[start[fi] + v.index()].push(node);
+                            }
+                            None
+                        }
+                        Src::Slot(tag, k) => {
+                            let s = slot_node(tag, k, &mut ty, &mut edges);
+                            edges[node].push(s);
+                            edges[s].push(node);
+                            None
+                        }
+                    };
+                    // The first source that tells counts: the definition's
+                    // before the uses'.
+                    if ty[node].is_none() {
+                        ty[node] = fixed;
+                    }
+                }
+            }
+        }
+        let mut work: Vec<usize> = (0..ty.len()).filter(|i| ty[*i].is_some()).collect();
+        while let Some(i) = work.pop() {
+            for j in std::mem::take(&mut edges[i]) {
+                if ty[j].is_none() {
+                    ty[j] = ty[i];
+                    work.push(j);
+                }
+            }
+        }
+        funcs
+            .iter()
+            .enumerate()
+            .map(|(fi, p)| ty[start[fi]..start[fi] + p.defs.len().max(p.uses.len())].to_vec())
+            .collect()
+    }
+}
+
+impl Pending {
+    fn define(&mut self, v: Val, src: Src, at: &Token<'_>) {
+        let i = v.index();
+        if self.defs.len() <= i {
+            self.defs.resize(i + 1, None);
+        }
+        if self.defs[i].is_none() {
+            self.defs[i] = Some((src, at.line, at.col));
+        }
+    }
+
+    fn used(&mut self, v: Val, src: Src) {
+        let i = v.index();
+        if self.uses.len() <= i {
+            self.uses.resize(i + 1, Vec::new());
+        }
+        self.uses[i].push(src);
+    }
+}
+
+/// What the operands of `op` must be (a call's, an `If`'s and an
+/// `alloc`'s are recorded where they are read).
+fn operand_uses(op: &Op, p: &mut Pending) {
+    use Ty::*;
+    let mut one = |v: &Val, t| p.used(*v, Src::Known(t));
+    match op {
+        Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
+            one(a, F64);
+            one(b, F64);
+        }
+        Op::FUn(_, a) | Op::PrintReal(a) => one(a, F64),
+        Op::Not(a) | Op::PrintBool(a) => one(a, Bool),
+        Op::TagIs(a, _) | Op::IsZero(a) | Op::Load(a, _, _) => one(a, Ptr),
+        Op::MemoGet(_, vs) | Op::MemoPut(_, vs) => vs.iter().for_each(|v| one(v, Ptr)),
+        _ => {}
+    }
+}
+
+/// `ErrPart::Real` of the values that are booleans made `ErrPart::Bool`:
+/// the text writes both as the value.
+fn bools_in_errors(b: &mut Block, types: &[Ty]) {
+    for i in &mut b.insts {
+        if let Op::If { then_, else_, .. } = &mut i.op {
+            bools_in_errors(then_, types);
+            bools_in_errors(else_, types);
+        }
+    }
+    if let Term::ErrorWith(parts) = &mut b.term {
+        for p in parts {
+            if let ErrPart::Real(v) = p {
+                if types.get(v.index()) == Some(&Ty::Bool) {
+                    *p = ErrPart::Bool(*v);
+                }
+            }
+        }
+    }
+}
+
+/// A number written in decimal digits only (no sign).
+fn digits(s: &str) -> Option<u32> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
