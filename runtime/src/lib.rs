@@ -496,8 +496,6 @@ impl In {
     }
 }
 
-const EOF_ENDING: &[u8] = b"reached the end of input";
-
 /// # Safety
 /// `msg` must point to `msg_len` readable bytes.
 #[no_mangle]
@@ -528,8 +526,11 @@ fn read_stdin(msg: &[u8]) -> f64 {
     {
         return x;
     }
-    let head = msg.strip_suffix(EOF_ENDING).unwrap_or(msg);
-    fail(&[head, b"expects a real, found `", word, b"`"])
+    let head = msg
+        .strip_suffix(message::END_OF_INPUT.as_bytes())
+        .unwrap_or(msg);
+    let [before, after] = message::NOT_A_NUMERAL;
+    fail(&[head, before.as_bytes(), word, after.as_bytes()])
 }
 
 // -------------------------------------------------------------- counters

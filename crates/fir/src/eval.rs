@@ -367,8 +367,10 @@ impl Eval<'_> {
                 match base::number_core::parse_numeral(&word) {
                     Some(x) => vec![V::F(x)],
                     None => {
-                        let head = msg.strip_suffix("reached the end of input").unwrap_or(&msg);
-                        return Err(format!("{head}expects a real, found `{word}`"));
+                        use base::message::{END_OF_INPUT, NOT_A_NUMERAL};
+                        let head = msg.strip_suffix(END_OF_INPUT).unwrap_or(&msg);
+                        let [before, after] = NOT_A_NUMERAL;
+                        return Err(format!("{head}{before}{word}{after}"));
                     }
                 }
             }

@@ -305,13 +305,7 @@ impl Ops {
     }
 
     fn not_tagged(&self, tag: Tag, v: AvId) -> String {
-        let (op, what) = match tag {
-            Tag::Perturb => ("unperturb", "a perturbation"),
-            Tag::Sensitize => ("unsensitize", "a sensitivity"),
-            Tag::Reverse => ("*j-inverse", "a reverse value"),
-            Tag::Forward => ("primal", "a forward value"),
-        };
-        format!("`{op}` expects {what}, found {}", self.describe(v))
+        ir::message::not_tagged(tag, &self.describe(v))
     }
 
     pub fn nil_like(&self, v: AvId) -> bool {
@@ -378,7 +372,8 @@ impl Ops {
         }
         match (self.dom.get(p).clone(), self.dom.get(t).clone()) {
             (Av::Closure(lc, ec), Av::Closure(ld, ed))
-                if ad::untransform(&self.prog, Tag::Perturb, ld) == Some(Untransformed::Lambda(lc))
+                if ad::untransform(&self.prog, Tag::Perturb, ld)
+                    == Some(Untransformed::Lambda(lc))
                     && ec.len() == ed.len() =>
             {
                 let l = self.transform(Tag::Forward, lc);
@@ -393,16 +388,19 @@ impl Ops {
                 Ok(self.dom.closure(l, vec![]))
             }
             (Av::Closure(lc, ec), _)
-                if ec.is_empty() && self.prog.prim_chain(lc).is_some() && self.nil_perturbation(t) =>
+                if ec.is_empty()
+                    && self.prog.prim_chain(lc).is_some()
+                    && self.nil_perturbation(t) =>
             {
                 let l = self.transform(Tag::Forward, lc);
                 Ok(self.dom.closure(l, vec![]))
             }
-            (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => Ok(self.dom.bundle(p, t)),
-            _ => Err(format!(
-                "`bundle` expects a tangent that is a perturbation of the same shape as the primal {}, found {}",
-                self.describe(p),
-                self.describe(t)
+            (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => {
+                Ok(self.dom.bundle(p, t))
+            }
+            _ => Err(ir::message::bundle_mismatch(
+                &self.describe(p),
+                &self.describe(t),
             )),
         }
     }
@@ -449,11 +447,7 @@ impl Ops {
     }
 
     fn not_forward(&self, primal: bool, v: AvId) -> String {
-        format!(
-            "`{}` expects a forward value, found {}",
-            if primal { "primal" } else { "tangent" },
-            self.describe(v)
-        )
+        ir::message::not_forward(primal, &self.describe(v))
     }
 
     /// A structural operation on every member of union value `v` (and,
@@ -717,14 +711,13 @@ impl Ops {
         match pat {
             Some(p) => {
                 let info = &self.prog.patterns[p];
-                format!(
-                    "pattern mismatch: `{}` expects an argument matching {}, found {}",
+                ir::message::pattern_mismatch(
                     info.owner.as_deref().unwrap_or("lambda"),
-                    info.text,
-                    self.describe(found)
+                    &info.text,
+                    &self.describe(found),
                 )
             }
-            None => format!("expected a pair, found {}", self.describe(found)),
+            None => ir::message::not_a_pair(&self.describe(found)),
         }
     }
 

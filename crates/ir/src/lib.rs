@@ -4,14 +4,16 @@
 //! A-normal form held in arenas (`base::entity`). The AD transformations (crate
 //! `ad`) map lambdas of this IR to new lambdas of the same IR; the
 //! interpreter and the flow analysis both consume it. [`print`] gives its
-//! stable text form.
+//! stable text form, [`message`] the wording of run-time errors.
 
 pub mod anf;
 pub mod core;
+pub mod message;
 pub mod prim;
 pub mod print;
 
 pub use crate::core::*;
 pub use base::entity;
 pub use base::entity::{Arena, EntityRef};
-pub use prim::{Expects, Prim, PrimKind, Scalar};
+pub use message::Expects;
+pub use prim::{Prim, PrimKind, Scalar};

@@ -177,13 +177,7 @@ impl Ops {
         self.shared_memo.enter();
         let r = self.plus_inner(a, b);
         self.shared_memo.leave();
-        r.map_err(|_| {
-            format!(
-                "`plus` expects two values of the same shape, found {} and {}",
-                self.describe(a),
-                self.describe(b)
-            )
-        })
+        r.map_err(|_| ir::message::plus_mismatch(&self.describe(a), &self.describe(b)))
     }
 
     fn plus_inner(&mut self, a: AvId, b: AvId) -> Op<AvId> {

@@ -87,10 +87,8 @@ impl Lowerer<'_> {
         let again = match &b.rhs {
             Rhs::App { f, arg } => match self.ops.dom.get(v(f)).clone() {
                 Av::Prim(ir::Prim::IfProcedure) if analysed.starts_with("`if-procedure`") => {
-                    Err(format!(
-                        "`if-procedure` expects a condition and two thunks, found {}",
-                        self.ops.describe(v(arg))
-                    ))
+                    Err(ir::Prim::IfProcedure
+                        .expects(ir::Expects::ConditionAndThunks, &self.ops.describe(v(arg))))
                 }
                 // The chosen thunk is not a procedure (the condition is
                 // known: see `flow::analysis` on `if-procedure`).
@@ -101,19 +99,13 @@ impl Lowerer<'_> {
                         Some(if no { e } else { t })
                     });
                     match chosen {
-                        Some(x) => Err(format!(
-                            "cannot apply a non-procedure: found {}",
-                            self.ops.describe(x)
-                        )),
+                        Some(x) => Err(ir::message::not_a_procedure(&self.ops.describe(x))),
                         None => Ok(()),
                     }
                 }
                 Av::Prim(p) => self.ops.prim(p, v(arg)).map(|_| ()),
                 Av::Closure(..) | Av::Bottom => Ok(()),
-                _ => Err(format!(
-                    "cannot apply a non-procedure: found {}",
-                    self.ops.describe(v(f))
-                )),
+                _ => Err(ir::message::not_a_procedure(&self.ops.describe(v(f)))),
             },
             Rhs::Car { pat, pair, .. } | Rhs::Cdr { pat, pair, .. } => {
                 Err(self.ops.pattern_message(*pat, v(pair)))
