@@ -724,16 +724,12 @@ impl Ops {
     /// An abstract value as the interpreter would print the value in an
     /// error message (unknown reals and booleans as `R` and `B`).
     pub fn describe(&self, v: AvId) -> String {
-        let mut s = crate::text::value_text(&self.dom, v);
+        let s = crate::text::value_text(&self.dom, v);
         // A value with parts known only at run time is shortened at run
         // time: lowering turns the marks into `ErrPart::ValueStart/End`.
         if s.contains(crate::text::SYM_MARK) {
             return format!("{0}{s}{0}", crate::text::VALUE_MARK);
         }
-        if let Some(cut) = base::message::value_cut(s.as_bytes()) {
-            s.truncate(cut);
-            s.push_str(base::message::ELLIPSIS);
-        }
-        s
+        ir::printer::shortened(s)
     }
 }

@@ -4,13 +4,15 @@
 //! A-normal form held in arenas (`base::entity`). The AD transformations (crate
 //! `ad`) map lambdas of this IR to new lambdas of the same IR; the
 //! interpreter and the flow analysis both consume it. [`print`] gives its
-//! stable text form, [`message`] the wording of run-time errors.
+//! stable text form, [`message`] the wording of run-time errors and
+//! [`printer`] the printed form of values.
 
 pub mod anf;
 pub mod core;
 pub mod message;
 pub mod prim;
 pub mod print;
+pub mod printer;
 
 pub use crate::core::*;
 pub use base::entity;

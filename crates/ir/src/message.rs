@@ -5,7 +5,7 @@
 //! errors in compiled code, with values known only at run time) and, for
 //! `read-real`, the FIR evaluator and the native runtime through
 //! [`base::message`]. A `found` argument is a value as messages show it:
-//! printed as `write` prints it and shortened by `base::message`.
+//! printed by [`crate::printer`] and shortened by `base::message`.
 
 use crate::{Prim, Tag};
 use base::message::{END_OF_INPUT, NOT_A_NUMERAL};

@@ -93,11 +93,17 @@ impl Lowerer<'_> {
                 // The chosen thunk is not a procedure (the condition is
                 // known: see `flow::analysis` on `if-procedure`).
                 Av::Prim(ir::Prim::IfProcedure) => {
-                    let chosen = self.pair_view(v(arg)).and_then(|(c, te)| {
-                        let (t, e) = self.pair_view(te)?;
-                        let no = matches!(self.ops.dom.get(c), Av::Bool(Some(false)));
-                        Some(if no { e } else { t })
-                    });
+                    let dom = &self.ops.dom;
+                    let chosen = match dom.get(v(arg)) {
+                        Av::Pair(c, te) => match dom.get(*te) {
+                            Av::Pair(t, e) => {
+                                let no = matches!(dom.get(*c), Av::Bool(Some(false)));
+                                Some(if no { *e } else { *t })
+                            }
+                            _ => None,
+                        },
+                        _ => None,
+                    };
                     match chosen {
                         Some(x) => Err(ir::message::not_a_procedure(&self.ops.describe(x))),
                         None => Ok(()),
