@@ -42,6 +42,9 @@
 #[allow(dead_code)]
 mod number_core;
 
+#[path = "../../crates/base/src/boolean.rs"]
+mod boolean;
+
 #[path = "../../crates/base/src/cell_layout.rs"]
 #[allow(dead_code)]
 mod cell_layout;
@@ -251,7 +254,7 @@ pub extern "C" fn rt_print_real(x: f64) {
 
 #[no_mangle]
 pub extern "C" fn rt_print_bool(b: i32) {
-    print_bytes(if b != 0 { b"#t" } else { b"#f" });
+    print_bytes(boolean::text(b != 0).as_bytes());
 }
 
 // ---------------------------------------------------------------- errors
@@ -310,7 +313,7 @@ pub extern "C" fn rt_err_real(x: f64) {
 
 #[no_mangle]
 pub extern "C" fn rt_err_bool(b: i32) {
-    ERR_LINE.get().push(if b != 0 { b"#t" } else { b"#f" });
+    ERR_LINE.get().push(boolean::text(b != 0).as_bytes());
 }
 
 /// The position (`file:line:col`) of the innermost call from the user's

@@ -2,6 +2,7 @@
 //! dependencies of its own, so that every crate (the FIR and code
 //! generation included, which know nothing of the front end) can use it.
 //!
+//! - [`boolean`]: how a boolean prints.
 //! - [`counters`]: the layout of the operation counters.
 //! - [`entity`]: typed ids into arenas.
 //! - [`message`]: how values are shortened in error messages.
@@ -23,6 +24,8 @@
 //!   marked *core-only* below is shared the same way; keep them free of
 //!   `std` and `alloc`.
 
+/// Core-only.
+pub mod boolean;
 /// Core-only.
 pub mod cell_layout;
 /// Core-only.

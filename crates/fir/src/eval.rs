@@ -218,7 +218,7 @@ impl Eval<'_> {
                             }
                         },
                         crate::ErrPart::Bool(v) => match get(std::slice::from_ref(v))?[0] {
-                            V::B(b) => msg.push_str(if b { "#t" } else { "#f" }),
+                            V::B(b) => msg.push_str(base::boolean::text(b)),
                             _ => {
                                 return Err(
                                     "internal error: real where a boolean was expected".into()
@@ -355,7 +355,7 @@ impl Eval<'_> {
                 vec![]
             }
             Op::PrintBool(b) => {
-                let text = if boolean(*b)? { "#t" } else { "#f" };
+                let text = base::boolean::text(boolean(*b)?);
                 self.emit(text)?;
                 vec![]
             }

@@ -84,8 +84,8 @@ impl Interp<'_> {
             }
             Prim::Real => V(Value::Real(one_real(p, &arg)?)),
             Prim::WriteReal => {
-                let x = one_real(p, &arg)?;
-                let s = format!("{}\n", syntax::number::format_real(x));
+                one_real(p, &arg)?;
+                let s = format!("{}\n", arg.to_text());
                 self.emit(&s)?;
                 V(arg)
             }

@@ -14,7 +14,7 @@
 //! it (`(perturbation (1 . 2))` prints `((perturbation 1) . (perturbation
 //! 2))`), and a forward pair, whose tangent is a perturbation pair, as the
 //! pair of forward halves; and the text of reals (`base::number_core`),
-//! booleans, `()`, procedures and tagged values. How a printed value is
+//! booleans (`base::boolean`), `()`, procedures and tagged values. How a printed value is
 //! shortened in a message is `base::message`, applied by [`shortened`].
 
 use crate::Tag;
@@ -195,7 +195,7 @@ fn write_shown<V: View>(s: &Shown<V>, out: &mut impl Sink<V>) {
             out.text(")");
         }
         Form::Real(x) => out.text(format_real(x).as_str()),
-        Form::Bool(b) => out.text(if b { "#t" } else { "#f" }),
+        Form::Bool(b) => out.text(base::boolean::text(b)),
         Form::Nil => out.text("()"),
         Form::Procedure => out.text(PROCEDURE),
         Form::Opaque(v) => out.opaque(v),
