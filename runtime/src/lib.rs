@@ -48,6 +48,9 @@
 #[allow(dead_code)]
 mod number_core;
 
+#[path = "../../crates/base/src/boolean.rs"]
+mod boolean;
+
 #[path = "../../crates/base/src/cell_layout.rs"]
 #[allow(dead_code)]
 mod cell_layout;
@@ -257,7 +260,7 @@ pub extern "C" fn rt_print_real(x: f64) {
 
 #[no_mangle]
 pub extern "C" fn rt_print_bool(b: i32) {
-    print_bytes(if b != 0 { b"#t" } else { b"#f" });
+    print_bytes(boolean::text(b != 0).as_bytes());
 }
 
 // ---------------------------------------------------------------- errors
@@ -316,7 +319,7 @@ pub extern "C" fn rt_err_real(x: f64) {
 
 #[no_mangle]
 pub extern "C" fn rt_err_bool(b: i32) {
-    ERR_LINE.get().push(if b != 0 { b"#t" } else { b"#f" });
+    ERR_LINE.get().push(boolean::text(b != 0).as_bytes());
 }
 
 /// The position (`file:line:col`) of the innermost call from the user's
@@ -502,8 +505,6 @@ impl In {
     }
 }
 
-const EOF_ENDING: &[u8] = b"reached the end of input";
-
 /// # Safety
 /// `msg` must point to `msg_len` readable bytes.
 #[no_mangle]
@@ -534,8 +535,11 @@ fn read_stdin(msg: &[u8]) -> f64 {
     {
         return x;
     }
-    let head = msg.strip_suffix(EOF_ENDING).unwrap_or(msg);
-    fail(&[head, b"expects a real, found `", word, b"`"])
+    let head = msg
+        .strip_suffix(message::END_OF_INPUT.as_bytes())
+        .unwrap_or(msg);
+    let [before, after] = message::NOT_A_NUMERAL;
+    fail(&[head, before.as_bytes(), word, after.as_bytes()])
 }
 
 // -------------------------------------------------------------- counters

@@ -2,6 +2,7 @@
 //! dependencies of its own, so that every crate (the FIR and code
 //! generation included, which know nothing of the front end) can use it.
 //!
+//! - [`boolean`]: how a boolean prints.
 //! - [`counters`]: the layout of the operation counters.
 //! - [`diag`]: source positions, the files a program was read from, and
 //!   the error every stage reports with (the front end makes them, every
@@ -28,6 +29,8 @@
 //!   marked *core-only* below is shared the same way; keep them free of
 //!   `std` and `alloc`.
 
+/// Core-only.
+pub mod boolean;
 /// Core-only.
 pub mod cell_layout;
 /// Core-only.

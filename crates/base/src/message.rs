@@ -23,6 +23,15 @@ pub fn value_cut(text: &[u8]) -> Option<usize> {
     Some(cut)
 }
 
+/// `read-real`'s errors are its name quoted (the head, which lowering
+/// places in compiled code with the position) and then one of these, so
+/// that the native runtime, which holds only the head and the word read,
+/// writes the same text as the interpreter. At the end of input:
+pub const END_OF_INPUT: &str = "reached the end of input";
+
+/// Around a word of input that is not a numeral.
+pub const NOT_A_NUMERAL: [&str; 2] = ["expects a real, found `", "`"];
+
 #[cfg(test)]
 mod tests {
     use super::*;

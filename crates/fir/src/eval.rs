@@ -218,7 +218,7 @@ impl Eval<'_> {
                             }
                         },
                         crate::ErrPart::Bool(v) => match get(std::slice::from_ref(v))?[0] {
-                            V::B(b) => msg.push_str(if b { "#t" } else { "#f" }),
+                            V::B(b) => msg.push_str(base::boolean::text(b)),
                             _ => {
                                 return Err(
                                     "internal error: real where a boolean was expected".into()
@@ -355,7 +355,7 @@ impl Eval<'_> {
                 vec![]
             }
             Op::PrintBool(b) => {
-                let text = if boolean(*b)? { "#t" } else { "#f" };
+                let text = base::boolean::text(boolean(*b)?);
                 self.emit(text)?;
                 vec![]
             }
@@ -367,8 +367,10 @@ impl Eval<'_> {
                 match base::number_core::parse_numeral(&word) {
                     Some(x) => vec![V::F(x)],
                     None => {
-                        let head = msg.strip_suffix("reached the end of input").unwrap_or(&msg);
-                        return Err(format!("{head}expects a real, found `{word}`"));
+                        use base::message::{END_OF_INPUT, NOT_A_NUMERAL};
+                        let head = msg.strip_suffix(END_OF_INPUT).unwrap_or(&msg);
+                        let [before, after] = NOT_A_NUMERAL;
+                        return Err(format!("{head}{before}{word}{after}"));
                     }
                 }
             }

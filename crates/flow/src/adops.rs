@@ -246,13 +246,7 @@ impl<M: Mode> Ops<M> {
     }
 
     fn not_tagged(&self, tag: Tag, v: AvId) -> String {
-        let (op, what) = match tag {
-            Tag::Perturb => ("unperturb", "a perturbation"),
-            Tag::Sensitize => ("unsensitize", "a sensitivity"),
-            Tag::Reverse => ("*j-inverse", "a reverse value"),
-            Tag::Forward => ("primal", "a forward value"),
-        };
-        format!("`{op}` expects {what}, found {}", self.describe(v))
+        ir::message::not_tagged(tag, &self.describe(v))
     }
 
     pub fn nil_like(&self, v: AvId) -> bool {
@@ -319,7 +313,8 @@ impl<M: Mode> Ops<M> {
         }
         match (self.dom.get(p).clone(), self.dom.get(t).clone()) {
             (Av::Closure(lc, ec), Av::Closure(ld, ed))
-                if ad::untransform(&self.prog, Tag::Perturb, ld) == Some(Untransformed::Lambda(lc))
+                if ad::untransform(&self.prog, Tag::Perturb, ld)
+                    == Some(Untransformed::Lambda(lc))
                     && ec.len() == ed.len() =>
             {
                 let l = self.transform(Tag::Forward, lc);
@@ -334,16 +329,19 @@ impl<M: Mode> Ops<M> {
                 Ok(self.dom.closure(l, vec![]))
             }
             (Av::Closure(lc, ec), _)
-                if ec.is_empty() && self.prog.prim_chain(lc).is_some() && self.nil_perturbation(t) =>
+                if ec.is_empty()
+                    && self.prog.prim_chain(lc).is_some()
+                    && self.nil_perturbation(t) =>
             {
                 let l = self.transform(Tag::Forward, lc);
                 Ok(self.dom.closure(l, vec![]))
             }
-            (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => Ok(self.dom.bundle(p, t)),
-            _ => Err(format!(
-                "`bundle` expects a tangent that is a perturbation of the same shape as the primal {}, found {}",
-                self.describe(p),
-                self.describe(t)
+            (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => {
+                Ok(self.dom.bundle(p, t))
+            }
+            _ => Err(ir::message::bundle_mismatch(
+                &self.describe(p),
+                &self.describe(t),
             )),
         }
     }
@@ -390,11 +388,7 @@ impl<M: Mode> Ops<M> {
     }
 
     fn not_forward(&self, primal: bool, v: AvId) -> String {
-        format!(
-            "`{}` expects a forward value, found {}",
-            if primal { "primal" } else { "tangent" },
-            self.describe(v)
-        )
+        ir::message::not_forward(primal, &self.describe(v))
     }
 
     /// A structural operation on every member of union value `v` (and,
@@ -620,30 +614,25 @@ impl<M: Mode> Ops<M> {
         match pat {
             Some(p) => {
                 let info = &self.prog.patterns[p];
-                format!(
-                    "pattern mismatch: `{}` expects an argument matching {}, found {}",
+                ir::message::pattern_mismatch(
                     info.owner.as_deref().unwrap_or("lambda"),
-                    info.text,
-                    self.describe(found)
+                    &info.text,
+                    &self.describe(found),
                 )
             }
-            None => format!("expected a pair, found {}", self.describe(found)),
+            None => ir::message::not_a_pair(&self.describe(found)),
         }
     }
 
     /// An abstract value as the interpreter would print the value in an
     /// error message (unknown reals and booleans as `R` and `B`).
     pub fn describe(&self, v: AvId) -> String {
-        let mut s = crate::text::value_text(&self.dom, v);
+        let s = crate::text::value_text(&self.dom, v);
         // A value with parts known only at run time is shortened at run
         // time: lowering turns the marks into `ErrPart::ValueStart/End`.
         if s.contains(crate::text::SYM_MARK) {
             return format!("{0}{s}{0}", crate::text::VALUE_MARK);
         }
-        if let Some(cut) = base::message::value_cut(s.as_bytes()) {
-            s.truncate(cut);
-            s.push_str(base::message::ELLIPSIS);
-        }
-        s
+        ir::printer::shortened(s)
     }
 }

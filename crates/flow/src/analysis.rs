@@ -794,10 +794,7 @@ impl Analyzer {
             }),
             _ => Ok(BindInfo {
                 av: bottom,
-                plan: Plan::Error(format!(
-                    "cannot apply a non-procedure: found {}",
-                    self.ops.describe(f)
-                )),
+                plan: Plan::Error(ir::message::not_a_procedure(&self.ops.describe(f))),
             }),
         }
     }
@@ -806,10 +803,9 @@ impl Analyzer {
         let bottom = self.ops.dom.bottom();
         let bad = |s: &Self| BindInfo {
             av: bottom,
-            plan: Plan::Error(format!(
-                "`if-procedure` expects a condition and two thunks, found {}",
-                s.ops.describe(arg)
-            )),
+            plan: Plan::Error(
+                Prim::IfProcedure.expects(ir::Expects::ConditionAndThunks, &s.ops.describe(arg)),
+            ),
         };
         let Av::Pair(c, te) = self.ops.dom.get(arg).clone() else {
             return Ok(bad(self));
@@ -858,10 +854,10 @@ impl Analyzer {
                     // reachable through misuse of `if-procedure`.
                     return Ok(BindInfo {
                         av: bottom,
-                        plan: Plan::Error(format!(
-                            "`if-procedure` expects a condition and two thunks, found {}",
-                            self.ops.describe(arg)
-                        )),
+                        plan: Plan::Error(
+                            Prim::IfProcedure
+                                .expects(ir::Expects::ConditionAndThunks, &self.ops.describe(arg)),
+                        ),
                     });
                 }
             }

@@ -3,81 +3,93 @@
 //! run-time errors the analysis finds, with marks where a scalar is known
 //! only at run time).
 
-use crate::domain::{Av, AvId, Domain};
-use base::number::format_real;
+use crate::domain::{Av, AvId, Domain, SymKind};
+use ir::printer::{self, Node};
 use ir::EntityRef;
 use ir::Program;
 use std::fmt::Write;
 
 /// An abstract value in the notation of printed values: `R` is an unknown
 /// real, `B` an unknown boolean, `<L3 f: ...>` a closure with its
-/// environment, `_` no value.
+/// environment, `_` no value; tags and forward values are written as
+/// they are held, not pushed into pairs.
 pub fn av_text(dom: &Domain, prog: &Program, v: AvId) -> String {
-    let mut s = String::new();
-    write_av(dom, prog, v, &mut s);
-    s
+    let mut out = Dump {
+        prog,
+        text: String::new(),
+    };
+    printer::write(Held { dom, v }, &mut out);
+    out.text
 }
 
-fn write_av(dom: &Domain, prog: &Program, v: AvId, s: &mut String) {
-    match dom.get(v) {
-        Av::Bottom => s.push('_'),
-        Av::Union(u) => {
-            let _ = write!(s, "U{}", dom.find(*u).index());
+/// An abstract value as the dump shows it: only pairs and known atoms
+/// are printed as values are.
+#[derive(Clone, Copy)]
+struct Held<'a> {
+    dom: &'a Domain,
+    v: AvId,
+}
+
+impl printer::View for Held<'_> {
+    fn node(self) -> Node<Self> {
+        let at = |v| Held { dom: self.dom, v };
+        match self.dom.get(self.v) {
+            Av::Pair(a, b) => Node::Pair(at(*a), at(*b)),
+            Av::Real(Some(x)) => Node::Real(f64::from_bits(*x)),
+            Av::Bool(Some(b)) => Node::Bool(*b),
+            Av::Nil => Node::Nil,
+            _ => Node::Opaque,
         }
-        Av::Sym(n, crate::domain::SymKind::Union(u)) => {
-            let _ = write!(s, "U{}@{n}", dom.find(*u).index());
-        }
-        Av::Real(Some(x)) => s.push_str(&format_real(f64::from_bits(*x))),
-        Av::Real(None) | Av::Sym(_, crate::domain::SymKind::Real) => s.push('R'),
-        Av::Sym(_, crate::domain::SymKind::Bool) => s.push('B'),
-        Av::Bool(Some(true)) => s.push_str("#t"),
-        Av::Bool(Some(false)) => s.push_str("#f"),
-        Av::Bool(None) => s.push('B'),
-        Av::Nil => s.push_str("()"),
-        Av::Prim(p) => s.push_str(p.name()),
-        Av::Pair(a, b) => {
-            s.push('(');
-            write_av(dom, prog, *a, s);
-            let mut rest = *b;
-            loop {
-                match dom.get(rest) {
-                    Av::Pair(a, b) => {
-                        s.push(' ');
-                        write_av(dom, prog, *a, s);
-                        rest = *b;
-                    }
-                    Av::Nil => break,
-                    _ => {
-                        s.push_str(" . ");
-                        write_av(dom, prog, rest, s);
-                        break;
-                    }
+    }
+}
+
+struct Dump<'a> {
+    prog: &'a Program,
+    text: String,
+}
+
+impl<'a> printer::Sink<Held<'a>> for Dump<'_> {
+    fn text(&mut self, s: &str) {
+        self.text.push_str(s);
+    }
+    fn opaque(&mut self, x: Held<'a>) {
+        let dom = x.dom;
+        let at = |v| Held { dom, v };
+        match dom.get(x.v) {
+            Av::Bottom => self.text.push('_'),
+            Av::Union(u) => {
+                let _ = write!(self.text, "U{}", dom.find(*u).index());
+            }
+            Av::Sym(n, SymKind::Union(u)) => {
+                let _ = write!(self.text, "U{}@{n}", dom.find(*u).index());
+            }
+            Av::Real(_) | Av::Sym(_, SymKind::Real) => self.text.push('R'),
+            Av::Bool(_) | Av::Sym(_, SymKind::Bool) => self.text.push('B'),
+            Av::Prim(p) => self.text.push_str(p.name()),
+            Av::Closure(l, env) => {
+                let _ = write!(self.text, "<{}", l);
+                if let Some(n) = &self.prog.lambdas[*l].name {
+                    let _ = write!(self.text, " {n}");
                 }
+                for v in env.iter() {
+                    self.text.push(' ');
+                    printer::write(at(*v), self);
+                }
+                self.text.push('>');
             }
-            s.push(')');
-        }
-        Av::Closure(l, env) => {
-            let _ = write!(s, "<{}", l);
-            if let Some(n) = &prog.lambdas[*l].name {
-                let _ = write!(s, " {n}");
+            Av::Wrap(t, v) => {
+                let _ = write!(self.text, "({} ", t.name());
+                printer::write(at(*v), self);
+                self.text.push(')');
             }
-            for x in env.iter() {
-                s.push(' ');
-                write_av(dom, prog, *x, s);
+            Av::Bundle(p, t) => {
+                self.text.push_str("(forward ");
+                printer::write(at(*p), self);
+                self.text.push(' ');
+                printer::write(at(*t), self);
+                self.text.push(')');
             }
-            s.push('>');
-        }
-        Av::Wrap(t, x) => {
-            let _ = write!(s, "({} ", t.name());
-            write_av(dom, prog, *x, s);
-            s.push(')');
-        }
-        Av::Bundle(p, t) => {
-            s.push_str("(forward ");
-            write_av(dom, prog, *p, s);
-            s.push(' ');
-            write_av(dom, prog, *t, s);
-            s.push(')');
+            Av::Pair(..) | Av::Nil => {}
         }
     }
 }
@@ -90,115 +102,62 @@ pub const SYM_MARK: char = '\u{1}';
 /// message, so that lowering can shorten it at run time.
 pub const VALUE_MARK: char = '\u{2}';
 
-/// A value tree in the shape the interpreter prints (crate `interp`,
-/// `value.rs`): tags are wrappers that a pair view pushes into the halves.
-enum View {
-    Atom(String),
-    Pair(Box<View>, Box<View>),
-    Tagged(ir::Tag, Box<View>),
-    Bundle(Box<View>, Box<View>),
+/// An abstract value as `ir::printer` sees it: known parts as the
+/// interpreter's values print; unknown ones opaque, written by
+/// [`value_text`] and by lowering's printing.
+#[derive(Clone, Copy)]
+pub struct Shape<'a> {
+    pub dom: &'a Domain,
+    pub v: AvId,
 }
 
-fn view(dom: &Domain, v: AvId) -> View {
-    match dom.get(v) {
-        Av::Pair(a, b) => View::Pair(Box::new(view(dom, *a)), Box::new(view(dom, *b))),
-        Av::Wrap(t, x) => View::Tagged(*t, Box::new(view(dom, *x))),
-        Av::Bundle(p, t) => View::Bundle(Box::new(view(dom, *p)), Box::new(view(dom, *t))),
-        Av::Prim(_) | Av::Closure(..) => View::Atom("#<procedure>".into()),
-        Av::Real(Some(x)) => View::Atom(format_real(f64::from_bits(*x))),
-        Av::Real(None) => View::Atom("R".into()),
-        Av::Bool(None) => View::Atom("B".into()),
-        // Lowering turns these markers into the run-time values.
-        Av::Sym(n, crate::domain::SymKind::Real) => View::Atom(format!("{SYM_MARK}R{n}{SYM_MARK}")),
-        Av::Sym(n, crate::domain::SymKind::Bool) => View::Atom(format!("{SYM_MARK}B{n}{SYM_MARK}")),
-        Av::Bool(Some(true)) => View::Atom("#t".into()),
-        Av::Bool(Some(false)) => View::Atom("#f".into()),
-        Av::Nil => View::Atom("()".into()),
-        Av::Bottom => View::Atom("_".into()),
-        Av::Union(_) | Av::Sym(_, crate::domain::SymKind::Union(_)) => {
-            View::Atom("#<value of run-time shape>".into())
-        }
-    }
-}
-
-fn pair_view(v: &View) -> Option<(View, View)> {
-    match v {
-        View::Pair(a, b) => Some((clone_view(a), clone_view(b))),
-        View::Tagged(t, x) => {
-            let (a, b) = pair_view(x)?;
-            Some((View::Tagged(*t, Box::new(a)), View::Tagged(*t, Box::new(b))))
-        }
-        View::Bundle(p, t) => {
-            let (pa, pb) = pair_view(p)?;
-            let View::Tagged(ir::Tag::Perturb, ti) = &**t else {
-                return None;
-            };
-            let (ta, tb) = pair_view(ti)?;
-            let wrap = |x| Box::new(View::Tagged(ir::Tag::Perturb, Box::new(x)));
-            Some((
-                View::Bundle(Box::new(pa), wrap(ta)),
-                View::Bundle(Box::new(pb), wrap(tb)),
-            ))
-        }
-        View::Atom(_) => None,
-    }
-}
-
-fn clone_view(v: &View) -> View {
-    match v {
-        View::Atom(s) => View::Atom(s.clone()),
-        View::Pair(a, b) => View::Pair(Box::new(clone_view(a)), Box::new(clone_view(b))),
-        View::Tagged(t, x) => View::Tagged(*t, Box::new(clone_view(x))),
-        View::Bundle(a, b) => View::Bundle(Box::new(clone_view(a)), Box::new(clone_view(b))),
-    }
-}
-
-fn write_view(v: &View, out: &mut String) {
-    if let Some((a, b)) = pair_view(v) {
-        out.push('(');
-        write_view(&a, out);
-        let mut rest = b;
-        loop {
-            if let Some((a, b)) = pair_view(&rest) {
-                out.push(' ');
-                write_view(&a, out);
-                rest = b;
-            } else if matches!(&rest, View::Atom(s) if s == "()") {
-                break;
-            } else {
-                out.push_str(" . ");
-                write_view(&rest, out);
-                break;
+impl printer::View for Shape<'_> {
+    fn node(self) -> Node<Self> {
+        let at = |v| Shape { dom: self.dom, v };
+        match self.dom.get(self.v) {
+            Av::Pair(a, b) => Node::Pair(at(*a), at(*b)),
+            Av::Wrap(t, x) => Node::Tagged(*t, at(*x)),
+            Av::Bundle(p, t) => Node::Bundle(at(*p), at(*t)),
+            Av::Prim(_) | Av::Closure(..) => Node::Procedure,
+            Av::Real(Some(x)) => Node::Real(f64::from_bits(*x)),
+            Av::Bool(Some(b)) => Node::Bool(*b),
+            Av::Nil => Node::Nil,
+            Av::Real(None) | Av::Bool(None) | Av::Sym(..) | Av::Bottom | Av::Union(_) => {
+                Node::Opaque
             }
         }
-        out.push(')');
-        return;
     }
-    match v {
-        View::Atom(s) => out.push_str(s),
-        View::Bundle(p, t) => {
-            out.push_str("(forward ");
-            write_view(p, out);
-            out.push(' ');
-            write_view(t, out);
-            out.push(')');
+}
+
+/// Writes the unknown parts of a value in a message.
+struct Message(String);
+
+impl printer::Sink<Shape<'_>> for Message {
+    fn text(&mut self, s: &str) {
+        self.0.push_str(s);
+    }
+    fn opaque(&mut self, x: Shape<'_>) {
+        match x.dom.get(x.v) {
+            Av::Real(None) => self.0.push('R'),
+            Av::Bool(None) => self.0.push('B'),
+            // Lowering turns these markers into the run-time values.
+            Av::Sym(n, SymKind::Real) => {
+                let _ = write!(self.0, "{SYM_MARK}R{n}{SYM_MARK}");
+            }
+            Av::Sym(n, SymKind::Bool) => {
+                let _ = write!(self.0, "{SYM_MARK}B{n}{SYM_MARK}");
+            }
+            Av::Bottom => self.0.push('_'),
+            _ => self.0.push_str("#<value of run-time shape>"),
         }
-        View::Tagged(t, x) => {
-            out.push('(');
-            out.push_str(t.name());
-            out.push(' ');
-            write_view(x, out);
-            out.push(')');
-        }
-        View::Pair(..) => {}
     }
 }
 
 /// An abstract value printed the way the interpreter prints the value.
 pub fn value_text(dom: &Domain, v: AvId) -> String {
-    let mut s = String::new();
-    write_view(&view(dom, v), &mut s);
-    s
+    let mut out = Message(String::new());
+    printer::write(Shape { dom, v }, &mut out);
+    out.0
 }
 
 /// A union and its members: `U3 = () | (R . U3)`.

@@ -16,28 +16,6 @@ use std::collections::{HashMap, HashSet};
 
 use std::rc::Rc;
 
-fn op_name(tag: Tag, wrap: bool) -> &'static str {
-    match (tag, wrap) {
-        (Tag::Perturb, true) => "perturb",
-        (Tag::Perturb, false) => "unperturb",
-        (Tag::Sensitize, true) => "sensitize",
-        (Tag::Sensitize, false) => "unsensitize",
-        (Tag::Reverse, true) => "*j",
-        (Tag::Reverse, false) => "*j-inverse",
-        (Tag::Forward, true) => "bundle",
-        (Tag::Forward, false) => "primal",
-    }
-}
-
-fn article(tag: Tag) -> &'static str {
-    match tag {
-        Tag::Perturb => "a perturbation",
-        Tag::Forward => "a forward value",
-        Tag::Sensitize => "a sensitivity",
-        Tag::Reverse => "a reverse value",
-    }
-}
-
 impl Interp<'_> {
     /// `perturb`, `sensitize` or `*j` of any value.
     ///
@@ -113,12 +91,7 @@ impl Interp<'_> {
     }
 
     fn not_tagged<T>(&self, tag: Tag, v: &Value) -> Result<T> {
-        err(format!(
-            "`{}` expects {}, found {}",
-            op_name(tag, false),
-            article(tag),
-            v.describe()
-        ))
+        err(ir::message::not_tagged(tag, &v.describe()))
     }
 
     /// `(bundle p t)`: the forward value with primal `p` and tangent `t`.
@@ -164,11 +137,7 @@ impl Interp<'_> {
             (_, Value::Perturbation(x)) if shallow_conform(&p, x) => {
                 Ok(Value::Bundle(Rc::new((p, t))))
             }
-            _ => err(format!(
-                "`bundle` expects a tangent that is a perturbation of the same shape as the primal {}, found {}",
-                p.describe(),
-                t.describe()
-            )),
+            _ => err(ir::message::bundle_mismatch(&p.describe(), &t.describe())),
         }
     }
 
@@ -236,11 +205,7 @@ impl Interp<'_> {
     }
 
     fn not_forward<T>(&self, primal: bool, v: &Value) -> Result<T> {
-        err(format!(
-            "`{}` expects a forward value, found {}",
-            if primal { "primal" } else { "tangent" },
-            v.describe()
-        ))
+        err(ir::message::not_forward(primal, &v.describe()))
     }
 
     /// `(zero v)`: the same shape with every real 0.
@@ -321,11 +286,7 @@ impl Interp<'_> {
     pub fn plus(&mut self, a: &Value, b: &Value) -> Result<Value> {
         let mut memo = HashMap::new();
         self.plus_memo(a, b, &mut memo).map_err(|_| {
-            crate::eval::RunError::new(format!(
-                "`plus` expects two values of the same shape, found {} and {}",
-                a.describe(),
-                b.describe()
-            ))
+            crate::eval::RunError::new(ir::message::plus_mismatch(&a.describe(), &b.describe()))
         })
     }
 

@@ -368,12 +368,7 @@ impl<'io> Interp<'io> {
                         arg = a;
                     }
                 },
-                other => {
-                    return err(format!(
-                        "cannot apply a non-procedure: found {}",
-                        other.describe()
-                    ))
-                }
+                other => return err(ir::message::not_a_procedure(&other.describe())),
             }
         }
     }
@@ -521,16 +516,16 @@ impl<'io> Interp<'io> {
             Some(p) => {
                 let info = &self.prog.patterns[p];
                 let owner = info.owner.as_deref().unwrap_or("lambda");
-                let mut e = RunError::new(format!(
-                    "pattern mismatch: `{owner}` expects an argument matching {}, found {}",
-                    info.text,
-                    found.describe()
+                let mut e = RunError::new(ir::message::pattern_mismatch(
+                    owner,
+                    &info.text,
+                    &found.describe(),
                 ));
                 e.blame_caller = owner != "let";
                 e.pattern_at = Some(info.span);
                 e
             }
-            None => RunError::new(format!("expected a pair, found {}", found.describe())),
+            None => RunError::new(ir::message::not_a_pair(&found.describe())),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::eval::{err, Interp, Result};
 use crate::value::Value;
+use ir::message;
 use ir::{Expects, Prim, Scalar, Tag};
 
 /// What applying a primitive gives: a value, or (for `if-procedure`) a call
@@ -75,12 +76,7 @@ impl Interp<'_> {
             Prim::IsSensitivity => V(b(self.has_tag(&arg, Tag::Sensitize))),
             Prim::IsReverse => V(b(self.has_tag(&arg, Tag::Reverse))),
             Prim::IfProcedure => {
-                let bad = || {
-                    err(format!(
-                        "`if-procedure` expects a condition and two thunks, found {}",
-                        arg.describe()
-                    ))
-                };
+                let bad = || err(p.expects(Expects::ConditionAndThunks, &arg.describe()));
                 let Value::Pair(p1) = &arg else { return bad() };
                 let Value::Pair(p2) = &p1.1 else { return bad() };
                 let thunk = if p1.0.is_false() { &p2.1 } else { &p2.0 };
@@ -88,8 +84,8 @@ impl Interp<'_> {
             }
             Prim::Real => V(Value::Real(one_real(p, &arg)?)),
             Prim::WriteReal => {
-                let x = one_real(p, &arg)?;
-                let s = format!("{}\n", base::number::format_real(x));
+                one_real(p, &arg)?;
+                let s = format!("{}\n", arg.to_text());
                 self.emit(&s)?;
                 V(arg)
             }
@@ -101,11 +97,11 @@ impl Interp<'_> {
             Prim::ReadReal => {
                 let w = match self.read_word()? {
                     Some(w) => w,
-                    None => return err("`read-real` reached the end of input"),
+                    None => return err(message::end_of_input()),
                 };
                 match base::number::parse_numeral(&w) {
                     Some(x) => V(Value::Real(x)),
-                    None => return err(format!("`read-real` expects a real, found `{w}`")),
+                    None => return err(message::not_a_numeral(&w)),
                 }
             }
             Prim::Zero => V(self.zero(&arg)?),
@@ -116,7 +112,7 @@ impl Interp<'_> {
             Prim::CustomConform => {
                 let (x, zero) = two_values(p, &arg)?;
                 if !self.conforms(&x, &zero)? {
-                    return err(ir::prim::nonconforming_sensitivity(
+                    return err(message::nonconforming_sensitivity(
                         &zero.describe(),
                         &x.describe(),
                     ));

@@ -1,8 +1,9 @@
-//! Run-time values and their printed form (docs/reference.md).
+//! Run-time values, as `ir::printer` sees them to print them
+//! (docs/reference.md).
 //!
 //! AD tags are wrappers: `(perturb v)` of a real, a boolean, `()` or a pair
 //! is `Perturbation(v)`, built in O(1), and its parts are tagged only when
-//! something looks at them ([`Value::pair_view`]). So `*j`, `primal`,
+//! something looks at them (the tag-aware pair operations, printing). So `*j`, `primal`,
 //! `unperturb` and the other tag operations never traverse data, and type
 //! predicates on transformed values never do either. Procedures are the
 //! exception: a transformed closure is materialised at once as a closure of
@@ -10,7 +11,7 @@
 //! it needs exactly that, and a transformed primitive is the closure of its
 //! AD prelude entry. Invariant: no wrapper ever holds a procedure.
 
-use base::number::format_real;
+use ir::printer::{self, Form, Node, Shown};
 use ir::ExpectDatum;
 use ir::{LambdaId, Prim, Tag};
 use std::rc::Rc;
@@ -68,121 +69,19 @@ impl Value {
         }
     }
 
-    /// A pair, or a tagged pair seen as the pair of its tagged halves.
-    /// Used by printing and expectations; evaluation uses the tag-aware
-    /// pair operations of the interpreter.
-    pub fn pair_view(&self) -> Option<(Value, Value)> {
-        match self {
-            Value::Pair(p) => Some((p.0.clone(), p.1.clone())),
-            Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => {
-                let (a, b) = x.pair_view()?;
-                let tag = self.wrapper_tag()?;
-                Some((Value::wrap(tag, a), Value::wrap(tag, b)))
-            }
-            Value::Bundle(pt) => {
-                let (pa, pb) = pt.0.pair_view()?;
-                let t = match &pt.1 {
-                    Value::Perturbation(t) => t,
-                    _ => return None,
-                };
-                let (ta, tb) = t.pair_view()?;
-                Some((
-                    Value::Bundle(Rc::new((pa, Value::wrap(Tag::Perturb, ta)))),
-                    Value::Bundle(Rc::new((pb, Value::wrap(Tag::Perturb, tb)))),
-                ))
-            }
-            _ => None,
-        }
-    }
-
     /// The printed form (docs/reference.md).
     pub fn to_text(&self) -> String {
-        let mut s = String::new();
-        self.write_text(&mut s);
-        s
-    }
-
-    pub fn write_text(&self, out: &mut String) {
-        if let Some((a, b)) = self.pair_view() {
-            out.push('(');
-            a.write_text(out);
-            let mut rest = b;
-            loop {
-                if let Some((a, b)) = rest.pair_view() {
-                    out.push(' ');
-                    a.write_text(out);
-                    rest = b;
-                } else if matches!(rest, Value::Nil) {
-                    break;
-                } else {
-                    out.push_str(" . ");
-                    rest.write_text(out);
-                    break;
-                }
-            }
-            out.push(')');
-            return;
-        }
-        match self {
-            Value::Real(x) => out.push_str(&format_real(*x)),
-            Value::Bool(true) => out.push_str("#t"),
-            Value::Bool(false) => out.push_str("#f"),
-            Value::Nil => out.push_str("()"),
-            Value::Prim(_) | Value::Closure(_) => out.push_str("#<procedure>"),
-            Value::Bundle(pt) => {
-                out.push_str("(forward ");
-                pt.0.write_text(out);
-                out.push(' ');
-                pt.1.write_text(out);
-                out.push(')');
-            }
-            Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => {
-                out.push('(');
-                out.push_str(self.wrapper_tag().map(Tag::name).unwrap_or("?"));
-                out.push(' ');
-                x.write_text(out);
-                out.push(')');
-            }
-            Value::Pair(_) => unreachable!("pairs print as lists above"),
-        }
+        printer::text(self)
     }
 
     /// The printed form, shortened for error messages.
     pub fn describe(&self) -> String {
-        let mut s = self.to_text();
-        if let Some(cut) = base::message::value_cut(s.as_bytes()) {
-            s.truncate(cut);
-            s.push_str(base::message::ELLIPSIS);
-        }
-        s
+        printer::shortened(self.to_text())
     }
 
     /// The value as the datum it prints as, for comparing with `===>`.
     pub fn to_expect(&self) -> ExpectDatum {
-        if let Some((a, b)) = self.pair_view() {
-            return ExpectDatum::Pair(Box::new(a.to_expect()), Box::new(b.to_expect()));
-        }
-        let list = |items: Vec<ExpectDatum>| {
-            items.into_iter().rev().fold(ExpectDatum::Nil, |acc, x| {
-                ExpectDatum::Pair(Box::new(x), Box::new(acc))
-            })
-        };
-        match self {
-            Value::Real(x) => ExpectDatum::Real(*x),
-            Value::Bool(b) => ExpectDatum::Bool(*b),
-            Value::Nil => ExpectDatum::Nil,
-            Value::Prim(_) | Value::Closure(_) => ExpectDatum::Symbol("#<procedure>".into()),
-            Value::Bundle(pt) => list(vec![
-                ExpectDatum::Symbol("forward".into()),
-                pt.0.to_expect(),
-                pt.1.to_expect(),
-            ]),
-            Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => list(vec![
-                ExpectDatum::Symbol(self.wrapper_tag().map(Tag::name).unwrap_or("?").into()),
-                x.to_expect(),
-            ]),
-            Value::Pair(_) => unreachable!("pairs are handled above"),
-        }
+        expect_of(&Shown::Plain(self))
     }
 
     /// Identity of a heap node, for memo tables that preserve sharing.
@@ -195,6 +94,45 @@ impl Value {
             }
             _ => None,
         }
+    }
+}
+
+impl printer::View for &Value {
+    fn node(self) -> Node<Self> {
+        match self {
+            Value::Real(x) => Node::Real(*x),
+            Value::Bool(b) => Node::Bool(*b),
+            Value::Nil => Node::Nil,
+            Value::Prim(_) | Value::Closure(_) => Node::Procedure,
+            Value::Pair(p) => Node::Pair(&p.0, &p.1),
+            Value::Bundle(pt) => Node::Bundle(&pt.0, &pt.1),
+            Value::Perturbation(x) => Node::Tagged(Tag::Perturb, x),
+            Value::Sensitivity(x) => Node::Tagged(Tag::Sensitize, x),
+            Value::Reverse(x) => Node::Tagged(Tag::Reverse, x),
+        }
+    }
+}
+
+fn expect_of(s: &Shown<&Value>) -> ExpectDatum {
+    let list = |items: Vec<ExpectDatum>| {
+        items.into_iter().rev().fold(ExpectDatum::Nil, |acc, x| {
+            ExpectDatum::Pair(Box::new(x), Box::new(acc))
+        })
+    };
+    let symbol = |s: &str| ExpectDatum::Symbol(s.into());
+    match printer::form(s) {
+        Form::Pair(a, b) => ExpectDatum::Pair(Box::new(expect_of(&a)), Box::new(expect_of(&b))),
+        Form::Tagged(t, x) => list(vec![symbol(t.name()), expect_of(&x)]),
+        Form::Bundle(p, t) => list(vec![
+            symbol(Tag::Forward.name()),
+            expect_of(&p),
+            expect_of(&t),
+        ]),
+        Form::Real(x) => ExpectDatum::Real(x),
+        Form::Bool(b) => ExpectDatum::Bool(b),
+        Form::Nil => ExpectDatum::Nil,
+        // A value has no opaque nodes.
+        Form::Procedure | Form::Opaque(_) => symbol(printer::PROCEDURE),
     }
 }
 
@@ -224,36 +162,37 @@ pub fn expect_matches(got: &ExpectDatum, want: &ExpectDatum) -> bool {
 
 /// An expectation printed the way values print.
 pub fn expect_text(d: &ExpectDatum) -> String {
-    match d {
-        ExpectDatum::Real(x) => format_real(*x),
-        ExpectDatum::Bool(true) => "#t".into(),
-        ExpectDatum::Bool(false) => "#f".into(),
-        ExpectDatum::Nil => "()".into(),
-        ExpectDatum::Symbol(s) => s.clone(),
-        ExpectDatum::Pair(..) => {
-            let mut s = String::from("(");
-            let mut cur = d;
-            let mut first = true;
-            loop {
-                match cur {
-                    ExpectDatum::Pair(a, b) => {
-                        if !first {
-                            s.push(' ');
-                        }
-                        first = false;
-                        s.push_str(&expect_text(a));
-                        cur = b;
-                    }
-                    ExpectDatum::Nil => break,
-                    other => {
-                        s.push_str(" . ");
-                        s.push_str(&expect_text(other));
-                        break;
-                    }
-                }
-            }
-            s.push(')');
-            s
+    let mut out = Symbols(String::new());
+    printer::write(Expected(d), &mut out);
+    out.0
+}
+
+/// An expectation seen by the printer: its symbols are opaque.
+#[derive(Clone, Copy)]
+struct Expected<'a>(&'a ExpectDatum);
+
+impl printer::View for Expected<'_> {
+    fn node(self) -> Node<Self> {
+        match self.0 {
+            ExpectDatum::Real(x) => Node::Real(*x),
+            ExpectDatum::Bool(b) => Node::Bool(*b),
+            ExpectDatum::Nil => Node::Nil,
+            ExpectDatum::Pair(a, b) => Node::Pair(Expected(a), Expected(b)),
+            ExpectDatum::Symbol(_) => Node::Opaque,
+        }
+    }
+}
+
+/// Writes an expectation's symbols by name.
+struct Symbols(String);
+
+impl printer::Sink<Expected<'_>> for Symbols {
+    fn text(&mut self, s: &str) {
+        self.0.push_str(s);
+    }
+    fn opaque(&mut self, v: Expected<'_>) {
+        if let ExpectDatum::Symbol(s) = v.0 {
+            self.0.push_str(s);
         }
     }
 }

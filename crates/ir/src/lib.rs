@@ -4,7 +4,8 @@
 //! A-normal form held in arenas (`base::entity`). The AD transformations (crate
 //! `ad`) map lambdas of this IR to new lambdas of the same IR; the
 //! interpreter and the flow analysis both consume it. [`print`] gives its
-//! stable text form.
+//! stable text form, [`message`] the wording of run-time errors and
+//! [`printer`] the printed form of values.
 //!
 //! Dependencies: `base` and the front end (`syntax`, whose AST is this
 //! crate's input). What later stages need of the source (spans, the
@@ -13,10 +14,13 @@
 
 pub mod anf;
 pub mod core;
+pub mod message;
 pub mod prim;
 pub mod print;
+pub mod printer;
 
 pub use crate::core::*;
 pub use base::entity;
 pub use base::entity::{Arena, EntityRef};
-pub use prim::{Expects, Prim, PrimKind, Scalar};
+pub use message::Expects;
+pub use prim::{Prim, PrimKind, Scalar};

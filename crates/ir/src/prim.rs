@@ -110,15 +110,6 @@ pub enum Scalar {
     Cmp(base::scalar::CmpOp),
 }
 
-/// What a primitive expects of its argument: the one wording of the error
-/// every stage reports when the argument does not fit.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Expects {
-    TwoReals,
-    Real,
-    TwoArguments,
-}
-
 impl Prim {
     /// The arithmetic of an arithmetic primitive or comparison.
     pub fn scalar(self) -> Option<Scalar> {
@@ -142,23 +133,4 @@ impl Prim {
             _ => return None,
         })
     }
-
-    /// The error for an argument that is not what the primitive expects;
-    /// `found` is the argument as messages show values.
-    pub fn expects(self, what: Expects, found: &str) -> String {
-        let what = match what {
-            Expects::TwoReals => "two reals",
-            Expects::Real => "a real",
-            Expects::TwoArguments => "two arguments",
-        };
-        format!("`{}` expects {what}, found {found}", self.name())
-    }
-}
-
-/// The error of `custom-*j-conform`: a custom derivative's backpropagator
-/// returned a sensitivity `found` not shaped like `zero`, the zero of the
-/// value it is the sensitivity of. Named after `custom-*j`, whose contract
-/// the user broke (docs/reference.md); both values as messages show them.
-pub fn nonconforming_sensitivity(zero: &str, found: &str) -> String {
-    format!("`custom-*j` expects a sensitivity of the same shape as {zero}, found {found}")
 }

@@ -92,33 +92,31 @@ impl Lowerer<'_> {
         let again = match &b.rhs {
             Rhs::App { f, arg } => match self.ops.dom.get(v(f)).clone() {
                 Av::Prim(ir::Prim::IfProcedure) if analysed.starts_with("`if-procedure`") => {
-                    Err(format!(
-                        "`if-procedure` expects a condition and two thunks, found {}",
-                        self.ops.describe(v(arg))
-                    ))
+                    Err(ir::Prim::IfProcedure
+                        .expects(ir::Expects::ConditionAndThunks, &self.ops.describe(v(arg))))
                 }
                 // The chosen thunk is not a procedure (the condition is
                 // known: see `flow::analysis` on `if-procedure`).
                 Av::Prim(ir::Prim::IfProcedure) => {
-                    let chosen = self.pair_view(v(arg)).and_then(|(c, te)| {
-                        let (t, e) = self.pair_view(te)?;
-                        let no = matches!(self.ops.dom.get(c), Av::Bool(Some(false)));
-                        Some(if no { e } else { t })
-                    });
+                    let dom = &self.ops.dom;
+                    let chosen = match dom.get(v(arg)) {
+                        Av::Pair(c, te) => match dom.get(*te) {
+                            Av::Pair(t, e) => {
+                                let no = matches!(dom.get(*c), Av::Bool(Some(false)));
+                                Some(if no { *e } else { *t })
+                            }
+                            _ => None,
+                        },
+                        _ => None,
+                    };
                     match chosen {
-                        Some(x) => Err(format!(
-                            "cannot apply a non-procedure: found {}",
-                            self.ops.describe(x)
-                        )),
+                        Some(x) => Err(ir::message::not_a_procedure(&self.ops.describe(x))),
                         None => Ok(()),
                     }
                 }
                 Av::Prim(p) => self.ops.prim(p, v(arg)).map(|_| ()),
                 Av::Closure(..) | Av::Bottom => Ok(()),
-                _ => Err(format!(
-                    "cannot apply a non-procedure: found {}",
-                    self.ops.describe(v(f))
-                )),
+                _ => Err(ir::message::not_a_procedure(&self.ops.describe(v(f)))),
             },
             Rhs::Car { pat, pair, .. } | Rhs::Cdr { pat, pair, .. } => {
                 Err(self.ops.pattern_message(*pat, v(pair)))

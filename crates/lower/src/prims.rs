@@ -104,7 +104,7 @@ impl Lowerer<'_> {
                     Flow::Value(arg)
                 }
                 Prim::ReadReal => {
-                    let text = self.error_text(b.span, "`read-real` reached the end of input");
+                    let text = self.error_text(b.span, &ir::message::end_of_input());
                     let msg = self.string(&text);
                     let r = fb.emit1(Op::ReadReal(msg), Ty::F64);
                     Flow::Value(self.sym(r, SymKind::Real))
@@ -118,7 +118,7 @@ impl Lowerer<'_> {
                     Prim::Zero => Ok(self.zero(fb, arg)),
                     Prim::Plus => match pair {
                         Some((a, c)) => Ok(self.plus(fb, a, c)),
-                        None => Err("`plus` expects two arguments".to_string()),
+                        None => Err(p.expects(ir::Expects::TwoArguments, &self.ops.describe(arg))),
                     },
                     Prim::CustomConform => match pair {
                         Some((x, zero)) => self.ops.custom_conform(x, zero),
@@ -132,7 +132,7 @@ impl Lowerer<'_> {
                     Prim::StarJInverse => self.ops.tag_unwrap(ir::Tag::Reverse, arg),
                     Prim::Bundle => match pair {
                         Some((a, c)) => self.ops.bundle(a, c),
-                        None => Err("`bundle` expects two arguments".to_string()),
+                        None => Err(p.expects(ir::Expects::TwoArguments, &self.ops.describe(arg))),
                     },
                     Prim::Primal => self.ops.forward_half(arg, true),
                     _ => self.ops.forward_half(arg, false),

@@ -1,12 +1,14 @@
-//! Printing values: known parts as constant strings, unknown scalars with
-//! `PrintReal`/`PrintBool`, unions through a printer function made per
-//! union.
+//! Printing values: `ir::printer` decides the text; its known parts become
+//! constant strings, unknown scalars `PrintReal`/`PrintBool`, unions a
+//! call of a printer function made per union.
 
 use crate::lowerer::*;
 use crate::switch::Unlazy;
 use base::EntityRef;
 use fir::{self, Block, FuncId, Op, Term, Ty, Val};
+use flow::text::Shape;
 use flow::{Av, AvId, SymKind, UnionId};
+use ir::printer;
 
 impl Lowerer<'_> {
     /// The function printing a value of union `u` (as the tail of a list,
@@ -45,13 +47,17 @@ impl Lowerer<'_> {
             &[],
             unlazy,
             &mut |this, fb, _, sym| {
-                let mut pieces = Vec::new();
+                let shape = Shape {
+                    dom: &this.ops.dom,
+                    v: sym,
+                };
+                let mut pieces = Pieces(Vec::new());
                 if tail {
-                    this.tail_pieces(sym, &mut pieces);
+                    printer::write_rest(shape, &mut pieces);
                 } else {
-                    this.pieces(sym, &mut pieces);
+                    printer::write(shape, &mut pieces);
                 }
-                this.emit_pieces(fb, pieces);
+                this.emit_pieces(fb, pieces.0);
                 Term::Yield(vec![])
             },
         );
@@ -73,136 +79,79 @@ impl Lowerer<'_> {
         fb.emit(Op::PrintStr(id), &[]);
     }
 
-    pub(super) fn pair_view(&mut self, av: AvId) -> Option<(AvId, AvId)> {
-        match self.ops.dom.get(av).clone() {
-            Av::Pair(a, b) => Some((a, b)),
-            Av::Wrap(t, x) => {
-                let (a, b) = self.pair_view(x)?;
-                Some((self.ops.dom.wrap(t, a), self.ops.dom.wrap(t, b)))
-            }
-            Av::Bundle(p, t) => {
-                let (pa, pb) = self.pair_view(p)?;
-                let Av::Wrap(ir::Tag::Perturb, ti) = self.ops.dom.get(t).clone() else {
-                    return None;
-                };
-                let (ta, tb) = self.pair_view(ti)?;
-                let (wa, wb) = (
-                    self.ops.dom.wrap(ir::Tag::Perturb, ta),
-                    self.ops.dom.wrap(ir::Tag::Perturb, tb),
-                );
-                Some((self.ops.dom.bundle(pa, wa), self.ops.dom.bundle(pb, wb)))
-            }
-            _ => None,
-        }
-    }
-
     /// Emits code printing a value; constant text is merged.
     pub(super) fn print_value(&mut self, fb: &mut Fb, av: AvId) {
-        let mut pieces = Vec::new();
-        self.pieces(av, &mut pieces);
-        self.emit_pieces(fb, pieces);
+        let mut pieces = Pieces(Vec::new());
+        let shape = Shape {
+            dom: &self.ops.dom,
+            v: av,
+        };
+        printer::write(shape, &mut pieces);
+        self.emit_pieces(fb, pieces.0);
     }
 
     fn emit_pieces(&mut self, fb: &mut Fb, pieces: Vec<Piece>) {
+        // Constant text merged; the printers of unions made as they are
+        // met, before any of this text is interned.
         let mut text = String::new();
+        let mut ops = Vec::new();
         for p in pieces {
-            match p {
-                Piece::Text(s) => text.push_str(&s),
-                Piece::Call(f, v) => {
-                    if !text.is_empty() {
-                        self.print_str(fb, &std::mem::take(&mut text));
-                    }
-                    fb.emit(Op::Call(f, vec![v]), &[]);
+            let op = match p {
+                Piece::Text(s) => {
+                    text.push_str(&s);
+                    continue;
                 }
-                Piece::Real(v) | Piece::Bool(v) => {
-                    if !text.is_empty() {
-                        self.print_str(fb, &std::mem::take(&mut text));
-                    }
-                    let is_real = matches!(p, Piece::Real(_));
-                    fb.emit(
-                        if is_real {
-                            Op::PrintReal(v)
-                        } else {
-                            Op::PrintBool(v)
-                        },
-                        &[],
-                    );
-                }
+                Piece::Op(op) => op,
+                Piece::Union(u, v, tail) => Op::Call(self.printer(u, tail), vec![v]),
+            };
+            ops.push((std::mem::take(&mut text), op));
+        }
+        for (before, op) in ops {
+            if !before.is_empty() {
+                self.print_str(fb, &before);
             }
+            fb.emit(op, &[]);
         }
         if !text.is_empty() {
             self.print_str(fb, &text);
         }
     }
-
-    fn pieces(&mut self, av: AvId, out: &mut Vec<Piece>) {
-        if let Some((a, b)) = self.pair_view(av) {
-            out.push(Piece::Text("(".into()));
-            self.pieces(a, out);
-            self.tail_pieces(b, out);
-            return;
-        }
-        match self.ops.dom.get(av).clone() {
-            Av::Sym(v, SymKind::Union(u)) => {
-                let f = self.printer(u, false);
-                out.push(Piece::Call(f, Val::from_number(v)));
-            }
-            Av::Real(Some(x)) => {
-                out.push(Piece::Text(base::number::format_real(f64::from_bits(x))))
-            }
-            Av::Sym(v, SymKind::Real) => out.push(Piece::Real(Val::from_number(v))),
-            Av::Sym(v, SymKind::Bool) => out.push(Piece::Bool(Val::from_number(v))),
-            Av::Bool(Some(b)) => out.push(Piece::Text(if b { "#t" } else { "#f" }.into())),
-            Av::Nil => out.push(Piece::Text("()".into())),
-            Av::Prim(_) | Av::Closure(..) => out.push(Piece::Text("#<procedure>".into())),
-            Av::Bundle(p, t) => {
-                out.push(Piece::Text("(forward ".into()));
-                self.pieces(p, out);
-                out.push(Piece::Text(" ".into()));
-                self.pieces(t, out);
-                out.push(Piece::Text(")".into()));
-            }
-            Av::Wrap(t, x) => {
-                out.push(Piece::Text(format!("({} ", t.name())));
-                self.pieces(x, out);
-                out.push(Piece::Text(")".into()));
-            }
-            Av::Real(None) | Av::Bool(None) | Av::Bottom | Av::Pair(..) | Av::Union(_) => {}
-        }
-    }
-
-    /// The rest of a list after an element: ` x y)`, `)`, or ` . x)`.
-    fn tail_pieces(&mut self, mut rest: AvId, out: &mut Vec<Piece>) {
-        loop {
-            if let Some((a, b)) = self.pair_view(rest) {
-                out.push(Piece::Text(" ".into()));
-                self.pieces(a, out);
-                rest = b;
-                continue;
-            }
-            match self.ops.dom.get(rest).clone() {
-                Av::Nil => {}
-                Av::Sym(v, SymKind::Union(u)) => {
-                    let f = self.printer(u, true);
-                    out.push(Piece::Call(f, Val::from_number(v)));
-                    return;
-                }
-                _ => {
-                    out.push(Piece::Text(" . ".into()));
-                    self.pieces(rest, out);
-                }
-            }
-            break;
-        }
-        out.push(Piece::Text(")".into()));
-    }
 }
 
-#[derive(Clone)]
+/// What printing a value emits: constant text, the printing of a scalar
+/// known only at run time, or a call of the printer of a union (as the
+/// rest of a list when `true`).
 enum Piece {
     Text(String),
-    /// A call of a printer function on a union cell.
-    Call(FuncId, Val),
-    Real(Val),
-    Bool(Val),
+    Op(Op),
+    Union(UnionId, Val, bool),
+}
+
+/// Collects the pieces of a printed value, for `ir::printer`.
+struct Pieces(Vec<Piece>);
+
+impl printer::Sink<Shape<'_>> for Pieces {
+    fn text(&mut self, s: &str) {
+        match self.0.last_mut() {
+            Some(Piece::Text(t)) => t.push_str(s),
+            _ => self.0.push(Piece::Text(s.to_string())),
+        }
+    }
+    fn opaque(&mut self, x: Shape<'_>) {
+        let piece = match *x.dom.get(x.v) {
+            Av::Sym(v, SymKind::Union(u)) => Piece::Union(u, Val::from_number(v), false),
+            Av::Sym(v, SymKind::Real) => Piece::Op(Op::PrintReal(Val::from_number(v))),
+            Av::Sym(v, SymKind::Bool) => Piece::Op(Op::PrintBool(Val::from_number(v))),
+            // Not a value of a binding that runs.
+            _ => return,
+        };
+        self.0.push(piece);
+    }
+    fn opaque_rest(&mut self, x: Shape<'_>) -> bool {
+        let Av::Sym(v, SymKind::Union(u)) = *x.dom.get(x.v) else {
+            return false;
+        };
+        self.0.push(Piece::Union(u, Val::from_number(v), true));
+        true
+    }
 }

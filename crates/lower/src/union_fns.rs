@@ -219,11 +219,7 @@ impl Lowerer<'_> {
 
     /// The run-time error of `plus` on values of different shapes.
     pub(super) fn plus_mismatch(&mut self, a: AvId, b: AvId) -> Term {
-        let msg = format!(
-            "`plus` expects two values of the same shape, found {} and {}",
-            self.ops.describe(a),
-            self.ops.describe(b)
-        );
+        let msg = ir::message::plus_mismatch(&self.ops.describe(a), &self.ops.describe(b));
         self.error_term(None, &msg)
     }
 

@@ -80,3 +80,53 @@ fn the_examples_the_readme_and_help_name_exist() {
     assert!(checked > 0, "no examples named");
     failures.finish("examples named in the README and the help", checked);
 }
+
+/// The wording of run-time errors is written once, in `ir::message` (and,
+/// for the native runtime's `read-real`, `base::message`): no other source
+/// file spells a message of a primitive, of application or of patterns in
+/// a string literal. Unit tests, which state the text they expect, are
+/// left out.
+#[test]
+fn run_time_messages_are_written_only_in_their_table() {
+    let root = repo_root();
+    let tables = ["crates/ir/src/message.rs", "crates/base/src/message.rs"];
+    let fragments = [
+        " expects ",
+        base::message::END_OF_INPUT,
+        "non-procedure",
+        "expected a pair",
+    ];
+    let mut sources = Vec::new();
+    for dir in ["crates", "runtime"] {
+        files(&root.join(dir), &mut sources);
+    }
+    sources.retain(|f| {
+        let r = rel(f);
+        r.ends_with(".rs") && r.contains("/src/") && !tables.contains(&r.as_str())
+    });
+    let mut failures = Failures::default();
+    for f in &sources {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let code = text.lines().take_while(|l| l.trim() != "#[cfg(test)]");
+        for (i, line) in code.enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            // The odd pieces between quotes are the string literals.
+            let literals = line.split('"').skip(1).step_by(2);
+            for lit in literals {
+                if let Some(frag) = fragments.iter().find(|x| lit.contains(*x)) {
+                    failures.add(format!(
+                        "{}:{}: spells `{frag}` outside the table of messages",
+                        rel(f),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(sources.len() > 50, "too few sources found");
+    failures.finish("sources free of message literals", sources.len());
+}

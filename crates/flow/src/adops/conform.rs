@@ -16,7 +16,7 @@ impl<M: Mode> Ops<M> {
     /// sensitivity is used.
     pub fn custom_conform(&mut self, x: AvId, zero: AvId) -> Op<AvId> {
         match self.conforms(x, zero) {
-            Some(false) => Err(ir::prim::nonconforming_sensitivity(
+            Some(false) => Err(ir::message::nonconforming_sensitivity(
                 &self.describe(zero),
                 &self.describe(x),
             )),

@@ -236,13 +236,7 @@ impl<M: Mode> Ops<M> {
         self.sums.shared.enter();
         let r = self.plus_inner(a, b);
         self.sums.shared.leave();
-        r.map_err(|_| {
-            format!(
-                "`plus` expects two values of the same shape, found {} and {}",
-                self.describe(a),
-                self.describe(b)
-            )
-        })
+        r.map_err(|_| ir::message::plus_mismatch(&self.describe(a), &self.describe(b)))
     }
 
     fn plus_inner(&mut self, a: AvId, b: AvId) -> Op<AvId> {

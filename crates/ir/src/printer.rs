@@ -1,0 +1,403 @@
+//! The printed form of values (docs/reference.md), written once for every
+//! kind of value that is printed: the interpreter's values (`write`,
+//! messages, `stalingrad test`), the analysis' abstract values (messages
+//! it decides at compile time), lowering (compiled code printing the
+//! known parts of a value as constant text and the rest at run time) and
+//! the expectations of `stalingrad test`.
+//!
+//! Input: a value seen through [`View`], one node at a time. Output: text,
+//! and the nodes only the caller can write ([`Node::Opaque`]: an unknown
+//! part of an abstract value, a symbol), handed to a [`Sink`] in order.
+//! Here and only here are decided: that a pair prints as a list when its
+//! rest does and as a dotted pair otherwise; that a tagged pair shows as
+//! the pair of its tagged halves, as the interpreter's pair operations see
+//! it (`(perturbation (1 . 2))` prints `((perturbation 1) . (perturbation
+//! 2))`), and a forward pair, whose tangent is a perturbation pair, as the
+//! pair of forward halves; and the text of reals (`base::number_core`),
+//! booleans (`base::boolean`), `()`, procedures and tagged values. How a printed value is
+//! shortened in a message is `base::message`, applied by [`shortened`].
+
+use crate::Tag;
+use base::message::{value_cut, ELLIPSIS};
+use base::number_core::format_real;
+
+/// What a procedure prints as.
+pub const PROCEDURE: &str = "#<procedure>";
+
+/// One node of a value, as printing needs to know it.
+pub enum Node<V> {
+    Real(f64),
+    Bool(bool),
+    Nil,
+    Procedure,
+    Pair(V, V),
+    /// A value wrapped in a perturbation, sensitivity or reverse tag.
+    Tagged(Tag, V),
+    /// A forward value: primal and tangent.
+    Bundle(V, V),
+    /// A node the [`Sink`] writes.
+    Opaque,
+}
+
+/// A value printing can look at, one node at a time.
+pub trait View: Copy {
+    fn node(self) -> Node<Self>;
+}
+
+/// Where printed text goes.
+pub trait Sink<V> {
+    fn text(&mut self, s: &str);
+    /// Writes an opaque node.
+    fn opaque(&mut self, v: V);
+    /// Writes opaque `v` as the rest of a list after an element (from the
+    /// space before its next element to the closing parenthesis), and says
+    /// so; `false` has it written as ` . v)`.
+    fn opaque_rest(&mut self, _v: V) -> bool {
+        false
+    }
+}
+
+/// A string holds the text of values without opaque nodes (those of the
+/// interpreter); a value with some is written to a sink of its own.
+impl<V> Sink<V> for String {
+    fn text(&mut self, s: &str) {
+        self.push_str(s);
+    }
+    fn opaque(&mut self, _v: V) {}
+}
+
+/// A value as printing shows it: a value itself, or the tagged or forward
+/// half of a tagged or forward pair.
+#[derive(Clone)]
+pub enum Shown<V> {
+    Plain(V),
+    Tagged(Tag, Box<Shown<V>>),
+    Bundle(Box<Shown<V>>, Box<Shown<V>>),
+}
+
+/// What a shown value prints as.
+pub enum Form<V> {
+    /// `(a . b)`, or a list when `b` prints as one.
+    Pair(Shown<V>, Shown<V>),
+    /// `(perturbation x)`, `(sensitivity x)` or `(reverse x)`.
+    Tagged(Tag, Shown<V>),
+    /// `(forward p t)`.
+    Bundle(Shown<V>, Shown<V>),
+    Real(f64),
+    Bool(bool),
+    Nil,
+    Procedure,
+    Opaque(V),
+}
+
+/// What `s` prints as: the one place where tagged and forward pairs
+/// become pairs.
+pub fn form<V: View>(s: &Shown<V>) -> Form<V> {
+    match s {
+        Shown::Plain(v) => match v.node() {
+            Node::Pair(a, b) => Form::Pair(Shown::Plain(a), Shown::Plain(b)),
+            Node::Tagged(t, x) => tagged(t, Shown::Plain(x)),
+            Node::Bundle(p, t) => bundle(Shown::Plain(p), Shown::Plain(t)),
+            Node::Real(x) => Form::Real(x),
+            Node::Bool(b) => Form::Bool(b),
+            Node::Nil => Form::Nil,
+            Node::Procedure => Form::Procedure,
+            Node::Opaque => Form::Opaque(*v),
+        },
+        Shown::Tagged(t, x) => tagged(*t, (**x).clone()),
+        Shown::Bundle(p, t) => bundle((**p).clone(), (**t).clone()),
+    }
+}
+
+fn tagged<V: View>(t: Tag, x: Shown<V>) -> Form<V> {
+    match form(&x) {
+        Form::Pair(a, b) => {
+            Form::Pair(Shown::Tagged(t, Box::new(a)), Shown::Tagged(t, Box::new(b)))
+        }
+        _ => Form::Tagged(t, x),
+    }
+}
+
+fn bundle<V: View>(p: Shown<V>, t: Shown<V>) -> Form<V> {
+    let halves = match (form(&p), perturbation(&t).map(|ti| form(&ti))) {
+        (Form::Pair(pa, pb), Some(Form::Pair(ta, tb))) => [(pa, ta), (pb, tb)],
+        _ => return Form::Bundle(p, t),
+    };
+    let [a, b] = halves.map(|(p, t)| {
+        Shown::Bundle(
+            Box::new(p),
+            Box::new(Shown::Tagged(Tag::Perturb, Box::new(t))),
+        )
+    });
+    Form::Pair(a, b)
+}
+
+/// The value inside a perturbation wrapper.
+fn perturbation<V: View>(t: &Shown<V>) -> Option<Shown<V>> {
+    match t {
+        Shown::Plain(v) => match v.node() {
+            Node::Tagged(Tag::Perturb, x) => Some(Shown::Plain(x)),
+            _ => None,
+        },
+        Shown::Tagged(Tag::Perturb, x) => Some((**x).clone()),
+        _ => None,
+    }
+}
+
+/// Writes `v`'s printed form.
+pub fn write<V: View>(v: V, out: &mut impl Sink<V>) {
+    write_shown(&Shown::Plain(v), out);
+}
+
+/// Writes `v` as the rest of a list after an element: ` x y)` for the
+/// list `(x y)`, `)` for `()`, ` . x)` for anything else.
+pub fn write_rest<V: View>(v: V, out: &mut impl Sink<V>) {
+    write_rest_shown(Shown::Plain(v), out);
+}
+
+/// `v`'s printed form (for values without opaque nodes).
+pub fn text<V: View>(v: V) -> String {
+    let mut s = String::new();
+    write(v, &mut s);
+    s
+}
+
+/// A value's printed form shortened for an error message.
+pub fn shortened(mut text: String) -> String {
+    if let Some(cut) = value_cut(text.as_bytes()) {
+        text.truncate(cut);
+        text.push_str(ELLIPSIS);
+    }
+    text
+}
+
+fn write_shown<V: View>(s: &Shown<V>, out: &mut impl Sink<V>) {
+    match form(s) {
+        Form::Pair(a, b) => {
+            out.text("(");
+            write_shown(&a, out);
+            write_rest_shown(b, out);
+        }
+        Form::Tagged(t, x) => {
+            out.text("(");
+            out.text(t.name());
+            out.text(" ");
+            write_shown(&x, out);
+            out.text(")");
+        }
+        Form::Bundle(p, t) => {
+            out.text("(");
+            out.text(Tag::Forward.name());
+            out.text(" ");
+            write_shown(&p, out);
+            out.text(" ");
+            write_shown(&t, out);
+            out.text(")");
+        }
+        Form::Real(x) => out.text(format_real(x).as_str()),
+        Form::Bool(b) => out.text(base::boolean::text(b)),
+        Form::Nil => out.text("()"),
+        Form::Procedure => out.text(PROCEDURE),
+        Form::Opaque(v) => out.opaque(v),
+    }
+}
+
+fn write_rest_shown<V: View>(mut rest: Shown<V>, out: &mut impl Sink<V>) {
+    loop {
+        match form(&rest) {
+            Form::Pair(a, b) => {
+                out.text(" ");
+                write_shown(&a, out);
+                rest = b;
+                continue;
+            }
+            Form::Nil => {}
+            Form::Opaque(v) if out.opaque_rest(v) => return,
+            _ => {
+                out.text(" . ");
+                write_shown(&rest, out);
+            }
+        }
+        break;
+    }
+    out.text(")");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value as the tests build it, in an arena.
+    enum T {
+        Real(f64),
+        Bool(bool),
+        Nil,
+        Proc,
+        Pair(usize, usize),
+        Tagged(Tag, usize),
+        Bundle(usize, usize),
+        Sym(&'static str),
+    }
+
+    #[derive(Clone, Copy)]
+    struct V<'a>(&'a [T], usize);
+
+    impl View for V<'_> {
+        fn node(self) -> Node<Self> {
+            let at = |i| V(self.0, i);
+            match self.0[self.1] {
+                T::Real(x) => Node::Real(x),
+                T::Bool(b) => Node::Bool(b),
+                T::Nil => Node::Nil,
+                T::Proc => Node::Procedure,
+                T::Pair(a, b) => Node::Pair(at(a), at(b)),
+                T::Tagged(t, x) => Node::Tagged(t, at(x)),
+                T::Bundle(p, t) => Node::Bundle(at(p), at(t)),
+                T::Sym(_) => Node::Opaque,
+            }
+        }
+    }
+
+    /// Writes symbols, and a symbol `...` as the rest of a list.
+    struct Syms(String);
+
+    impl Sink<V<'_>> for Syms {
+        fn text(&mut self, s: &str) {
+            self.0.push_str(s);
+        }
+        fn opaque(&mut self, v: V<'_>) {
+            if let T::Sym(s) = v.0[v.1] {
+                self.0.push_str(s);
+            }
+        }
+        fn opaque_rest(&mut self, v: V<'_>) -> bool {
+            let rest = matches!(v.0[v.1], T::Sym("..."));
+            if rest {
+                self.0.push_str(" ...)");
+            }
+            rest
+        }
+    }
+
+    /// The text of the last node of `arena`.
+    fn show(arena: &[T]) -> String {
+        let mut out = Syms(String::new());
+        write(V(arena, arena.len() - 1), &mut out);
+        out.0
+    }
+
+    #[test]
+    fn atoms() {
+        assert_eq!(show(&[T::Real(2.5)]), "2.5");
+        assert_eq!(show(&[T::Real(-0.0)]), "0");
+        assert_eq!(show(&[T::Real(1e21)]), "1e+21");
+        assert_eq!(show(&[T::Bool(true)]), "#t");
+        assert_eq!(show(&[T::Bool(false)]), "#f");
+        assert_eq!(show(&[T::Nil]), "()");
+        assert_eq!(show(&[T::Proc]), "#<procedure>");
+    }
+
+    #[test]
+    fn lists_dotted_pairs_and_nesting() {
+        use T::*;
+        // (1 2 3)
+        let list = [
+            Nil,
+            Real(3.0),
+            Pair(1, 0),
+            Real(2.0),
+            Pair(3, 2),
+            Real(1.0),
+            Pair(5, 4),
+        ];
+        assert_eq!(show(&list), "(1 2 3)");
+        // (1 2 . #t)
+        let dotted = [Bool(true), Real(2.0), Pair(1, 0), Real(1.0), Pair(3, 2)];
+        assert_eq!(show(&dotted), "(1 2 . #t)");
+        // ((1 . 2) (()) #<procedure>)
+        let nested = [
+            Real(1.0),
+            Real(2.0),
+            Pair(0, 1),
+            Nil,
+            Pair(3, 3),
+            Proc,
+            Pair(5, 3),
+            Pair(4, 6),
+            Pair(2, 7),
+        ];
+        assert_eq!(show(&nested), "((1 . 2) (()) #<procedure>)");
+    }
+
+    #[test]
+    fn tagged_pairs_print_as_pairs_of_tagged_halves() {
+        use T::*;
+        assert_eq!(
+            show(&[Real(1.0), Tagged(Tag::Sensitize, 0)]),
+            "(sensitivity 1)"
+        );
+        let pair = [Real(1.0), Real(2.0), Pair(0, 1), Tagged(Tag::Perturb, 2)];
+        assert_eq!(show(&pair), "((perturbation 1) . (perturbation 2))");
+        // A tagged list: the tagged `()` ends no list.
+        let list = [Nil, Real(1.0), Pair(1, 0), Tagged(Tag::Reverse, 2)];
+        assert_eq!(show(&list), "((reverse 1) . (reverse ()))");
+        // Tags nest outermost first.
+        let nested = [
+            Real(1.0),
+            Real(2.0),
+            Pair(0, 1),
+            Tagged(Tag::Reverse, 2),
+            Tagged(Tag::Perturb, 3),
+        ];
+        assert_eq!(
+            show(&nested),
+            "((perturbation (reverse 1)) . (perturbation (reverse 2)))"
+        );
+    }
+
+    #[test]
+    fn forward_pairs_print_as_pairs_of_forward_halves() {
+        use T::*;
+        assert_eq!(
+            show(&[Real(1.0), Real(0.5), Tagged(Tag::Perturb, 1), Bundle(0, 2)]),
+            "(forward 1 (perturbation 0.5))"
+        );
+        let pair = [
+            Real(1.0),
+            Real(2.0),
+            Pair(0, 1),
+            Real(3.0),
+            Real(4.0),
+            Pair(3, 4),
+            Tagged(Tag::Perturb, 5),
+            Bundle(2, 6),
+        ];
+        assert_eq!(
+            show(&pair),
+            "((forward 1 (perturbation 3)) . (forward 2 (perturbation 4)))"
+        );
+        // A tangent that is no perturbation leaves the pair whole.
+        let odd = [Real(1.0), Real(2.0), Pair(0, 1), Bundle(2, 2)];
+        assert_eq!(show(&odd), "(forward (1 . 2) (1 . 2))");
+    }
+
+    #[test]
+    fn opaque_nodes_are_the_sinks() {
+        use T::*;
+        let list = [Sym("x"), Sym("..."), Pair(0, 1), Real(1.0), Pair(3, 2)];
+        assert_eq!(show(&list), "(1 x ...)");
+        let dotted = [Sym("x"), Real(1.0), Pair(1, 0)];
+        assert_eq!(show(&dotted), "(1 . x)");
+        let mut rest = Syms(String::new());
+        write_rest(V(&list, 2), &mut rest);
+        assert_eq!(rest.0, " x ...)");
+    }
+
+    #[test]
+    fn long_text_is_shortened() {
+        assert_eq!(shortened("(1 2)".into()), "(1 2)");
+        let long = shortened("x".repeat(200));
+        assert_eq!(long.len(), base::message::VALUE_MAX);
+        assert!(long.ends_with(ELLIPSIS));
+    }
+}
