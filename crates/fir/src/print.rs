@@ -196,9 +196,9 @@ fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
             for p in parts {
                 let _ = match p {
                     crate::ErrPart::Str(s) => write!(out, " {}", s),
-                    crate::ErrPart::Real(v) | crate::ErrPart::Bool(v) => {
-                        write!(out, " {v}")
-                    }
+                    crate::ErrPart::Real(v) => write!(out, " {v}"),
+                    // Marked, so that the text says each value's type.
+                    crate::ErrPart::Bool(v) => write!(out, " bool {v}"),
                     crate::ErrPart::ValueStart => write!(out, " <"),
                     crate::ErrPart::Site => write!(out, " site"),
                     crate::ErrPart::At(s) => write!(out, " at {}", s),

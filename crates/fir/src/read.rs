@@ -11,13 +11,18 @@
 //! the operation that defines the value, and where that does not say
 //! (a call's results, a `load`, an `if`) from the callee's signature, the
 //! cell's declared layout or the `alloc`s of that cell, the values the
-//! arms yield, and last from the value's uses (the results of an `if`
-//! whose arms both diverge have no other). A value whose type none of
-//! those tell is an error. Reading
-//! is the inverse of printing: `print(read(print(m))) == print(m)`, and
-//! the module read has the types, numbering and ids of the one printed
-//! (an `error` of one string reads as [`Term::Error`], which prints and
-//! runs as the [`Term::ErrorWith`] of that one string).
+//! arms yield, and last from the value's uses: what an operation, a
+//! callee, a `return` takes there, and what an error message shows it as
+//! (`vN` a real, `bool vN` a boolean). The results of an `if` whose arms
+//! both diverge, and a load from a cell no `alloc` makes (in an arm a tag
+//! test excludes), have no other. A value whose type none of those tell
+//! is an error.
+//!
+//! Reading is the inverse of printing: `print(read(print(m))) ==
+//! print(m)`, and the module read has the bodies, numbering, ids and
+//! value types of the one printed. One exception: an `error` of one string
+//! reads as [`Term::Error`], since the text does not tell it from a
+//! [`Term::ErrorWith`] of that one string (which nothing makes).
 //!
 //! Cell lines come in two forms: `cell #0 = 3 slots (1 pointer)` gives
 //! sizes, which are checked against the module's `alloc`s; `cell #0 =
@@ -219,9 +224,14 @@ impl<'a> Reader<'a> {
 
     fn val(&mut self) -> R<Val> {
         let (n, t) = self.named('v', "a value (`v0`, `v1`, ...)")?;
+        self.checked_val(n, &t)
+    }
+
+    /// Value `n`, written at `t`.
+    fn checked_val(&self, n: u32, t: &Token<'_>) -> R<Val> {
         if n >= MAX_VALUES {
             // The reader keeps a table entry per value number.
-            return self.err_at(&t, &format!("a value numbered below {MAX_VALUES}"));
+            return self.err_at(t, &format!("a value numbered below {MAX_VALUES}"));
         }
         Ok(Val::from_number(n))
     }
@@ -434,6 +444,15 @@ impl<'a> Reader<'a> {
                             p.used(*v, Src::Param(*g, i));
                         }
                     }
+                    Term::ErrorWith(parts) => {
+                        for part in parts {
+                            match part {
+                                ErrPart::Real(v) => p.used(*v, Src::Known(Ty::F64)),
+                                ErrPart::Bool(v) => p.used(*v, Src::Known(Ty::Bool)),
+                                _ => {}
+                            }
+                        }
+                    }
                     // Yields are typed by their `If`.
                     _ => {}
                 }
@@ -472,17 +491,17 @@ impl<'a> Reader<'a> {
                         ">" => ErrPart::ValueEnd,
                         "site" => ErrPart::Site,
                         "at" => ErrPart::At(self.str_id()?),
+                        "bool" => ErrPart::Bool(self.val()?),
                         _ => match (
                             w.strip_prefix('s').and_then(digits),
                             w.strip_prefix('v').and_then(digits),
                         ) {
                             (Some(n), _) => ErrPart::Str(StrId::new(n as usize)),
-                            // Which of the two the value's type says, once known.
-                            (_, Some(n)) => ErrPart::Real(Val::from_number(n)),
+                            (_, Some(n)) => ErrPart::Real(self.checked_val(n, &t)?),
                             _ => {
                                 return self.err_at(
                                     &t,
-                                    "a part of an error message (`sN`, `vN`, `<`, `>`, `site`, `at sN`)",
+                                    "a part of an error message (`sN`, `vN`, `bool vN`, `<`, `>`, `site`, `at sN`)",
                                 )
                             }
                         },
@@ -705,9 +724,7 @@ impl<'a> Reader<'a> {
                     }
                 });
             }
-            let f = &mut self.m.funcs[fi];
-            bools_in_errors(&mut f.body, &tys);
-            f.types = tys;
+            self.m.funcs[fi].types = tys;
         }
         let sizes = crate::print::cell_sizes(&self.m);
         for (tag, slots, pointers, line, col) in &self.sizes {
@@ -842,26 +859,6 @@ fn operand_uses(op: &Op, p: &mut Pending) {
         Op::TagIs(a, _) | Op::IsZero(a) | Op::Load(a, _, _) => one(a, Ptr),
         Op::MemoGet(_, vs) | Op::MemoPut(_, vs) => vs.iter().for_each(|v| one(v, Ptr)),
         _ => {}
-    }
-}
-
-/// `ErrPart::Real` of the values that are booleans made `ErrPart::Bool`:
-/// the text writes both as the value.
-fn bools_in_errors(b: &mut Block, types: &[Ty]) {
-    for i in &mut b.insts {
-        if let Op::If { then_, else_, .. } = &mut i.op {
-            bools_in_errors(then_, types);
-            bools_in_errors(else_, types);
-        }
-    }
-    if let Term::ErrorWith(parts) = &mut b.term {
-        for p in parts {
-            if let ErrPart::Real(v) = p {
-                if types.get(v.index()) == Some(&Ty::Bool) {
-                    *p = ErrPart::Bool(*v);
-                }
-            }
-        }
     }
 }
 

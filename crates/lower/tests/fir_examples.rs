@@ -155,7 +155,7 @@ fn every_program_verifies_after_lowering_and_after_each_pass() {
 
 fn verify_all() {
     let mut dirs = EXAMPLES.to_vec();
-    dirs.extend(["tests/emit", "benches/programs"]);
+    dirs.extend(["tests/emit", "tests/corpus", "benches/programs"]);
     let files = programs(&dirs);
     assert!(files.len() > 40, "found only {} programs", files.len());
     let mut failures = Vec::new();

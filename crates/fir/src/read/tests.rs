@@ -37,7 +37,7 @@ func f0 main() -> () {
     v18, v19 = call f1(v15, v9) at s1
     yield v18
   } else {
-    error site s0 < v15 > at s1 v9
+    error site s0 < v15 > at s1 bool v9
   }
   if v8 {
     return
@@ -88,7 +88,6 @@ fn reads_back_what_it_prints() {
     else {
         panic!("no `if` defines v17");
     };
-    // `v9` is a boolean, written as the real `v15` is.
     let Term::ErrorWith(parts) = &else_.term else {
         panic!("not an error with parts: {:?}", else_.term);
     };
@@ -110,6 +109,16 @@ fn reads_back_what_it_prints() {
 fn results_of_diverging_arms_take_their_type_from_a_use() {
     let text = "func f0 g(v0: bool) -> (bool) {\n  v1 = if v0 {\n    return v0\n  } else {\n    return v0\n  }\n  return v1\n}\n\nmain none\n";
     assert_eq!(read(text).funcs[0].types[1], Ty::Bool);
+}
+
+#[test]
+fn what_an_error_shows_has_the_type_it_is_shown_as() {
+    // No `alloc` makes cell #1 (the test before excludes it), so only the
+    // message tells the load's type.
+    let text = "func f0 g(v0: ptr) -> () {\n  v1 = tag_is v0 #0\n  if v1 {\n    yield\n  } else {\n    v2 = load v0 #1.1\n    v3 = load v0 #1.2\n    error < v2 bool v3 >\n  }\n  return\n}\n\nmain none\n";
+    let m = read(text);
+    assert_eq!(crate::print::module(&m), text);
+    assert_eq!(m.funcs[0].types[2..], [Ty::F64, Ty::Bool]);
 }
 
 #[test]
