@@ -32,7 +32,7 @@ fn build(prog: &mut Program, tag: Tag, prim: Prim) -> Result<LambdaId, Diagnosti
         None => entry(tag, prim)?,
     };
     let lam = syntax::expand::expand_closed_lambda(&sexp)?;
-    let l = ir::anf::lower_closed_lambda(prog, &lam, Origin::PrimTransform { tag, prim })?;
+    let l = syntax::anf::lower_closed_lambda(prog, &lam, Origin::PrimTransform { tag, prim })?;
     prog.lambdas[l].name = Some(format!("{}^{}", prim.name(), tag.letter()));
     Ok(l)
 }

@@ -10,7 +10,7 @@ fn load(src: &str, name: &str) -> (Program, LambdaId) {
     let opts = syntax::expand::Options::default();
     let ast = syntax::expand::load_source(&mut map, Path::new("t.vlad"), src.to_string(), &opts)
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let prog = syntax::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
     let l = prog
         .lambdas
         .iter()

@@ -8,7 +8,7 @@ fn analyze_file(path: &Path) -> Result<flow::Analysis, String> {
     let mut map = base::diag::SourceMap::new();
     let opts = syntax::expand::Options::default();
     let ast = syntax::expand::load_program(&mut map, path, &opts).map_err(|e| e.render(&map))?;
-    let prog = ir::anf::lower_program(&ast).map_err(|e| e.render(&map))?;
+    let prog = syntax::anf::lower_program(&ast).map_err(|e| e.render(&map))?;
     flow::analyze(prog).map_err(|e| e.render(&map))
 }
 

@@ -35,7 +35,7 @@ pub fn run_text(text: String, stdin: Vec<u8>, stack: usize) -> Result<String, St
             let path = std::path::Path::new("gen.vlad");
             let ast = syntax::expand::load_source(&mut map, path, text, &opts)
                 .map_err(|d| d.render(&map))?;
-            let prog = ir::anf::lower_program(&ast).map_err(|d| d.render(&map))?;
+            let prog = syntax::anf::lower_program(&ast).map_err(|d| d.render(&map))?;
             let mut input: &[u8] = &stdin;
             let mut out = Vec::new();
             let mut it = Interp::new(prog, &mut input, &mut out);

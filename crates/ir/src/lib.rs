@@ -1,17 +1,15 @@
-//! The core IR of `stalingrad` and its construction from the core AST.
+//! The core IR of `stalingrad`: what the front end (crate `syntax`,
+//! `syntax::anf`) produces and every later stage reads.
 //!
-//! Input: [`syntax::ast::Program`]. Output: [`core::Program`], alpha-converted
-//! A-normal form held in arenas (`base::entity`). The AD transformations (crate
-//! `ad`) map lambdas of this IR to new lambdas of the same IR; the
-//! interpreter and the flow analysis both consume it. [`print`] gives its
-//! stable text form.
+//! [`core::Program`] is alpha-converted A-normal form held in arenas
+//! (`base::entity`). The AD transformations (crate `ad`) map lambdas of
+//! this IR to new lambdas of the same IR; the interpreter and the flow
+//! analysis both consume it. [`print`] gives its stable text form.
 //!
-//! Dependencies: `base` and the front end (`syntax`, whose AST is this
-//! crate's input). What later stages need of the source (spans, the
-//! expectations of `stalingrad test`) the IR holds in its own types, so
-//! that they need only this crate and `base`.
+//! Dependencies: `base` only. What later stages need of the source (spans,
+//! the expectations of `stalingrad test`) the IR holds in its own types,
+//! so that no stage after the front end depends on it.
 
-pub mod anf;
 pub mod core;
 pub mod prim;
 pub mod print;

@@ -15,7 +15,7 @@ fn dump() {
         Ok(a) => a,
         Err(e) => return println!("{}", e.render(&map)),
     };
-    let prog = match ir::anf::lower_program(&ast) {
+    let prog = match syntax::anf::lower_program(&ast) {
         Ok(p) => p,
         Err(e) => return println!("{}", e.render(&map)),
     };

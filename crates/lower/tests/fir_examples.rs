@@ -22,7 +22,7 @@ fn load(path: &Path) -> (ir::Program, base::diag::SourceMap) {
     let mut map = base::diag::SourceMap::new();
     let ast = syntax::expand::load_program(&mut map, path, &Default::default())
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let prog = syntax::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
     (prog, map)
 }
 
@@ -136,7 +136,7 @@ fn lower_program(path: &Path) -> Option<Result<fir::Module, String>> {
         Ok(a) => a,
         Err(e) => return Some(Err(e.render(&map))),
     };
-    let prog = match ir::anf::lower_program(&ast) {
+    let prog = match syntax::anf::lower_program(&ast) {
         Ok(p) => p,
         Err(e) => return Some(Err(e.render(&map))),
     };

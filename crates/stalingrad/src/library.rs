@@ -208,8 +208,8 @@ fn compile_export(
     kept.extend(syntax::reader::read_file(&map, main_id).map_err(|d| render(&d, &map))?);
     let ast = syntax::expand::expand_forms(&map, &kept).map_err(|d| render(&d, &map))?;
     parse.end();
-    let prog =
-        base::timing::time("ir", || ir::anf::lower_program(&ast)).map_err(|d| render(&d, &map))?;
+    let prog = base::timing::time("ir", || syntax::anf::lower_program(&ast))
+        .map_err(|d| render(&d, &map))?;
     base::memory::set_phase(base::memory::Phase::Analysing);
     let analysis =
         base::timing::time("analysis", || flow::analyze(prog)).map_err(|d| render(&d, &map))?;

@@ -310,7 +310,7 @@ fn load(file: &Path, common: &Common, map: &mut SourceMap) -> Result<ir::Program
         include_dirs: common.include.clone(),
     };
     let ast = base::timing::time("parse", || syntax::expand::load_program(map, file, &opts))?;
-    base::timing::time("ir", || ir::anf::lower_program(&ast))
+    base::timing::time("ir", || syntax::anf::lower_program(&ast))
 }
 
 /// [`load`], reporting a failure on standard error.

@@ -209,11 +209,11 @@ impl Session {
                         .cloned()
                         .collect(),
                 };
-                ir::anf::lower_program(&before)?.main.len()
+                syntax::anf::lower_program(&before)?.main.len()
             }
             None => 0,
         };
-        let prog = ir::anf::lower_program(&ast)?;
+        let prog = syntax::anf::lower_program(&ast)?;
         Ok((all, prog, quiet))
     }
 

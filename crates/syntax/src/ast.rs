@@ -1,4 +1,4 @@
-//! The core AST: what the expander produces and `ir::anf` consumes.
+//! The core AST: what the expander produces and `anf` consumes.
 //!
 //! Invariants established by [`crate::expand`]:
 //! - every top-level name is unique in the whole program (library names
@@ -8,12 +8,13 @@
 //!   the mutually recursive lambdas of one [`TopItem::Rec`]);
 //! - no pattern or binding group binds a name twice.
 //!
-//! Local names are not yet unique; `ir::anf` alpha-converts. A name that is
-//! bound nowhere is a primitive or an error, decided by `ir::anf`.
+//! Local names are not yet unique; `anf` alpha-converts. A name that is
+//! bound nowhere is a primitive or an error, decided by `anf`.
 
 use std::collections::{HashMap, HashSet};
 
 use base::diag::Span;
+use ir::Expect;
 
 pub type Name = String;
 
@@ -235,31 +236,13 @@ pub enum TopItem {
     /// A strongly connected group of lambda definitions.
     Rec(Vec<RecBinding>),
     /// A top-level expression: its value is printed by `run`; `expect` is
-    /// the datum after `===>`, used by `stalingrad test`.
+    /// the datum after `===>`, used by `stalingrad test` (already the
+    /// IR's type: the expander builds it, the interpreter checks it).
     Show {
         expr: Expr,
         expect: Option<Expect>,
         span: Span,
     },
-}
-
-/// The datum after `===>`, with where it was written.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Expect {
-    pub datum: ExpectDatum,
-    pub span: Span,
-}
-
-/// An expectation may mention things a constant cannot: tagged atoms are
-/// written as lists (`(perturbation 1)`) and compare against the printed
-/// form of a value, so an expectation is kept as a general tree.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ExpectDatum {
-    Real(f64),
-    Bool(bool),
-    Nil,
-    Symbol(String),
-    Pair(Box<ExpectDatum>, Box<ExpectDatum>),
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]

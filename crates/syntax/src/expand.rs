@@ -26,12 +26,11 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::ast::{
-    self, Datum, Expect, ExpectDatum, Expr, Lambda, Name, Pattern, Program, RecBinding, TopItem,
-};
+use crate::ast::{self, Datum, Expr, Lambda, Name, Pattern, Program, RecBinding, TopItem};
 use crate::reader;
 use crate::sexp::{Sexp, SexpKind};
 use base::diag::{Diagnostic, FileId, SourceMap, Span};
+use ir::{Expect, ExpectDatum};
 
 /// The standard library, in VLAD (see the file for what it provides).
 pub const STDLIB: &str = include_str!("stdlib.vlad");

@@ -1,19 +1,24 @@
-//! Front end of `stalingrad`: source text to core AST.
+//! Front end of `stalingrad`: source text to core IR.
 //!
 //! Input: a `.vlad` file (and the files it `include`s) plus the embedded
-//! standard library. Output: a [`ast::Program`], a flat, ordered list of
+//! standard library. Output: an [`ir::Program`], built in two steps.
+//! [`expand`] makes an [`ast::Program`], a flat, ordered list of
 //! top-level items in which every top-level name is unique and every
 //! definition appears after everything it needs (VLAD's top level is
 //! `letrec*`; [`expand`] turns it into an evaluation order or rejects the
 //! program). Derived forms (`let*`, named `let`, `cond`, `and`, `or`, `list`,
 //! `cons*`, curried `define`, n-ary application) are gone; what remains is the
-//! small core language of [`ast`].
+//! small core language of [`ast`]. [`anf`] then alpha-converts it to the
+//! A-normal form of crate `ir`.
 //!
 //! Stages: [`reader`] (text to [`sexp::Sexp`] with positions), [`expand`]
-//! (S-expressions to core AST). Numerals are read with `base::number`,
-//! which also prints reals for every later stage; positions and errors are
-//! `base::diag`'s, the types every later stage reports with.
+//! (S-expressions to core AST), [`anf`] (core AST to core IR). Numerals are
+//! read with `base::number`, which also prints reals for every later stage;
+//! positions and errors are `base::diag`'s, the types every later stage
+//! reports with. Nothing after this crate depends on it: later stages see
+//! only `ir` and `base`.
 
+pub mod anf;
 pub mod ast;
 pub mod expand;
 pub mod reader;

@@ -14,6 +14,6 @@ pub fn compile(path: &Path) -> Module {
     let mut map = base::diag::SourceMap::new();
     let ast = syntax::expand::load_program(&mut map, path, &Default::default())
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let prog = syntax::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
     lower::compile(prog, &map).unwrap_or_else(|e| panic!("{}", e.render(&map)))
 }

@@ -7,7 +7,7 @@ fn lower(name: &str, src: &str) -> String {
     let opts = syntax::expand::Options::default();
     let ast = syntax::expand::load_source(&mut map, Path::new(name), src.to_string(), &opts)
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let prog = syntax::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
     ir::print::program(&prog)
 }
 
