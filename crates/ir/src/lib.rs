@@ -11,6 +11,7 @@
 //! so that no stage after the front end depends on it.
 
 pub mod core;
+pub mod prelude;
 pub mod prim;
 pub mod print;
 

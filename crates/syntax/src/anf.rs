@@ -17,7 +17,8 @@ pub const CUSTOM_PROCEDURE: &str = "custom-procedure";
 
 type Result<T> = std::result::Result<T, Diagnostic>;
 
-/// Converts a whole expanded program.
+/// Converts a whole expanded program, and attaches the AD prelude
+/// ([`crate::prelude`]) its transformations copy primitives from.
 pub fn lower_program(ast: &ast::Program) -> Result<Program> {
     let mut prog = Program::default();
     let mut lw = Lowerer {
@@ -51,6 +52,7 @@ pub fn lower_program(ast: &ast::Program) -> Result<Program> {
         }
     }
     prog.main = main;
+    prog.prelude = Some(crate::prelude::prelude());
     Ok(prog)
 }
 

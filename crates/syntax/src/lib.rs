@@ -21,5 +21,6 @@
 pub mod anf;
 pub mod ast;
 pub mod expand;
+pub mod prelude;
 pub mod reader;
 pub mod sexp;
