@@ -25,7 +25,10 @@
 //! - A procedure made by `custom-*j` ([`ir::Origin::Custom`]) has the
 //!   user's derivative as its reverse transform (`custom.rs`).
 //! - [`prim_transform`] gives the transformed primitives, closed lambdas
-//!   written in VLAD in `prelude.vlad`.
+//!   of the AD prelude (`ir::prelude`), which the front end wrote in VLAD
+//!   and lowered: they come with the program, already core IR.
+//!
+//! Dependencies: `ir` and `base` only; nothing here reads source text.
 
 mod custom;
 mod prelude;

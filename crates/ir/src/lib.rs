@@ -7,6 +7,10 @@
 //! stable text form, [`message`] the wording of run-time errors and
 //! [`printer`] the printed form of values.
 //!
+//! [`anf`] is the conversion (alpha conversion and A-normal form), and
+//! [`prelude`] the AD prelude as core IR, which [`anf`] attaches to every
+//! program and crate `ad` copies transformed primitives from.
+//!
 //! Dependencies: `base` and the front end (`syntax`, whose AST is this
 //! crate's input). What later stages need of the source (spans, the
 //! expectations of `stalingrad test`) the IR holds in its own types, so
@@ -15,6 +19,7 @@
 pub mod anf;
 pub mod core;
 pub mod message;
+pub mod prelude;
 pub mod prim;
 pub mod print;
 pub mod printer;
