@@ -86,6 +86,16 @@ fn cell_slots(types: &[Ty]) -> Vec<u32> {
         .collect()
 }
 
+/// The slots of the cells of a member of layout `types`: each scalar at
+/// its [`cell_slots`] number.
+fn cell_layout(types: &[Ty]) -> Vec<Ty> {
+    let mut slots = types.to_vec();
+    for (t, slot) in types.iter().zip(cell_slots(types)) {
+        slots[slot as usize] = *t;
+    }
+    slots
+}
+
 /// Lowers an analysed program.
 pub fn lower(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let live: Vec<bool> = (0..analysis.specs.len())

@@ -62,6 +62,7 @@ fn good() -> Module {
         funcs: vec![double, main],
         main: Some(FuncId::new(1)),
         strings: vec!["error: end of input".into()],
+        cells: Default::default(),
     }
 }
 
