@@ -168,18 +168,230 @@ fn rejects_a_main_with_parameters() {
     rejects(&m, "main must take and return nothing");
 }
 
+/// `get(p)` gives the real of a `#1` cell, testing its tag first; `main`
+/// makes a `#0` cell and a `#1` cell holding it and a real read, and
+/// prints `get` of it.
+fn cells() -> Module {
+    let v = Val::new;
+    let get = func(
+        "get",
+        vec![Ty::Ptr],
+        vec![Ty::F64],
+        vec![Ty::Ptr, Ty::Bool, Ty::F64, Ty::F64],
+        Block {
+            insts: vec![
+                i(&[1], Op::TagIs(v(0), 1)),
+                i(
+                    &[2],
+                    Op::If {
+                        cond: v(1),
+                        then_: Block {
+                            insts: vec![i(&[3], Op::Load(v(0), 1, 1))],
+                            term: Term::Yield(vec![v(3)]),
+                        },
+                        else_: Block {
+                            insts: vec![],
+                            term: Term::Error(StrId::new(0)),
+                        },
+                    },
+                ),
+            ],
+            term: Term::Return(vec![v(2)]),
+        },
+    );
+    let main = func(
+        "main",
+        vec![],
+        vec![],
+        vec![Ty::F64, Ty::Ptr, Ty::Ptr, Ty::F64],
+        Block {
+            insts: vec![
+                i(&[0], Op::ReadReal(StrId::new(0))),
+                i(&[1], Op::Alloc(0, vec![])),
+                i(&[2], Op::Alloc(1, vec![v(1), v(0)])),
+                i(&[3], Op::Call(FuncId::new(0), vec![v(2)])),
+                i(&[], Op::PrintReal(v(3))),
+            ],
+            term: Term::Return(vec![]),
+        },
+    );
+    Module {
+        funcs: vec![get, main],
+        main: Some(FuncId::new(1)),
+        strings: vec!["error: not a #1 cell".into()],
+        cells: [(0, vec![]), (1, vec![Ty::Ptr, Ty::F64])].into(),
+    }
+}
+
+/// `get`'s `If` and the instructions of its arm that loads.
+fn get_arm(m: &mut Module) -> &mut Vec<crate::Inst> {
+    match &mut m.funcs[0].body.insts[1].op {
+        Op::If { then_, .. } => &mut then_.insts,
+        _ => unreachable!("`get` tests, then loads in an `If`"),
+    }
+}
+
 #[test]
-fn rejects_a_cell_with_a_pointer_after_a_real() {
-    let mut m = good();
-    // main: v4 = alloc #0(v0), v5 = alloc #1(v0, v4) puts the pointer last.
-    m.funcs[1].types.extend([Ty::Ptr, Ty::Ptr, Ty::Ptr]);
-    let insts = &mut m.funcs[1].body.insts;
-    insts.push(i(&[4], Op::Alloc(0, vec![Val::new(0)])));
-    insts.push(i(&[5], Op::Alloc(1, vec![Val::new(4), Val::new(0)])));
-    assert_eq!(verify(&m), Ok(()));
+fn accepts_cells_of_their_layouts() {
+    assert_eq!(verify(&cells()), Ok(()));
+}
+
+#[test]
+fn rejects_a_layout_with_a_pointer_after_a_real() {
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::F64, Ty::Ptr]);
+    rejects(
+        &m,
+        "cell #2: the layout (f64, ptr) has a pointer after a scalar",
+    );
+}
+
+#[test]
+fn rejects_a_tag_without_a_layout() {
+    let mut m = cells();
+    m.funcs[1].body.insts[1] = i(&[1], Op::Alloc(5, vec![]));
+    rejects(&m, "cell #5 has no layout");
+    let mut m = cells();
+    m.funcs[0].body.insts[0] = i(&[1], Op::TagIs(Val::new(0), 5));
+    rejects(&m, "cell #5 has no layout");
+    let mut m = cells();
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 5, 1));
+    rejects(&m, "cell #5 has no layout");
+}
+
+#[test]
+fn rejects_an_alloc_that_does_not_fill_its_layout() {
+    let mut m = cells();
+    m.funcs[1].body.insts[2] = i(&[2], Op::Alloc(1, vec![Val::new(1)]));
+    rejects(&m, "a cell #1 (ptr, f64): 1 values where 2 are needed");
+    let mut m = cells();
+    m.funcs[1].body.insts[2] = i(&[2], Op::AllocZero(1, vec![Val::new(0), Val::new(1)]));
+    rejects(&m, "v0 is F64 where Ptr is needed");
+}
+
+#[test]
+fn rejects_a_load_outside_its_layout() {
+    let mut m = cells();
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 1, 2));
+    rejects(&m, "a load of slot 2 of a cell #1 (ptr, f64)");
+}
+
+#[test]
+fn rejects_a_load_of_another_type_than_its_slot() {
+    let mut m = cells();
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 1, 0));
+    rejects(&m, "are typed [F64] but the operation gives [Ptr]");
+}
+
+#[test]
+fn rejects_a_load_of_a_member_the_cell_was_made_without() {
+    // main: v4 = load v2 #0.0 where v2 = alloc #1(..), with #0 = (f64).
+    let mut m = cells();
+    m.cells.insert(0, vec![Ty::F64]);
+    m.funcs[1].body.insts[1] = i(&[1], Op::Alloc(0, vec![Val::new(0)]));
+    m.funcs[1].types.push(Ty::F64);
     m.funcs[1]
         .body
         .insts
-        .push(i(&[6], Op::Alloc(1, vec![Val::new(0), Val::new(4)])));
-    rejects(&m, "a cell's pointer v4 follows a scalar that is not one");
+        .push(i(&[4], Op::Load(Val::new(2), 1, 1)));
+    assert_eq!(verify(&m), Ok(()));
+    m.funcs[1].body.insts[5] = i(&[4], Op::Load(Val::new(2), 0, 0));
+    rejects(
+        &m,
+        "a load of member #0 from v2, whose cell holds member #1",
+    );
+}
+
+#[test]
+fn rejects_a_load_of_another_member_than_the_test_showed() {
+    // get: the arm of `tag_is v0 #1` loads member #2 = (ptr, f64).
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::Ptr, Ty::F64]);
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 2, 1));
+    rejects(
+        &m,
+        "a load of member #2 from v0, whose cell holds member #1",
+    );
+    // The same load in the arm of `not (tag_is v0 #2)`'s failure.
+    m.funcs[0].types.push(Ty::Bool);
+    m.funcs[0].body.insts[0] = i(&[1], Op::TagIs(Val::new(0), 2));
+    m.funcs[0]
+        .body
+        .insts
+        .insert(1, i(&[4], Op::Not(Val::new(1))));
+    if let Op::If { cond, then_, else_ } = &mut m.funcs[0].body.insts[2].op {
+        *cond = Val::new(4);
+        std::mem::swap(then_, else_);
+    }
+    assert_eq!(verify(&m), Ok(()));
+}
+
+#[test]
+fn rejects_a_load_after_a_test_whose_other_arm_fails() {
+    // get: `if tag_is v0 #1 { yield } else { error }`, then the load.
+    let mut m = cells();
+    let load = get_arm(&mut m).remove(0);
+    if let Op::If { then_, .. } = &mut m.funcs[0].body.insts[1].op {
+        then_.term = Term::Yield(vec![]);
+    }
+    m.funcs[0].body.insts[1].results.clear();
+    m.funcs[0].body.insts.push(load);
+    m.funcs[0].body.term = Term::Return(vec![Val::new(3)]);
+    assert_eq!(verify(&m), Ok(()));
+    m.cells.insert(2, vec![Ty::Ptr, Ty::F64]);
+    m.funcs[0].body.insts[2] = i(&[3], Op::Load(Val::new(0), 2, 1));
+    rejects(
+        &m,
+        "a load of member #2 from v0, whose cell holds member #1",
+    );
+}
+
+#[test]
+fn accepts_a_load_where_the_code_never_runs() {
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::Ptr, Ty::F64]);
+    // In the arm of `tag_is v0 #2` inside that of `tag_is v0 #1`.
+    m.funcs[0].types.extend([Ty::Bool, Ty::F64]);
+    let inner = Op::If {
+        cond: Val::new(4),
+        then_: Block {
+            insts: vec![i(&[3], Op::Load(Val::new(0), 2, 1))],
+            term: Term::Yield(vec![Val::new(3)]),
+        },
+        else_: Block {
+            insts: vec![],
+            term: Term::Error(StrId::new(0)),
+        },
+    };
+    *get_arm(&mut m) = vec![i(&[4], Op::TagIs(Val::new(0), 2)), i(&[5], inner)];
+    if let Op::If { then_, .. } = &mut m.funcs[0].body.insts[1].op {
+        then_.term = Term::Yield(vec![Val::new(5)]);
+    }
+    assert_eq!(verify(&m), Ok(()));
+    // In the arm an `If` on `false` never takes.
+    let arm = get_arm(&mut m);
+    arm[0] = i(&[4], Op::BoolConst(false));
+    assert_eq!(verify(&m), Ok(()));
+    // But not in the arm it takes.
+    if let Op::If { then_, else_, .. } = &mut get_arm(&mut m)[1].op {
+        std::mem::swap(then_, else_);
+    }
+    rejects(
+        &m,
+        "a load of member #2 from v0, whose cell holds member #1",
+    );
+}
+
+#[test]
+fn accepts_a_load_that_only_failed_tests_precede() {
+    // get: after `tag_is v0 #2` failed, the load of #1 untested (the last
+    // member of a dispatch): the FIR does not say which tags the cell may
+    // have.
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::F64]);
+    m.funcs[0].body.insts[0] = i(&[1], Op::TagIs(Val::new(0), 2));
+    if let Op::If { then_, else_, .. } = &mut m.funcs[0].body.insts[1].op {
+        std::mem::swap(then_, else_);
+    }
+    assert_eq!(verify(&m), Ok(()));
 }
