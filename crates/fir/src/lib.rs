@@ -12,7 +12,7 @@
 //! parameters, and a backpropagator closure is just the reals it captured.
 //! There are no closures, no indirect calls and no AD operations left.
 //!
-//! Invariants (checked by [`verify::verify`]):
+//! Invariants (checked by [`verify::verify`], but for the one so marked):
 //! - values are numbered per function; parameters are values
 //!   `0..params.len()`; every other value is defined exactly once, by an
 //!   [`Inst`] result, before it is used, and is visible in the rest of its
@@ -31,9 +31,7 @@
 //! - a `Load` from a cell reads the member the cell holds: code tests the
 //!   tag (`TagIs`) first, or knows it otherwise (the last member of a
 //!   dispatch whose other tests failed, a cell a slot of a known member
-//!   holds). The verifier checks what the function itself shows: no
-//!   `Load` of one member from a cell that an `Alloc`, or a `TagIs` the
-//!   code passed, shows to hold another (see [`verify`]);
+//!   holds). This one is not checked (why: [`verify`]);
 //! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
 //!   fused multiply-add, so results equal the interpreter's bit for bit.
 
