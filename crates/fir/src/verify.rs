@@ -97,7 +97,18 @@ struct Checker<'a> {
     defined: Vec<bool>,
     /// Values visible at the current point, innermost scope last.
     visible: Vec<bool>,
-    path: Vec<String>,
+    path: Vec<Step>,
+}
+
+/// A step of the path to the place checked (made text only for an error:
+/// verifying after every pass formatted one per instruction).
+#[derive(Clone, Copy)]
+enum Step {
+    Body,
+    Inst(usize),
+    Then,
+    Else,
+    Term,
 }
 
 /// Where a block sits, which decides how it may end.
@@ -125,7 +136,17 @@ impl<'a> Checker<'a> {
             at: if self.path.is_empty() {
                 "signature".into()
             } else {
-                self.path.join(" ")
+                self.path
+                    .iter()
+                    .map(|s| match s {
+                        Step::Body => "body".to_string(),
+                        Step::Inst(k) => format!("inst {k}"),
+                        Step::Then => "then".into(),
+                        Step::Else => "else".into(),
+                        Step::Term => "term".into(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
             },
             what,
         })
@@ -150,7 +171,7 @@ impl<'a> Checker<'a> {
             self.defined[i] = true;
             self.visible[i] = true;
         }
-        self.path.push("body".into());
+        self.path.push(Step::Body);
         self.block(&f.body, Place::Body)
     }
 
@@ -209,7 +230,7 @@ impl<'a> Checker<'a> {
         // Values defined here stop being visible when the block ends.
         let mut scope: Vec<Val> = Vec::new();
         for (k, inst) in b.insts.iter().enumerate() {
-            self.path.push(format!("inst {k}"));
+            self.path.push(Step::Inst(k));
             if let Some(want) = self.op(&inst.op, &inst.results)? {
                 let got: Vec<Ty> = inst
                     .results
@@ -234,7 +255,7 @@ impl<'a> Checker<'a> {
             }
             self.path.pop();
         }
-        self.path.push("term".into());
+        self.path.push(Step::Term);
         self.term(&b.term, place)?;
         self.path.pop();
         for v in scope {
@@ -380,10 +401,10 @@ impl<'a> Checker<'a> {
             None => None,
         };
         let want = types.as_deref().unwrap_or(&[]);
-        self.path.push("then".into());
+        self.path.push(Step::Then);
         self.block(then_, Place::Arm(want))?;
         self.path.pop();
-        self.path.push("else".into());
+        self.path.push(Step::Else);
         self.block(else_, Place::Arm(want))?;
         self.path.pop();
         Ok(types)

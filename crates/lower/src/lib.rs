@@ -38,7 +38,12 @@ pub fn lower_and_optimize(
         ));
     }
     if std::env::var_os("VLAD_NO_OPT").is_none() {
-        fir::optimize(&mut m);
+        if let Err(e) = fir::optimize(&mut m) {
+            return Err(syntax::Diagnostic::new(
+                None,
+                format!("internal error: the compiler cannot compile this program yet ({e})"),
+            ));
+        }
     }
     Ok(m)
 }

@@ -279,6 +279,7 @@ fn sumsq_published() {
 fn build_program(name: &str, dir: &Path) -> PathBuf {
     let exe = dir.join(name);
     let out = Command::new(env!("CARGO_BIN_EXE_stalingrad"))
+        .env("VLAD_VERIFY_PASSES", "1")
         .arg("build")
         .arg(programs_dir().join(format!("{name}.vlad")))
         .arg("-o")
