@@ -365,9 +365,14 @@ impl FnBuilder<'_, '_> {
                 // four bytes; in the next four, the number of pointer
                 // slots, which lead, shifted left by one, and the zero
                 // mark in bit 0), then one 8-byte slot per scalar.
-                let pointers = fields
+                let pointers = self
+                    .cg
+                    .m
+                    .cells
+                    .get(tag)
+                    .ok_or_else(|| format!("internal error: cell #{tag} has no layout"))?
                     .iter()
-                    .take_while(|v| self.f.types[v.index()] == fir::Ty::Ptr)
+                    .take_while(|t| **t == fir::Ty::Ptr)
                     .count() as i64;
                 let fields = self.vals(fields)?;
                 let p = self.alloc_cell(1 + fields.len())?;

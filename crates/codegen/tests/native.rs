@@ -127,6 +127,7 @@ fn module(funcs: Vec<Func>, mut strings: Vec<&str>) -> Module {
         funcs,
         main: Some(FuncId::new(0)),
         strings: strings.into_iter().map(String::from).collect(),
+        cells: Default::default(),
     }
 }
 

@@ -127,7 +127,8 @@ impl Session {
 
     /// Lowering to FIR, checked by the FIR verifier, then the FIR passes
     /// unless `VLAD_NO_OPT` is set (to tell a lowering bug from an
-    /// optimisation bug). Every build and every test that compiles comes
+    /// optimisation bug); with `VLAD_VERIFY_PASSES` (the tests set it) the
+    /// verifier runs after every pass too. Every build and every test that compiles comes
     /// through here, so they compile alike.
     ///
     /// The lowered module is verified in every build, not only in debug
@@ -136,7 +137,12 @@ impl Session {
     pub fn lower(&self, analysis: flow::Analysis) -> Result<fir::Module, Diagnostic> {
         let mut m = self.lower_unoptimised(analysis)?;
         if std::env::var_os("VLAD_NO_OPT").is_none() {
-            fir::optimize(&mut m);
+            if let Err(e) = fir::optimize(&mut m) {
+                return Err(Diagnostic::new(
+                    None,
+                    format!("internal error: the compiler cannot compile this program yet ({e})"),
+                ));
+            }
         }
         Ok(m)
     }

@@ -477,6 +477,7 @@ mod tests {
             funcs: vec![main],
             main: Some(FuncId::new(0)),
             strings: vec!["\n".into()],
+            cells: Default::default(),
         };
         assert_eq!(eval(&m, "").0, "0.3333333333333333\n#t\n");
     }
@@ -534,6 +535,7 @@ mod tests {
             funcs: vec![main, sum],
             main: Some(FuncId::new(0)),
             strings: vec![],
+            cells: Default::default(),
         }
     }
 
@@ -582,6 +584,7 @@ mod tests {
                 "a.vlad:1:2: error: `read-real` reached the end of input".into(),
                 "\n".into(),
             ],
+            cells: Default::default(),
         };
         let mut out = Vec::new();
         let mut counts = Counts::default();
@@ -630,6 +633,7 @@ mod tests {
             funcs: vec![main],
             main: Some(FuncId::new(0)),
             strings: vec!["error: boom".into()],
+            cells: Default::default(),
         };
         assert_eq!(eval(&m, ""), (String::new(), Err("error: boom".into())));
     }

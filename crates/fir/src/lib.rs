@@ -15,7 +15,7 @@
 //! parameters, and a backpropagator closure is just the reals it captured.
 //! There are no closures, no indirect calls and no AD operations left.
 //!
-//! Invariants (checked by [`verify::verify`]):
+//! Invariants (checked by [`verify::verify`], but for the one so marked):
 //! - values are numbered per function; parameters are values
 //!   `0..params.len()`; every other value is defined exactly once, by an
 //!   [`Inst`] result, before it is used, and is visible in the rest of its
@@ -26,10 +26,15 @@
 //! - `Call` and `TailCall` pass exactly the callee's parameter types and a
 //!   `Call`'s results have the callee's return types; a `TailCall` is only
 //!   made to a function with the caller's return types;
-//! - a `Load` from a cell reads a scalar of the member the cell holds,
-//!   with that scalar's type: code tests the tag (`TagIs`) first;
-//! - an `Alloc` lists a cell's pointers before its other scalars, so the
-//!   collector scans only the leading pointer slots of a cell;
+//! - every member tag an operation names has a layout in
+//!   [`Module::cells`], the types of its cells' slots, pointers first, so
+//!   that the collector scans only the leading pointer slots of a cell;
+//!   an `Alloc` gives a value of each slot's type, and a `Load` names a
+//!   slot of the layout and gives a value of that slot's type;
+//! - a `Load` from a cell reads the member the cell holds: code tests the
+//!   tag (`TagIs`) first, or knows it otherwise (the last member of a
+//!   dispatch whose other tests failed, a cell a slot of a known member
+//!   holds). This one is not checked (why: [`verify`]);
 //! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
 //!   fused multiply-add, so results equal the interpreter's bit for bit.
 

@@ -2,6 +2,7 @@
 //! and terminators (the invariants are in the crate documentation).
 
 use base::EntityRef;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A scalar type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,8 +132,9 @@ pub enum Op {
     PrintReal(Val),
     /// Prints `#t` or `#f` (no newline).
     PrintBool(Val),
-    /// A new union cell: tag, then the member's scalars, its `Ptr`s first
-    /// (the collector scans only those). Gives a `Ptr`.
+    /// A new union cell: tag, then the member's scalars, one per slot of
+    /// the tag's layout ([`Module::cells`]), of the slots' types. Gives a
+    /// `Ptr`.
     Alloc(u32, Vec<Val>),
     /// A new union cell known to hold a zero (what `zero` makes): as
     /// `Alloc`, and marked so that [`Op::IsZero`] recognises it, which is
@@ -156,8 +158,8 @@ pub enum Op {
     /// (code generation drops it unless counters are compiled in).
     Count(u32),
     /// Scalar number `slot` (the second number) of the member with tag
-    /// `tag` (the first) that a cell holds; code tests the tag first. Its
-    /// type is the result's. The tag says whose slot it is, so that a pass
+    /// `tag` (the first) that a cell holds; code tests the tag first. The
+    /// result has the slot's type in the tag's layout. The tag says whose slot it is, so that a pass
     /// can tell which slots of a member anything reads
     /// ([`crate::passes::fields`]).
     Load(Val, u32, u32),
@@ -229,6 +231,10 @@ pub struct Module {
     /// Runs the top-level expressions: no parameters, no results.
     pub main: Option<FuncId>,
     pub strings: Vec<String>,
+    /// The layout of the cells of each member tag: the type of each slot,
+    /// in order, its `Ptr`s first (the collector scans only a cell's
+    /// leading pointer slots). Every tag an operation names is here.
+    pub cells: BTreeMap<u32, Vec<Ty>>,
 }
 
 impl Block {
@@ -255,5 +261,18 @@ impl Module {
     }
     pub fn string(&self, s: StrId) -> &str {
         &self.strings[s.index()]
+    }
+
+    /// The tags of the cells some `Alloc` or `AllocZero` makes.
+    pub fn allocated_tags(&self) -> BTreeSet<u32> {
+        let mut out = BTreeSet::new();
+        for f in &self.funcs {
+            f.body.for_each_inst(&mut |i| {
+                if let Op::Alloc(t, _) | Op::AllocZero(t, _) = i.op {
+                    out.insert(t);
+                }
+            });
+        }
+        out
     }
 }

@@ -5,7 +5,7 @@
 //! ```text
 //! str s0 = "\n"
 //!
-//! cell #0 = 3 slots (1 pointer)
+//! cell #0 = (ptr, f64, bool)
 //!
 //! func f1 dot(v0: f64, v1: f64) -> (f64) {
 //!   v2 = fmul v0 v1
@@ -26,8 +26,8 @@ use crate::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val
 use base::EntityRef;
 use std::fmt::Write;
 
-/// The whole module: strings, the size of each member's cells, functions
-/// in id order, then the entry.
+/// The whole module: strings, the layout of each member tag's cells,
+/// functions in id order, then the entry.
 pub fn module(m: &Module) -> String {
     let mut out = String::new();
     for (i, s) in m.strings.iter().enumerate() {
@@ -37,17 +37,10 @@ pub fn module(m: &Module) -> String {
         out.push('\n');
     }
     // What each cell holds: for a tape, the scalars kept per iteration.
-    let cells = cell_sizes(m);
-    for (tag, (slots, pointers)) in &cells {
-        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-        let _ = writeln!(
-            out,
-            "cell #{tag} = {} ({})",
-            plural(*slots, "slot"),
-            plural(*pointers, "pointer")
-        );
+    for (tag, slots) in &m.cells {
+        let _ = writeln!(out, "cell #{tag} = {}", cell(slots));
     }
-    if !cells.is_empty() {
+    if !m.cells.is_empty() {
         out.push('\n');
     }
     for (i, f) in m.funcs.iter().enumerate() {
@@ -63,32 +56,10 @@ pub fn module(m: &Module) -> String {
     out
 }
 
-/// The slots and pointer slots of the cells of each member tag, from the
-/// `Alloc`s that make them (all of one tag have one layout), by tag.
-pub fn cell_sizes(m: &Module) -> std::collections::BTreeMap<u32, (usize, usize)> {
-    fn walk(f: &Func, b: &Block, out: &mut std::collections::BTreeMap<u32, (usize, usize)>) {
-        for i in &b.insts {
-            match &i.op {
-                Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
-                    let pointers = fields
-                        .iter()
-                        .filter(|v| f.types[v.index()] == Ty::Ptr)
-                        .count();
-                    out.insert(*tag, (fields.len(), pointers));
-                }
-                Op::If { then_, else_, .. } => {
-                    walk(f, then_, out);
-                    walk(f, else_, out);
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut out = std::collections::BTreeMap::new();
-    for f in &m.funcs {
-        walk(f, &f.body, &mut out);
-    }
-    out
+/// A cell layout: its slots' types, `(ptr, f64, bool)`, `()` for none.
+pub fn cell(slots: &[Ty]) -> String {
+    let tys: Vec<&str> = slots.iter().map(|t| ty(*t)).collect();
+    format!("({})", tys.join(", "))
 }
 
 /// One function.
@@ -329,10 +300,14 @@ mod tests {
             funcs: vec![f],
             main: None,
             strings: vec!["x\n".into()],
+            cells: [(0, vec![]), (3, vec![Ty::Ptr, Ty::F64, Ty::Bool])].into(),
         };
         assert_eq!(
             module(&m),
             "str s0 = \"x\\n\"\n\
+             \n\
+             cell #0 = ()\n\
+             cell #3 = (ptr, f64, bool)\n\
              \n\
              func f0 dot(v0: f64, v1: f64) -> (f64) {\n\
              \x20 v2 = fmul v0 v1\n\

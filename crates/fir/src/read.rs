@@ -726,9 +726,11 @@ impl<'a> Reader<'a> {
             }
             self.m.funcs[fi].types = tys;
         }
-        let sizes = crate::print::cell_sizes(&self.m);
+        let allocs = alloc_layouts(&self.m);
         for (tag, slots, pointers, line, col) in &self.sizes {
-            let actual = sizes.get(tag).copied().unwrap_or((0, 0));
+            let actual = allocs.get(tag).map_or((0, 0), |l| {
+                (l.len(), l.iter().filter(|t| **t == Ty::Ptr).count())
+            });
             if actual != (*slots, *pointers) {
                 return Err(Error {
                     line: *line,
@@ -741,6 +743,13 @@ impl<'a> Reader<'a> {
                 });
             }
         }
+        // A tag without a `cell #N = (...)` line (a text of the older size
+        // form, or a hand-written test) has the layout its allocs give.
+        let mut cells = self.cells.clone();
+        for (tag, layout) in allocs {
+            cells.entry(tag).or_insert(layout);
+        }
+        self.m.cells = cells;
         Ok((self.m, self.cells))
     }
 
@@ -868,4 +877,28 @@ fn digits(s: &str) -> Option<u32> {
         return None;
     }
     s.parse().ok()
+}
+
+/// The slot types of the cells each tag's allocs make, in slot order.
+fn alloc_layouts(m: &Module) -> Cells {
+    fn walk(f: &Func, b: &Block, out: &mut Cells) {
+        for i in &b.insts {
+            match &i.op {
+                Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
+                    let layout = fields.iter().map(|v| f.types[v.index()]).collect();
+                    out.insert(*tag, layout);
+                }
+                Op::If { then_, else_, .. } => {
+                    walk(f, then_, out);
+                    walk(f, else_, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Cells::new();
+    for f in &m.funcs {
+        walk(f, &f.body, &mut out);
+    }
+    out
 }

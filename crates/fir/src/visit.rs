@@ -2,7 +2,7 @@
 //! for every pass and for code generation: operands (to read or to
 //! rename), purity, and calls (the call graph).
 
-use crate::{Block, ErrPart, FuncId, Op, Term, Val};
+use crate::{Block, ErrPart, FuncId, Inst, Op, Term, Val};
 
 impl Op {
     /// Calls `f` on each value the operation reads itself, in operand
@@ -79,6 +79,15 @@ impl Op {
         )
     }
 
+    /// The member tag the operation names, if any: the cells it makes,
+    /// tests for or reads from have that tag's layout.
+    pub fn tag(&self) -> Option<u32> {
+        match self {
+            Op::Alloc(t, _) | Op::AllocZero(t, _) | Op::TagIs(_, t) | Op::Load(_, t, _) => Some(*t),
+            _ => None,
+        }
+    }
+
     /// Can the instruction go when nothing uses its results? Pure ones,
     /// and those that only read cells or the memo tables or allocate a
     /// cell (which nothing can observe but memory).
@@ -138,6 +147,18 @@ pub enum CallKind {
 }
 
 impl Block {
+    /// Calls `f` on every instruction of the block and the blocks nested
+    /// in it, in order (an `If` before its arms).
+    pub fn for_each_inst(&self, f: &mut impl FnMut(&Inst)) {
+        for i in &self.insts {
+            f(i);
+            if let Op::If { then_, else_, .. } = &i.op {
+                then_.for_each_inst(f);
+                else_.for_each_inst(f);
+            }
+        }
+    }
+
     /// Calls `f` on each value read in the block and the blocks nested in
     /// it, in order.
     pub fn for_each_use(&self, f: &mut impl FnMut(Val)) {

@@ -25,7 +25,7 @@
 
 use crate::lowerer::*;
 use base::EntityRef;
-use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Val};
+use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Ty, Val};
 use flow::UnionOp;
 use std::collections::HashMap;
 use std::collections::{BTreeMap, HashSet};
@@ -61,7 +61,8 @@ struct Copies {
 
 struct Check<'a> {
     m: &'a fir::Module,
-    cells: &'a BTreeMap<u32, (usize, usize)>,
+    /// The layouts of the tags whose cells some `Alloc` makes.
+    cells: &'a BTreeMap<u32, Vec<Ty>>,
     candidates: &'a HashSet<FuncId>,
     unknown_tag: Option<StrId>,
     facts: HashMap<Val, Fact>,
@@ -201,7 +202,14 @@ impl Lowerer<'_> {
         if candidates.is_empty() {
             return;
         }
-        let cells = fir::print::cell_sizes(&self.module);
+        let allocated = self.module.allocated_tags();
+        let cells: BTreeMap<u32, Vec<Ty>> = self
+            .module
+            .cells
+            .iter()
+            .filter(|(t, _)| allocated.contains(t))
+            .map(|(t, slots)| (*t, slots.clone()))
+            .collect();
         let unknown_tag = self
             .strings
             .get("error: internal error: a union cell with an unknown tag")
@@ -276,12 +284,14 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Gives merged tags one number and makes the maps the identity.
+    /// Gives merged tags one number (and one layout, which they share)
+    /// and makes the maps the identity.
     fn apply(&mut self, tags: &Tags, maps: &HashSet<FuncId>) {
         if !tags.0.is_empty() {
             for f in &mut self.module.funcs {
                 retag_block(&mut f.body, tags);
             }
+            self.module.cells.retain(|t, _| tags.rep(*t) == *t);
         }
         for f in maps {
             let func = &mut self.module.funcs[f.index()];

@@ -73,6 +73,16 @@ pub(crate) fn cell_slots(types: &[Ty]) -> Vec<u32> {
         .collect()
 }
 
+/// The slots of the cells of a member of layout `types`: each scalar at
+/// its [`cell_slots`] number.
+pub(crate) fn cell_layout(types: &[Ty]) -> Vec<Ty> {
+    let mut slots = types.to_vec();
+    for (t, slot) in types.iter().zip(cell_slots(types)) {
+        slots[slot as usize] = *t;
+    }
+    slots
+}
+
 pub(crate) struct Lowerer<'m> {
     pub(crate) ops: Ops<Symbolic>,
     pub(crate) specs: Vec<Spec>,

@@ -305,10 +305,20 @@ impl Lowerer<'_> {
     /// tables and `plus` with a zero hand them across), and distinct
     /// otherwise, so that a `Load` names the member whose slot it reads
     /// (`fir::passes::fields` drops the slots nothing reads).
+    /// A new tag's layout goes in the module's table: the member's
+    /// scalars in [`cell_slots`] order, or the one pointer of a lazy zero.
     pub(super) fn cell_tag(&mut self, u: UnionId, k: usize) -> u32 {
         let class = self.class(u);
         let n = self.sharing.tags.len() as u32;
-        *self.sharing.tags.entry((class, k)).or_insert(n)
+        let tag = *self.sharing.tags.entry((class, k)).or_insert(n);
+        if tag == n {
+            let slots = match self.ops.dom.members(u).get(k) {
+                Some(member) => cell_layout(&layout_of(&self.ops.dom, *member)),
+                None => vec![Ty::Ptr],
+            };
+            self.module.cells.insert(tag, slots);
+        }
+        tag
     }
 
     /// The representation class of union `u`.

@@ -279,6 +279,7 @@ fn sumsq_published() {
 fn build_program(name: &str, dir: &Path) -> PathBuf {
     let exe = dir.join(name);
     let out = Command::new(env!("CARGO_BIN_EXE_stalingrad"))
+        .env("VLAD_VERIFY_PASSES", "1")
         .arg("build")
         .arg(programs_dir().join(format!("{name}.vlad")))
         .arg("-o")
@@ -344,7 +345,7 @@ fn compiled_programs_give_the_published_results() {
 /// largest cell (one Euler step of the inner reverse loop) holds at most
 /// 22 scalars (3,587 before `fir::passes::fields` dropped the unread ones
 /// and `fir::passes::returns` let it store duplicates once). Read off
-/// `--emit=ir`'s `cell #N = K slots` lines.
+/// `--emit=ir`'s `cell #N = (ptr, f64, ...)` lines.
 #[test]
 fn particle_rr_tape_holds_only_what_the_backward_sweep_reads() {
     let out = Command::new(env!("CARGO_BIN_EXE_stalingrad"))
@@ -363,12 +364,12 @@ fn particle_rr_tape_holds_only_what_the_backward_sweep_reads() {
         .lines()
         .filter_map(|l| l.strip_prefix("cell #"))
         .filter_map(|l| {
-            l.split(" = ")
+            let slots = l
+                .split(" = ")
                 .nth(1)?
-                .split(' ')
-                .next()?
-                .parse::<usize>()
-                .ok()
+                .strip_prefix('(')?
+                .strip_suffix(')')?;
+            Some(slots.split(", ").filter(|t| !t.is_empty()).count())
         })
         .max()
         .expect("the IR lists the cells");

@@ -65,10 +65,11 @@ const ROUNDS: usize = 8;
 /// that fill them, from the previous cell of a loop's tape, read one slot
 /// and `simplify` has merged them.
 pub fn shrink_cells(m: &mut Module) {
+    // The slots of the cells made.
     let size = |m: &Module| -> usize {
-        crate::print::cell_sizes(m)
-            .values()
-            .map(|(slots, _)| slots)
+        m.allocated_tags()
+            .iter()
+            .map(|t| m.cells.get(t).map_or(0, Vec::len))
             .sum()
     };
     let mut before = size(m);
@@ -92,8 +93,9 @@ pub fn shrink_cells(m: &mut Module) {
     }
 }
 
-/// Keeps only the slots worth storing, for every member. Says which
-/// functions it changed.
+/// Keeps only the slots worth storing, for every member, and the layouts
+/// of the tags some operation still names. Says which functions it
+/// changed.
 pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
     let mut read: HashMap<u32, Vec<u32>> = HashMap::default();
     let mut sites: HashMap<u32, Vec<Site>> = HashMap::default();
@@ -106,24 +108,60 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
         slots.sort_unstable();
         slots.dedup();
         let sites = sites.remove(&tag).unwrap_or_default();
-        for (slot, fate) in fates_of(&slots, &sites) {
+        let width = m.cells.get(&tag).map_or(0, Vec::len);
+        for (slot, fate) in fates_of(&slots, &sites, width) {
             fates.insert((tag, slot), fate);
         }
     }
+    let named = named_tags(m);
+    let cells = std::mem::take(&mut m.cells);
+    m.cells = cells
+        .into_iter()
+        .filter(|(tag, _)| named.contains(tag))
+        .map(|(tag, slots)| (tag, kept_slots(tag, &slots, &fates)))
+        .collect();
     m.funcs
         .iter_mut()
         .map(|f| rewrite(&mut f.body, &fates, &mut f.types))
         .collect()
 }
 
-/// The fates of the slots `read` of one member, given what its `Alloc`s
-/// store. Without any `Alloc` (cells never made) every slot keeps its
-/// number.
-fn fates_of(read: &[u32], sites: &[Site]) -> Vec<(u32, Fate)> {
-    let width = sites.first().map_or(0, Vec::len);
-    if sites.iter().any(|site| site.len() != width) || read.iter().any(|s| *s as usize >= width) {
-        // No cell is made, or the layouts disagree (which lowering never
-        // does): keep every slot where it is.
+/// The tags the operations of `m` name.
+fn named_tags(m: &Module) -> std::collections::BTreeSet<u32> {
+    let mut out = std::collections::BTreeSet::new();
+    for f in &m.funcs {
+        f.body.for_each_inst(&mut |i| out.extend(i.op.tag()));
+    }
+    out
+}
+
+/// The layout of member `tag` once only the slots stored are: those whose
+/// fate is a slot, at their new numbers (as [`rewrite`] keeps them in an
+/// `Alloc`).
+fn kept_slots(tag: u32, slots: &[Ty], fates: &HashMap<(u32, u32), Fate>) -> Vec<Ty> {
+    let mut kept: Vec<(u32, Ty)> = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(s, t)| match fates.get(&(tag, s as u32)) {
+            Some(Fate::Slot(n)) => Some((*n, *t)),
+            _ => None,
+        })
+        .collect();
+    kept.sort_by_key(|(n, _)| *n);
+    kept.dedup_by_key(|(n, _)| *n);
+    kept.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The fates of the slots `read` of one member of `width` slots, given
+/// what its `Alloc`s store. Without any `Alloc` (cells never made) every
+/// slot keeps its number.
+fn fates_of(read: &[u32], sites: &[Site], width: usize) -> Vec<(u32, Fate)> {
+    if sites.is_empty()
+        || sites.iter().any(|site| site.len() != width)
+        || read.iter().any(|s| *s as usize >= width)
+    {
+        // No cell is made, or a cell or a load disagrees with the layout
+        // (which the verifier rejects): keep every slot where it is.
         return (0..width as u32)
             .chain(read.iter().copied())
             .map(|s| (s, Fate::Slot(s)))
@@ -378,6 +416,11 @@ mod tests {
             }],
             main: Some(FuncId::new(0)),
             strings: vec![],
+            cells: [
+                (0, vec![Ty::Ptr, Ty::F64, Ty::F64, Ty::F64]),
+                (1, vec![Ty::F64, Ty::F64]),
+            ]
+            .into(),
         }
     }
 
@@ -392,6 +435,7 @@ mod tests {
         assert_eq!(ops[3], &Op::Alloc(0, vec![v(2)]));
         assert_eq!(ops[4], &Op::F64Const(1.0));
         assert_eq!(ops[5], &Op::Load(v(3), 0, 0));
+        assert_eq!(m.cells, [(0, vec![Ty::Ptr]), (1, vec![])].into());
         assert_eq!(crate::verify::verify(&m), Ok(()));
     }
 
@@ -418,12 +462,14 @@ mod tests {
             }],
             main: None,
             strings: vec![],
+            cells: [(0, vec![Ty::F64, Ty::F64, Ty::F64])].into(),
         };
         drop_dead_slots(&mut m);
         let ops: Vec<&Op> = m.funcs[0].body.insts.iter().map(|i| &i.op).collect();
         assert_eq!(ops[0], &Op::Alloc(0, vec![v(0)]));
         assert_eq!(ops[1], &Op::Load(v(2), 0, 0));
         assert_eq!(ops[2], &Op::Load(v(2), 0, 0));
+        assert_eq!(m.cells, [(0, vec![Ty::F64])].into());
         assert_eq!(crate::verify::verify(&m), Ok(()));
     }
 
@@ -461,6 +507,11 @@ mod tests {
             }],
             main: None,
             strings: vec![],
+            cells: [
+                (1, vec![Ty::Ptr, Ty::F64]),
+                (2, vec![Ty::Ptr, Ty::Ptr, Ty::F64]),
+            ]
+            .into(),
         };
         drop_dead_slots(&mut m);
         let f = &m.funcs[0];
@@ -472,6 +523,11 @@ mod tests {
         assert_eq!(f.body.insts[4].results, vec![v(7)]);
         assert_eq!(ops[5], &Op::Load(v(7), 1, 1));
         assert_eq!(f.types[7], Ty::Ptr);
+        // Member #1, read but never made here, keeps its layout.
+        assert_eq!(
+            m.cells,
+            [(1, vec![Ty::Ptr, Ty::F64]), (2, vec![Ty::Ptr])].into()
+        );
         assert_eq!(crate::verify::verify(&m), Ok(()));
     }
 
@@ -511,6 +567,11 @@ mod tests {
             }],
             main: None,
             strings: vec![],
+            cells: [
+                (1, vec![Ty::Ptr, Ty::F64]),
+                (2, vec![Ty::Ptr, Ty::Ptr, Ty::F64]),
+            ]
+            .into(),
         };
         drop_dead_slots(&mut m);
         let ops: Vec<&Op> = m.funcs[0].body.insts.iter().map(|i| &i.op).collect();
@@ -521,6 +582,7 @@ mod tests {
         assert_eq!(ops[5], &Op::Load(v(4), 2, 0));
         assert_eq!(ops[6], &Op::Load(v(8), 1, 1));
         assert_eq!(ops[7], &Op::Load(v(4), 2, 1));
+        assert_eq!(m.cells[&2], [Ty::Ptr, Ty::Ptr]);
         assert_eq!(crate::verify::verify(&m), Ok(()));
     }
 

@@ -686,6 +686,7 @@ mod tests {
             funcs,
             main: Some(FuncId::new(0)),
             strings: vec![],
+            cells: Default::default(),
         }
     }
 

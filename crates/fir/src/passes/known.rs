@@ -374,6 +374,7 @@ mod tests {
             funcs: vec![f, main],
             main: Some(FuncId::new(1)),
             strings: vec![],
+            cells: Default::default(),
         };
         assert_eq!(
             known_results(&m)[0],
@@ -462,6 +463,7 @@ mod tests {
             funcs: vec![g, main],
             main: Some(FuncId::new(1)),
             strings: vec![],
+            cells: Default::default(),
         };
         assert_eq!(
             known_params(&m),

@@ -1,6 +1,8 @@
 //! The FIR-to-FIR passes, in the order [`optimize`] runs them. Each takes a
 //! module that satisfies the invariants of [`crate::verify`] and leaves one
-//! that does; in debug builds `optimize` checks that after every pass.
+//! that does; in debug builds, and in release builds with
+//! `VLAD_VERIFY_PASSES` set (as every test that compiles sets it),
+//! `optimize` checks that after every pass.
 
 pub mod compact;
 pub mod fields;
@@ -14,7 +16,9 @@ pub mod simplify;
 pub mod sink;
 pub mod tags;
 
+use crate::verify::VerifyError;
 use crate::Module;
+use std::fmt;
 
 /// One pass, by name (for `--emit`, tests and verifier reports).
 pub type Pass = (&'static str, fn(&mut Module));
@@ -48,12 +52,38 @@ pub const PIPELINE: &[Pass] = &[
     ("schedule", schedule::schedule),
 ];
 
-/// Runs [`PIPELINE`]. In debug builds the module is verified after each
-/// pass, so a pass that breaks an invariant is named at once instead of
-/// surfacing as a code generation error. Each pass is a stage of
+/// A pass that left a module breaking an invariant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassError {
+    pub pass: &'static str,
+    pub error: VerifyError,
+}
+
+impl fmt::Display for PassError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the FIR pass `{}` broke an invariant: {}",
+            self.pass, self.error
+        )
+    }
+}
+
+impl std::error::Error for PassError {}
+
+/// Runs [`PIPELINE`]. In debug builds, and with `VLAD_VERIFY_PASSES` set,
+/// the module is verified after each pass, so that a pass that breaks an
+/// invariant is named at once (the error) instead of surfacing as a code
+/// generation error or as wrong code. Each pass is a stage of
 /// `--time-passes` (`base::timing`), whose clock `VLAD_PASS_TRACE` prints
 /// with the module's size after the pass.
-pub fn optimize(m: &mut Module) {
+pub fn optimize(m: &mut Module) -> Result<(), PassError> {
+    let verify = cfg!(debug_assertions) || std::env::var_os("VLAD_VERIFY_PASSES").is_some();
+    run(m, PIPELINE, verify)
+}
+
+/// Runs `passes` on `m`, verifying the module after each if `verify`.
+fn run(m: &mut Module, passes: &[Pass], verify: bool) -> Result<(), PassError> {
     let _optimize = base::timing::span("optimize");
     let trace = std::env::var_os("VLAD_PASS_TRACE").is_some();
     if trace {
@@ -64,7 +94,7 @@ pub fn optimize(m: &mut Module) {
             m.funcs.len()
         );
     }
-    for (name, pass) in PIPELINE {
+    for (name, pass) in passes {
         let span = base::timing::span(*name);
         pass(m);
         let elapsed = span.end();
@@ -76,10 +106,59 @@ pub fn optimize(m: &mut Module) {
                 m.funcs.len()
             );
         }
-        if cfg!(debug_assertions) {
-            if let Err(e) = crate::verify::verify(m) {
-                panic!("internal error: the FIR pass `{name}` broke an invariant: {e}");
-            }
+        if verify {
+            crate::verify::verify(m).map_err(|error| PassError { pass: name, error })?;
         }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Block, Func, Op, Term, Ty};
+
+    /// `main` printing a real.
+    fn module() -> Module {
+        let body = Block {
+            insts: vec![
+                crate::testing::inst(&[0], Op::F64Const(1.0)),
+                crate::testing::inst(&[], Op::PrintReal(crate::Val::from_number(0))),
+            ],
+            term: Term::Return(vec![]),
+        };
+        Module {
+            funcs: vec![Func {
+                name: "main".into(),
+                params: vec![],
+                returns: vec![],
+                types: vec![Ty::F64],
+                body,
+            }],
+            main: Some(<crate::FuncId as base::EntityRef>::new(0)),
+            strings: vec![],
+            cells: Default::default(),
+        }
+    }
+
+    /// Makes the real printed a boolean.
+    fn retype(m: &mut Module) {
+        m.funcs[0].body.insts[0].op = Op::BoolConst(true);
+        m.funcs[0].types[0] = Ty::Bool;
+    }
+
+    #[test]
+    fn a_pass_that_breaks_an_invariant_is_named() {
+        let passes: &[Pass] = &[("simplify", simplify::simplify), ("retype", retype)];
+        let mut m = module();
+        let e = run(&mut m, passes, true).expect_err("the module no longer verifies");
+        assert_eq!(e.pass, "retype");
+        assert!(
+            e.to_string()
+                .starts_with("the FIR pass `retype` broke an invariant: function `main`"),
+            "{e}"
+        );
+        let mut m = module();
+        assert_eq!(run(&mut m, passes, false), Ok(()));
     }
 }

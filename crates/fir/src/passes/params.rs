@@ -488,6 +488,7 @@ mod tests {
             funcs: vec![main, lp],
             main: Some(FuncId::new(0)),
             strings: vec!["eof".into()],
+            cells: Default::default(),
         };
         let run = |m: &Module| {
             let mut out = Vec::new();

@@ -277,6 +277,7 @@ mod tests {
             funcs: vec![f, main],
             main: Some(FuncId::new(1)),
             strings: vec![],
+            cells: Default::default(),
         }
     }
 

@@ -208,6 +208,7 @@ mod tests {
             funcs: vec![f, main],
             main: Some(FuncId::new(1)),
             strings: vec![],
+            cells: Default::default(),
         };
         assert_eq!(partition(&m), vec![vec![0, 1, 0], vec![]]);
         merge_equal_results(&mut m);

@@ -297,6 +297,7 @@ mod tests {
             funcs: vec![f],
             main: None,
             strings: vec![],
+            cells: [(1, vec![Ty::Ptr]), (2, vec![Ty::Ptr])].into(),
         };
         assert_eq!(crate::verify::verify(&m), Ok(()));
         let body = &m.funcs[0].body;

@@ -491,6 +491,7 @@ mod tests {
             funcs: vec![main, f, g],
             main: Some(FuncId::new(0)),
             strings: vec![],
+            cells: [(0, vec![]), (1, vec![Ty::Ptr]), (2, vec![Ty::Ptr])].into(),
         }
     }
 

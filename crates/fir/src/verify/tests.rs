@@ -62,6 +62,7 @@ fn good() -> Module {
         funcs: vec![double, main],
         main: Some(FuncId::new(1)),
         strings: vec!["error: end of input".into()],
+        cells: Default::default(),
     }
 }
 
@@ -167,18 +168,117 @@ fn rejects_a_main_with_parameters() {
     rejects(&m, "main must take and return nothing");
 }
 
+/// `get(p)` gives the real of a `#1` cell, testing its tag first; `main`
+/// makes a `#0` cell and a `#1` cell holding it and a real read, and
+/// prints `get` of it.
+fn cells() -> Module {
+    let v = Val::new;
+    let get = func(
+        "get",
+        vec![Ty::Ptr],
+        vec![Ty::F64],
+        vec![Ty::Ptr, Ty::Bool, Ty::F64, Ty::F64],
+        Block {
+            insts: vec![
+                i(&[1], Op::TagIs(v(0), 1)),
+                i(
+                    &[2],
+                    Op::If {
+                        cond: v(1),
+                        then_: Block {
+                            insts: vec![i(&[3], Op::Load(v(0), 1, 1))],
+                            term: Term::Yield(vec![v(3)]),
+                        },
+                        else_: Block {
+                            insts: vec![],
+                            term: Term::Error(StrId::new(0)),
+                        },
+                    },
+                ),
+            ],
+            term: Term::Return(vec![v(2)]),
+        },
+    );
+    let main = func(
+        "main",
+        vec![],
+        vec![],
+        vec![Ty::F64, Ty::Ptr, Ty::Ptr, Ty::F64],
+        Block {
+            insts: vec![
+                i(&[0], Op::ReadReal(StrId::new(0))),
+                i(&[1], Op::Alloc(0, vec![])),
+                i(&[2], Op::Alloc(1, vec![v(1), v(0)])),
+                i(&[3], Op::Call(FuncId::new(0), vec![v(2)])),
+                i(&[], Op::PrintReal(v(3))),
+            ],
+            term: Term::Return(vec![]),
+        },
+    );
+    Module {
+        funcs: vec![get, main],
+        main: Some(FuncId::new(1)),
+        strings: vec!["error: not a #1 cell".into()],
+        cells: [(0, vec![]), (1, vec![Ty::Ptr, Ty::F64])].into(),
+    }
+}
+
+/// `get`'s `If` and the instructions of its arm that loads.
+fn get_arm(m: &mut Module) -> &mut Vec<crate::Inst> {
+    match &mut m.funcs[0].body.insts[1].op {
+        Op::If { then_, .. } => &mut then_.insts,
+        _ => unreachable!("`get` tests, then loads in an `If`"),
+    }
+}
+
 #[test]
-fn rejects_a_cell_with_a_pointer_after_a_real() {
-    let mut m = good();
-    // main: v4 = alloc #0(v0), v5 = alloc #1(v0, v4) puts the pointer last.
-    m.funcs[1].types.extend([Ty::Ptr, Ty::Ptr, Ty::Ptr]);
-    let insts = &mut m.funcs[1].body.insts;
-    insts.push(i(&[4], Op::Alloc(0, vec![Val::new(0)])));
-    insts.push(i(&[5], Op::Alloc(1, vec![Val::new(4), Val::new(0)])));
-    assert_eq!(verify(&m), Ok(()));
-    m.funcs[1]
-        .body
-        .insts
-        .push(i(&[6], Op::Alloc(1, vec![Val::new(0), Val::new(4)])));
-    rejects(&m, "a cell's pointer v4 follows a scalar that is not one");
+fn accepts_cells_of_their_layouts() {
+    assert_eq!(verify(&cells()), Ok(()));
+}
+
+#[test]
+fn rejects_a_layout_with_a_pointer_after_a_real() {
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::F64, Ty::Ptr]);
+    rejects(
+        &m,
+        "cell #2: the layout (f64, ptr) has a pointer after a scalar",
+    );
+}
+
+#[test]
+fn rejects_a_tag_without_a_layout() {
+    let mut m = cells();
+    m.funcs[1].body.insts[1] = i(&[1], Op::Alloc(5, vec![]));
+    rejects(&m, "cell #5 has no layout");
+    let mut m = cells();
+    m.funcs[0].body.insts[0] = i(&[1], Op::TagIs(Val::new(0), 5));
+    rejects(&m, "cell #5 has no layout");
+    let mut m = cells();
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 5, 1));
+    rejects(&m, "cell #5 has no layout");
+}
+
+#[test]
+fn rejects_an_alloc_that_does_not_fill_its_layout() {
+    let mut m = cells();
+    m.funcs[1].body.insts[2] = i(&[2], Op::Alloc(1, vec![Val::new(1)]));
+    rejects(&m, "a cell #1 (ptr, f64): 1 values where 2 are needed");
+    let mut m = cells();
+    m.funcs[1].body.insts[2] = i(&[2], Op::AllocZero(1, vec![Val::new(0), Val::new(1)]));
+    rejects(&m, "v0 is F64 where Ptr is needed");
+}
+
+#[test]
+fn rejects_a_load_outside_its_layout() {
+    let mut m = cells();
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 1, 2));
+    rejects(&m, "a load of slot 2 of a cell #1 (ptr, f64)");
+}
+
+#[test]
+fn rejects_a_load_of_another_type_than_its_slot() {
+    let mut m = cells();
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 1, 0));
+    rejects(&m, "are typed [F64] but the operation gives [Ptr]");
 }

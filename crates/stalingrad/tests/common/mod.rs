@@ -159,10 +159,12 @@ pub fn build_to(src: &str, exe: &Path) -> Run {
 /// environment or shell).
 pub fn run_command(mut cmd: Command, stdin: Option<&[u8]>) -> Run {
     // Every build of the tests has Cranelift verify what code generation
-    // makes (release builds of the compiler skip it).
+    // makes, and the FIR verifier what each FIR pass makes (release builds
+    // of the compiler skip both).
     cmd.current_dir(repo_root())
         .env_remove("RUST_BACKTRACE")
-        .env("VLAD_VERIFY_CLIF", "1");
+        .env("VLAD_VERIFY_CLIF", "1")
+        .env("VLAD_VERIFY_PASSES", "1");
     let limits = runner::Limits {
         time: time_limit(),
         memory_kb: None,

@@ -36,7 +36,11 @@ pub(crate) fn run_process_capped(
         None => Command::new(program),
         Some(kib) => runner::capped_command(program, kib),
     };
-    cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE");
+    // The FIR verifier runs after each pass on every program built.
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .env("VLAD_VERIFY_PASSES", "1");
     let limits = runner::Limits {
         time: TIME_LIMIT,
         memory_kb: Some(MEMORY_LIMIT_KB),
