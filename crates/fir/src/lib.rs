@@ -1,5 +1,5 @@
 //! The first-order IR (FIR): what lowering produces and code generation
-//! consumes, with its text form ([`print`], `--emit=ir`), an evaluator
+//! consumes, with its text form ([`print`], `--emit=fir`), an evaluator
 //! ([`eval`], for testing lowering without machine code), the verifier of
 //! its invariants ([`verify`]) and the FIR-to-FIR passes ([`passes`]).
 //! [`read`] parses the text form back, so that the passes are tested on

@@ -1,4 +1,4 @@
-//! The text form of a [`fir::Module`] (`stalingrad build --emit=ir`).
+//! The text form of a [`fir::Module`] (`stalingrad build --emit=fir`).
 //!
 //! Stable and line-oriented, for people and snapshot tests:
 //!

@@ -345,12 +345,12 @@ fn compiled_programs_give_the_published_results() {
 /// largest cell (one Euler step of the inner reverse loop) holds at most
 /// 22 scalars (3,587 before `fir::passes::fields` dropped the unread ones
 /// and `fir::passes::returns` let it store duplicates once). Read off
-/// `--emit=ir`'s `cell #N = (ptr, f64, ...)` lines.
+/// `--emit=fir`'s `cell #N = (ptr, f64, ...)` lines.
 #[test]
 fn particle_rr_tape_holds_only_what_the_backward_sweep_reads() {
     let out = Command::new(env!("CARGO_BIN_EXE_stalingrad"))
         .arg("build")
-        .arg("--emit=ir")
+        .arg("--emit=fir")
         .arg(programs_dir().join("particle-RR.vlad"))
         .output()
         .expect("cannot start stalingrad");

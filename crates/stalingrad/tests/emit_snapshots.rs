@@ -98,3 +98,38 @@ fn every_stage_of_every_program() {
     }
     failures.finish("tests/emit", checked);
 }
+
+/// `--emit=ir`, the former name of `--emit=fir`, still prints the FIR for
+/// one release, with a note on standard error naming the new one.
+#[test]
+fn the_former_name_ir_prints_the_fir_with_a_note() {
+    let program = "tests/emit/derivative.vlad".to_string();
+    let build = |stage: &str| {
+        run_stalingrad(
+            &[
+                "build".to_string(),
+                format!("--emit={stage}"),
+                program.clone(),
+            ],
+            None,
+        )
+    };
+    let (old, new) = (build("ir"), build("fir"));
+    assert!(old.success() && new.success(), "{}", old.transcript());
+    assert_eq!(old.stdout, new.stdout);
+    assert!(new.stderr.is_empty(), "{}", new.transcript());
+    assert!(
+        old.stderr.contains("`--emit=ir` is now `--emit=fir`"),
+        "{}",
+        old.transcript()
+    );
+    let bogus = build("asm");
+    assert!(!bogus.success());
+    assert!(
+        bogus
+            .stderr
+            .contains("expected one of anf, flow, fir, clif, obj, found `asm`"),
+        "{}",
+        bogus.transcript()
+    );
+}

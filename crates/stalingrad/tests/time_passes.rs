@@ -101,7 +101,7 @@ fn every_stage_and_pass_is_reported_and_the_output_is_unchanged() {
 
 #[test]
 fn emit_reports_the_stages_it_ran_and_prints_the_same_text() {
-    for stage in ["anf", "flow", "ir"] {
+    for stage in ["anf", "flow", "fir"] {
         let args = |timed: bool| {
             let mut a = vec![
                 "build".to_string(),
@@ -122,7 +122,7 @@ fn emit_reports_the_stages_it_ran_and_prints_the_same_text() {
         assert_eq!(runs_of(&stages, "total"), Some(1), "{stage}: {stages:?}");
         assert_eq!(runs_of(&stages, "codegen"), None, "{stage}: {stages:?}");
         let optimized = runs_of(&stages, "optimize").is_some();
-        assert_eq!(optimized, stage == "ir", "{stage}: {stages:?}");
+        assert_eq!(optimized, stage == "fir", "{stage}: {stages:?}");
     }
 }
 
@@ -132,7 +132,7 @@ fn a_failed_build_reports_the_stages_up_to_the_failure() {
         &[
             "build".into(),
             "--time-passes".into(),
-            "--emit=ir".into(),
+            "--emit=fir".into(),
             "tests/refused/derivative-tower.vlad".into(),
         ],
         None,

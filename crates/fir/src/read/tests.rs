@@ -10,8 +10,8 @@ use base::EntityRef;
 const ALL: &str = r#"str s0 = "a \"b\"\n\t\\ é \u{7f}"
 str s1 = "f.vlad:1:2"
 
-cell #0 = 3 slots (1 pointer)
-cell #2 = 0 slots (0 pointers)
+cell #0 = (ptr, f64, bool)
+cell #2 = ()
 
 func f0 main() -> () {
   v0 = f64 -0.0
