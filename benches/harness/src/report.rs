@@ -275,6 +275,10 @@ Measured on the same kind of machine (2 cores, AMD EPYC), time per repetition, b
         s,
         "\n## GradBench\n\nParticle and saddle through GradBench's own eval scripts (`stalingrad gradbench`), beside the figures published for Enzyme and Futhark and our hand-written baselines of the same run: [gradbench.md](gradbench.md), made by `gradbench/run-evals.sh`."
     );
+    let _ = writeln!(
+        s,
+        "\n## Design choices\n\nWhat each of the compiler's design choices was measured to buy (instruction counts, times and heap of the programs it was chosen on): [design-measurements.md](design-measurements.md)."
+    );
     s
 }
 
