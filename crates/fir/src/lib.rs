@@ -15,7 +15,7 @@
 //! parameters, and a backpropagator closure is just the reals it captured.
 //! There are no closures, no indirect calls and no AD operations left.
 //!
-//! Invariants (checked by [`verify::verify`], but for the one so marked):
+//! Invariants (checked by [`verify::verify`]):
 //! - values are numbered per function; parameters are values
 //!   `0..params.len()`; every other value is defined exactly once, by an
 //!   [`Inst`] result, before it is used, and is visible in the rest of its
@@ -34,7 +34,11 @@
 //! - a `Load` from a cell reads the member the cell holds: code tests the
 //!   tag (`TagIs`) first, or knows it otherwise (the last member of a
 //!   dispatch whose other tests failed, a cell a slot of a known member
-//!   holds). This one is not checked (why: [`verify`]);
+//!   holds). The verifier checks what the function itself shows: a
+//!   `Load` of a member that the cell's definition (an `Alloc`, an `If`
+//!   yielding cells) and the `TagIs` tests the code passed or failed rule
+//!   out is an error, unless they rule out every member, which shows the
+//!   code never runs (see [`verify`]);
 //! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
 //!   fused multiply-add, so results equal the interpreter's bit for bit.
 

@@ -20,22 +20,33 @@
 //! names a slot of its tag's layout and gives one result, of that slot's
 //! type.
 //!
-//! That a `Load` reads the member its cell holds is not checked. Which
-//! member a cell holds is a run-time fact that the FIR leaves implicit
-//! where a dispatch needs no test (lowering loads the last member of a
-//! union untested once the other tests failed); deciding it would take
-//! the tags each pointer may have, a whole-module analysis as
-//! `passes::tags` makes. Even the local approximation (no `Load` of one
-//! member where an `Alloc`, or a `TagIs` the code passed, shows another)
-//! does not hold of every module the passes make:
-//! tests/corpus/horner-all-modes.vlad, after `inline-bottom-up`, loads
-//! member #1 from a cell in the arm of its test for the lazy zero #2 (in
-//! the branch of a memo lookup that found nothing), code the run never
-//! reaches or a latent lowering bug, not yet told apart.
+//! Which member a cell holds is a run-time fact, and lowering leaves it
+//! implicit where a dispatch needs no test (the last member of a union,
+//! once the others' tests failed, is loaded untested), so that a `Load`
+//! reads the member its cell holds cannot be checked in general: it would
+//! take the set of tags each pointer may have, a whole-module analysis as
+//! `passes::tags` makes. What is checked is what the function itself says
+//! of the cell. The members a cell may hold at a point are those its
+//! definition allows (an `Alloc`'s tag; for an `If`'s result, the members
+//! its arms that run yield; for any other value every member), narrowed by
+//! the tag tests known there: inside the arm of an `If` on a `TagIs` (or on
+//! its `Not`), the outcome that arm takes, and after such an `If` whose
+//! other arm diverges, the outcome of the arm that yields. A `Load` of a
+//! member outside that set is an error. The code at a point never runs,
+//! and nothing there is checked, when it is in an arm an `If` on a
+//! constant never takes, or when the tests known there leave some cell no
+//! member at all: a contradiction, such as the arm of a test for a lazy
+//! zero on a cell made as one of the union's other members, which inlining
+//! leaves (tests/corpus/horner-all-modes.vlad after `inline-bottom-up`)
+//! and `tags` then decides. An arm that never runs yields nothing to its
+//! `If`'s results.
 
-use crate::{print, Block, ErrPart, Func, FuncId, Module, Op, Term, Ty, Val};
+use crate::{print, Block, ErrPart, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
 use base::EntityRef;
+use members::Members;
 use std::fmt;
+
+mod members;
 
 /// A broken invariant: the function, where in it, and what.
 #[derive(Clone, Debug, PartialEq)]
@@ -91,6 +102,15 @@ pub fn verify(m: &Module) -> Result<(), VerifyError> {
     Ok(())
 }
 
+/// What the code says of a `Bool` value: the outcome of a tag test (the
+/// cell, the tag, and whether the value is true when the cell has it), or
+/// a constant.
+#[derive(Clone, Copy)]
+enum Cond {
+    Test(Val, u32, bool),
+    Const(bool),
+}
+
 struct Checker<'a> {
     m: &'a Module,
     f: &'a Func,
@@ -98,6 +118,25 @@ struct Checker<'a> {
     /// Values visible at the current point, innermost scope last.
     visible: Vec<bool>,
     path: Vec<Step>,
+    /// The `Bool` values that are tag tests or constants.
+    conds: Vec<Option<Cond>>,
+    /// The members each cell may hold, by value, as its definition shows
+    /// (an `Alloc`, an `If` yielding cells whose members are known).
+    made: Vec<Members>,
+    /// What the tests known at the current point say of each cell: (tag,
+    /// has it), innermost last.
+    shown: Vec<Vec<(u32, bool)>>,
+    /// The cells with entries in `shown`, in the order they were added,
+    /// to drop them when their scope ends, and whether the entry left the
+    /// cell no member (made the code dead).
+    shown_log: Vec<(Val, bool)>,
+    /// How many reasons the current point has never to run: arms an `If`
+    /// on a constant never takes, and cells the code shows to hold no
+    /// member.
+    dead: usize,
+    /// What the arm last checked yields: the members of each yielded
+    /// value, or `None` when the arm does not yield or never runs.
+    yields: Option<Vec<Members>>,
 }
 
 /// A step of the path to the place checked (made text only for an error:
@@ -127,6 +166,12 @@ impl<'a> Checker<'a> {
             defined: vec![false; n],
             visible: vec![false; n],
             path: Vec::new(),
+            conds: vec![None; n],
+            made: vec![Members::any(); n],
+            shown: vec![Vec::new(); n],
+            shown_log: Vec::new(),
+            dead: 0,
+            yields: None,
         }
     }
 
@@ -227,8 +272,10 @@ impl<'a> Checker<'a> {
     }
 
     fn block(&mut self, b: &Block, place: Place<'_>) -> Result<(), VerifyError> {
-        // Values defined here stop being visible when the block ends.
+        // Values defined here stop being visible when the block ends, and
+        // so does what its tests showed.
         let mut scope: Vec<Val> = Vec::new();
+        let shown = self.shown_log.len();
         for (k, inst) in b.insts.iter().enumerate() {
             self.path.push(Step::Inst(k));
             if let Some(want) = self.op(&inst.op, &inst.results)? {
@@ -253,15 +300,73 @@ impl<'a> Checker<'a> {
                 self.visible[i] = true;
                 scope.push(*v);
             }
+            self.learn(inst);
             self.path.pop();
         }
         self.path.push(Step::Term);
         self.term(&b.term, place)?;
         self.path.pop();
+        self.yields = match &b.term {
+            Term::Yield(vs) if self.dead == 0 => {
+                Some(vs.iter().map(|v| self.members(*v)).collect())
+            }
+            _ => None,
+        };
         for v in scope {
             self.visible[v.index()] = false;
         }
+        self.forget(shown);
         Ok(())
+    }
+
+    /// Records what an instruction's results say of cells.
+    fn learn(&mut self, inst: &Inst) {
+        let Some(r) = inst.results.first().map(|v| v.index()) else {
+            return;
+        };
+        match &inst.op {
+            Op::Alloc(tag, _) | Op::AllocZero(tag, _) => self.made[r] = Members::one(*tag),
+            Op::TagIs(p, tag) => self.conds[r] = Some(Cond::Test(*p, *tag, true)),
+            Op::BoolConst(b) => self.conds[r] = Some(Cond::Const(*b)),
+            Op::Not(a) => {
+                self.conds[r] = self.conds[a.index()].map(|c| match c {
+                    Cond::Test(p, tag, has) => Cond::Test(p, tag, !has),
+                    Cond::Const(b) => Cond::Const(!b),
+                })
+            }
+            _ => {}
+        }
+    }
+
+    /// Takes condition `cond` to be `outcome` until the enclosing scope
+    /// ends.
+    fn show(&mut self, cond: Val, outcome: bool) {
+        if let Some(Cond::Test(p, tag, has)) = self.conds[cond.index()] {
+            let before = self.members(p);
+            self.shown[p.index()].push((tag, has == outcome));
+            let dead = !before.is_empty() && before.narrow(tag, has == outcome).is_empty();
+            self.dead += usize::from(dead);
+            self.shown_log.push((p, dead));
+        }
+    }
+
+    /// Drops what was shown since the log had `len` entries.
+    fn forget(&mut self, len: usize) {
+        while self.shown_log.len() > len {
+            if let Some((p, dead)) = self.shown_log.pop() {
+                self.shown[p.index()].pop();
+                self.dead -= usize::from(dead);
+            }
+        }
+    }
+
+    /// The members the code around the current point shows cell `p` may
+    /// hold.
+    fn members(&self, p: Val) -> Members {
+        let made = self.made[p.index()].clone();
+        self.shown[p.index()]
+            .iter()
+            .fold(made, |m, &(tag, has)| m.narrow(tag, has))
     }
 
     /// The layout of the cells of `tag`.
@@ -306,7 +411,7 @@ impl<'a> Checker<'a> {
             }
             Op::If { cond, then_, else_ } => {
                 self.use_val(*cond, Some(Bool))?;
-                return self.arms(then_, else_);
+                return self.arms(*cond, then_, else_, results);
             }
             Op::PrintStr(s) => {
                 self.string(*s)?;
@@ -365,6 +470,12 @@ impl<'a> Checker<'a> {
                         print::cell(slots)
                     ));
                 };
+                let members = self.members(*p);
+                if self.dead == 0 && !members.admits(*tag) {
+                    return self.err(format!(
+                        "a load of member #{tag} from {p}, whose cell holds {members}"
+                    ));
+                }
                 if results.len() != 1 {
                     return self.err("a `Load` gives exactly one result".into());
                 }
@@ -388,9 +499,18 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
-    /// Checks both arms of an `If` and gives its result types: what the
-    /// arms yield (`None` when both diverge).
-    fn arms(&mut self, then_: &Block, else_: &Block) -> Result<Option<Vec<Ty>>, VerifyError> {
+    /// Checks both arms of an `If` on `cond` and gives its result types:
+    /// what the arms yield (`None` when both diverge). What `cond` shows
+    /// holds in each arm, and after the `If` when the other arm diverges;
+    /// a result `results` names holds a member one of the arms that run
+    /// yields.
+    fn arms(
+        &mut self,
+        cond: Val,
+        then_: &Block,
+        else_: &Block,
+        results: &[Val],
+    ) -> Result<Option<Vec<Ty>>, VerifyError> {
         let yielded = |b: &Block| match &b.term {
             Term::Yield(vs) => Some(vs.clone()),
             _ => None,
@@ -401,12 +521,30 @@ impl<'a> Checker<'a> {
             None => None,
         };
         let want = types.as_deref().unwrap_or(&[]);
-        self.path.push(Step::Then);
-        self.block(then_, Place::Arm(want))?;
-        self.path.pop();
-        self.path.push(Step::Else);
-        self.block(else_, Place::Arm(want))?;
-        self.path.pop();
+        let mut yields: Option<Vec<Members>> = None;
+        for (arm, outcome, name) in [(then_, true, Step::Then), (else_, false, Step::Else)] {
+            let never = matches!(self.conds[cond.index()], Some(Cond::Const(b)) if b != outcome);
+            let shown = self.shown_log.len();
+            self.show(cond, outcome);
+            self.dead += usize::from(never);
+            self.path.push(name);
+            self.block(arm, Place::Arm(want))?;
+            self.path.pop();
+            self.dead -= usize::from(never);
+            self.forget(shown);
+            yields = match (yields, self.yields.take()) {
+                (Some(a), Some(b)) => Some(a.iter().zip(&b).map(|(x, y)| x.join(y)).collect()),
+                (a, b) => a.or(b),
+            };
+        }
+        for (r, members) in results.iter().zip(yields.into_iter().flatten()) {
+            self.made[r.index()] = members;
+        }
+        match (yielded(then_).is_some(), yielded(else_).is_some()) {
+            (true, false) => self.show(cond, true),
+            (false, true) => self.show(cond, false),
+            _ => {}
+        }
         Ok(types)
     }
 

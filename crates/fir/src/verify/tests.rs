@@ -282,3 +282,187 @@ fn rejects_a_load_of_another_type_than_its_slot() {
     get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 1, 0));
     rejects(&m, "are typed [F64] but the operation gives [Ptr]");
 }
+
+#[test]
+fn rejects_a_load_of_a_member_the_cell_was_made_without() {
+    // main: v4 = load v2 #0.0 where v2 = alloc #1(..), with #0 = (f64).
+    let mut m = cells();
+    m.cells.insert(0, vec![Ty::F64]);
+    m.funcs[1].body.insts[1] = i(&[1], Op::Alloc(0, vec![Val::new(0)]));
+    m.funcs[1].types.push(Ty::F64);
+    m.funcs[1]
+        .body
+        .insts
+        .push(i(&[4], Op::Load(Val::new(2), 1, 1)));
+    assert_eq!(verify(&m), Ok(()));
+    m.funcs[1].body.insts[5] = i(&[4], Op::Load(Val::new(2), 0, 0));
+    rejects(
+        &m,
+        "a load of member #0 from v2, whose cell holds member #1",
+    );
+}
+
+#[test]
+fn rejects_a_load_of_another_member_than_the_test_showed() {
+    // get: the arm of `tag_is v0 #1` loads member #2 = (ptr, f64).
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::Ptr, Ty::F64]);
+    get_arm(&mut m)[0] = i(&[3], Op::Load(Val::new(0), 2, 1));
+    rejects(
+        &m,
+        "a load of member #2 from v0, whose cell holds member #1",
+    );
+    // The same load in the arm of `not (tag_is v0 #2)`'s failure.
+    m.funcs[0].types.push(Ty::Bool);
+    m.funcs[0].body.insts[0] = i(&[1], Op::TagIs(Val::new(0), 2));
+    m.funcs[0]
+        .body
+        .insts
+        .insert(1, i(&[4], Op::Not(Val::new(1))));
+    if let Op::If { cond, then_, else_ } = &mut m.funcs[0].body.insts[2].op {
+        *cond = Val::new(4);
+        std::mem::swap(then_, else_);
+    }
+    assert_eq!(verify(&m), Ok(()));
+}
+
+#[test]
+fn rejects_a_load_after_a_test_whose_other_arm_fails() {
+    // get: `if tag_is v0 #1 { yield } else { error }`, then the load.
+    let mut m = cells();
+    let load = get_arm(&mut m).remove(0);
+    if let Op::If { then_, .. } = &mut m.funcs[0].body.insts[1].op {
+        then_.term = Term::Yield(vec![]);
+    }
+    m.funcs[0].body.insts[1].results.clear();
+    m.funcs[0].body.insts.push(load);
+    m.funcs[0].body.term = Term::Return(vec![Val::new(3)]);
+    assert_eq!(verify(&m), Ok(()));
+    m.cells.insert(2, vec![Ty::Ptr, Ty::F64]);
+    m.funcs[0].body.insts[2] = i(&[3], Op::Load(Val::new(0), 2, 1));
+    rejects(
+        &m,
+        "a load of member #2 from v0, whose cell holds member #1",
+    );
+}
+
+#[test]
+fn accepts_a_load_where_the_code_never_runs() {
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::Ptr, Ty::F64]);
+    // In the arm of `tag_is v0 #2` inside that of `tag_is v0 #1`.
+    m.funcs[0].types.extend([Ty::Bool, Ty::F64]);
+    let inner = Op::If {
+        cond: Val::new(4),
+        then_: Block {
+            insts: vec![i(&[3], Op::Load(Val::new(0), 2, 1))],
+            term: Term::Yield(vec![Val::new(3)]),
+        },
+        else_: Block {
+            insts: vec![],
+            term: Term::Error(StrId::new(0)),
+        },
+    };
+    *get_arm(&mut m) = vec![i(&[4], Op::TagIs(Val::new(0), 2)), i(&[5], inner)];
+    if let Op::If { then_, .. } = &mut m.funcs[0].body.insts[1].op {
+        then_.term = Term::Yield(vec![Val::new(5)]);
+    }
+    assert_eq!(verify(&m), Ok(()));
+    // In the arm an `If` on `false` never takes.
+    let arm = get_arm(&mut m);
+    arm[0] = i(&[4], Op::BoolConst(false));
+    assert_eq!(verify(&m), Ok(()));
+    // But not in the arm it takes.
+    if let Op::If { then_, else_, .. } = &mut get_arm(&mut m)[1].op {
+        std::mem::swap(then_, else_);
+    }
+    rejects(
+        &m,
+        "a load of member #2 from v0, whose cell holds member #1",
+    );
+}
+
+#[test]
+fn accepts_a_load_that_only_failed_tests_precede() {
+    // get: after `tag_is v0 #2` failed, the load of #1 untested (the last
+    // member of a dispatch): the FIR does not say which tags the cell may
+    // have.
+    let mut m = cells();
+    m.cells.insert(2, vec![Ty::F64]);
+    m.funcs[0].body.insts[0] = i(&[1], Op::TagIs(Val::new(0), 2));
+    if let Op::If { then_, else_, .. } = &mut m.funcs[0].body.insts[1].op {
+        std::mem::swap(then_, else_);
+    }
+    assert_eq!(verify(&m), Ok(()));
+}
+
+/// `main` of the text `body` (its lines after the first, which reads a
+/// real `v0`), with cells #0 = (), #1 = (ptr, f64), #2 = (ptr) and
+/// `v2 = if v0 < 0 { alloc #0 } else { alloc #1(v1, v0) }` where `v1` is
+/// an `alloc #0`: a cell that holds #0 or #1.
+fn either(body: &str) -> Module {
+    let text = format!(
+        "str s0 = \"error\"\n\
+         cell #0 = ()\ncell #1 = (ptr, f64)\ncell #2 = (ptr)\n\
+         func f0 main() -> () {{\n\
+         v0 = read_real s0\n  v1 = alloc #0()\n  v9 = f64 0.0\n  v8 = flt v0 v9\n\
+         v2 = if v8 {{\n    v3 = alloc #0()\n    yield v3\n  }} else {{\n\
+         v4 = alloc #1(v1, v0)\n    yield v4\n  }}\n{body}\n  return\n}}\nmain f0\n"
+    );
+    match crate::read::module(&text) {
+        Ok(m) => m,
+        Err(e) => panic!("{e}\n{text}"),
+    }
+}
+
+#[test]
+fn rejects_a_load_of_a_member_no_arm_yields() {
+    assert_eq!(
+        verify(&either("  v5 = tag_is v2 #1\n  if v5 {\n    v6 = load v2 #1.1\n    print_real v6\n    yield\n  } else {\n    yield\n  }")),
+        Ok(())
+    );
+    rejects(
+        &either("  v5 = load v2 #2.0"),
+        "a load of member #2 from v2, whose cell holds one of the members #0, #1",
+    );
+    // An arm that diverges yields no member.
+    let m =
+        either("  v5 = if v8 {\n    error s0\n  } else {\n    yield v1\n  }\n  v6 = load v5 #1.1");
+    rejects(
+        &m,
+        "a load of member #1 from v5, whose cell holds member #0",
+    );
+}
+
+#[test]
+fn rejects_a_load_of_a_member_whose_test_failed() {
+    rejects(
+        &either("  v5 = tag_is v1 #1\n  if v5 {\n    yield\n  } else {\n    v6 = load v1 #1.1\n    print_real v6\n    yield\n  }"),
+        "a load of member #1 from v1, whose cell holds member #0",
+    );
+    // A parameter's cell may hold any member but those its tests ruled out.
+    let mut m = cells();
+    if let Op::If { then_, else_, .. } = &mut m.funcs[0].body.insts[1].op {
+        std::mem::swap(then_, else_);
+    }
+    rejects(
+        &m,
+        "a load of member #1 from v0, whose cell holds a member other than #1",
+    );
+}
+
+#[test]
+fn accepts_a_load_where_the_members_a_cell_may_hold_rule_the_arm_out() {
+    // The shape inlining makes of a lazy zero's dispatch
+    // (tests/corpus/horner-all-modes.vlad): the arm where `v2`, made #0 or
+    // #1, is #2 never runs, so nothing it loads is checked, from `v2` or
+    // from another cell.
+    let arm = "  v5 = tag_is v2 #2\n  if v5 {\n    v6 = load v2 #1.1\n    v7 = load v1 #1.1\n    print_real v6\n    print_real v7\n    yield\n  } else {\n    yield\n  }";
+    assert_eq!(verify(&either(arm)), Ok(()));
+    // Once the arm is over, the code runs again.
+    let after = format!("{arm}\n  v10 = load v1 #1.1");
+    rejects(
+        &either(&after),
+        "a load of member #1 from v1, whose cell holds member #0",
+    );
+}
