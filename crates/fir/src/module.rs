@@ -23,7 +23,7 @@ base::entity!(
 );
 impl Val {
     /// The value's number, as lowering's symbolic values
-    /// (`flow::Av::Sym`) name it.
+    /// (`flow::Av::Leaf`) name it.
     pub fn number(self) -> u32 {
         u32::try_from(self.index()).expect("a value number fits in u32")
     }

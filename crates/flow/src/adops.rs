@@ -3,14 +3,14 @@
 //! primitives, on abstract values. They mirror the interpreter's concrete
 //! operations (`interp/src/adops.rs` and `prims.rs`) case for case, and
 //! call the same transformations of crate `ad`. The analysis applies them
-//! to abstract values; lowering applies them to symbolic values
-//! ([`Av::Sym`]) to find where each scalar of a result comes from, in a
+//! to abstract values; lowering applies them to symbolic values (with
+//! leaves of its own, [`Av::Leaf`]) to find where each scalar of a result comes from, in a
 //! [`Mode`] of its own (`adops/mode.rs`): the two differ only in what a map
 //! over a union does and in whether AD may nest without bound. The
 //! primitives are in `adops/prims.rs`, beside the interpreter's `prims.rs`;
 //! `zero` and `plus` in `adops/sum.rs`.
 
-use crate::domain::{Av, AvId, Domain, Site, SymKind, UnionId, UnionOp};
+use crate::domain::{Av, AvId, Domain, LeafKind, Site, UnionId, UnionOp};
 use ad::{AdMemo, Untransformed};
 use ir::EntityRef;
 use ir::{ConstDatum, ConstId, LambdaId, Program, Tag};
@@ -26,17 +26,17 @@ use sum::Sums;
 
 /// The program, its AD memo tables and the abstract domain, with the
 /// structural operations on abstract values. Lowering keeps using these
-/// operations, on abstract values whose unknown leaves are symbolic
-/// ([`Av::Sym`]), to find where each scalar of a result comes from: so the
+/// operations, on abstract values whose unknown leaves are its own
+/// ([`Av::Leaf`], `M::Leaf`), to find where each scalar of a result comes from: so the
 /// meaning of `bundle`, `car` of a forward pair and the rest is written once
 /// for compile time (here) and once for run time (crate `interp`). What
 /// the analysis and lowering do differently is `M` ([`Mode`]): the
 /// analysis runs them as [`Analysing`], and its result hands them to
 /// lowering ([`Ops::into_mode`]).
-pub struct Ops<M = Analysing> {
+pub struct Ops<M: Mode = Analysing> {
     pub prog: Program,
     pub memo: AdMemo,
-    pub dom: Domain,
+    pub dom: Domain<M::Leaf>,
     /// What `zero` and `plus` remember (`adops/sum.rs`).
     pub(crate) sums: Sums,
     /// The value of each constant of the program.
@@ -75,16 +75,15 @@ impl Ops {
             mode: Analysing::default(),
         }
     }
-}
 
-impl<M: Mode> Ops<M> {
     /// The same operations, with everything they computed and remember,
-    /// in another mode (lowering continues the analysis' operations).
+    /// in another mode (lowering continues the analysis' operations),
+    /// whose values may have that mode's leaves.
     pub fn into_mode<N: Mode>(self, mode: N) -> Ops<N> {
         Ops {
             prog: self.prog,
             memo: self.memo,
-            dom: self.dom,
+            dom: self.dom.with_leaves(),
             sums: self.sums,
             consts: self.consts,
             union_hit: self.union_hit,
@@ -93,7 +92,9 @@ impl<M: Mode> Ops<M> {
             mode,
         }
     }
+}
 
+impl<M: Mode> Ops<M> {
     // ---- constants -------------------------------------------------------
 
     pub fn const_value(&mut self, k: ConstId) -> AvId {
@@ -203,7 +204,7 @@ impl<M: Mode> Ops<M> {
             // Tags on pairs and atoms are wrappers, so a union of those
             // is tagged as a whole; procedures must be transformed one
             // by one.
-            Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => {
+            Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => {
                 if !self.dom.data_only(u) {
                     self.map_union(UnionOp::Wrap(tag), v, None)
                 } else {
@@ -226,7 +227,7 @@ impl<M: Mode> Ops<M> {
     pub fn tag_unwrap(&mut self, tag: Tag, v: AvId) -> Op<AvId> {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+            Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => {
                 Ok(self.map_union(UnionOp::Unwrap(tag), v, None))
             }
             Av::Wrap(t, x) if t == tag => Ok(x),
@@ -256,7 +257,7 @@ impl<M: Mode> Ops<M> {
             Av::Wrap(_, x) => self.nil_like(*x),
             Av::Bundle(p, t) => self.nil_like(*p) && self.nil_like(*t),
             // The zeros of a union of primitives are a union of nils.
-            Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => {
+            Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => {
                 let ms = self.dom.members(self.dom.find(*u));
                 !ms.is_empty() && ms.iter().all(|m| self.nil_like(*m))
             }
@@ -274,11 +275,14 @@ impl<M: Mode> Ops<M> {
 
     fn shallow_conform(&self, p: AvId, t: AvId) -> bool {
         match (self.dom.get(p), self.dom.get(t)) {
-            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(_) | Av::Sym(_, SymKind::Real))
+            (
+                Av::Real(_) | Av::Leaf(_, LeafKind::Real),
+                Av::Real(_) | Av::Leaf(_, LeafKind::Real),
+            )
             | (Av::Nil, Av::Nil)
             | (Av::Pair(..), Av::Pair(..))
-            | (Av::Bool(_) | Av::Sym(_, SymKind::Bool), Av::Sym(_, SymKind::Bool))
-            | (Av::Sym(_, SymKind::Bool), Av::Bool(_)) => true,
+            | (Av::Bool(_) | Av::Leaf(_, LeafKind::Bool), Av::Leaf(_, LeafKind::Bool))
+            | (Av::Leaf(_, LeafKind::Bool), Av::Bool(_)) => true,
             (Av::Bool(a), Av::Bool(b)) => a.is_none() || b.is_none() || a == b,
             (Av::Wrap(t1, _), Av::Wrap(t2, _)) => t1 == t2,
             (Av::Bundle(..), Av::Bundle(..)) => true,
@@ -349,7 +353,7 @@ impl<M: Mode> Ops<M> {
     pub fn forward_half(&mut self, v: AvId, primal: bool) -> Op<AvId> {
         match self.dom.get(v).clone() {
             Av::Bottom => Ok(v),
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+            Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => {
                 Ok(self.map_union(UnionOp::Half(primal), v, None))
             }
             Av::Bundle(p, t) => Ok(if primal { p } else { t }),
@@ -546,7 +550,7 @@ impl<M: Mode> Ops<M> {
         match tags.split_first() {
             None => match self.dom.get(v) {
                 Av::Pair(a, b) => Ok(if car { *a } else { *b }),
-                Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => {
+                Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => {
                     self.hit("taking apart a pair", v);
                     Ok(self.dom.bottom())
                 }
@@ -585,13 +589,13 @@ impl<M: Mode> Ops<M> {
 
     fn match_datum(&self, v: AvId, d: &ConstDatum) -> Option<bool> {
         match (self.dom.get(v), d) {
-            (Av::Union(_) | Av::Sym(_, SymKind::Union(_)), _) => {
+            (Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)), _) => {
                 self.hit("a constant pattern", v);
                 None
             }
             (Av::Real(Some(x)), ConstDatum::Real(y)) => Some(f64::from_bits(*x) == *y),
-            (Av::Real(None) | Av::Sym(_, SymKind::Real), ConstDatum::Real(_)) => None,
-            (Av::Sym(_, SymKind::Bool), ConstDatum::Bool(_)) => None,
+            (Av::Real(None) | Av::Leaf(_, LeafKind::Real), ConstDatum::Real(_)) => None,
+            (Av::Leaf(_, LeafKind::Bool), ConstDatum::Bool(_)) => None,
             (Av::Bool(Some(x)), ConstDatum::Bool(y)) => Some(x == y),
             (Av::Bool(None), ConstDatum::Bool(_)) => None,
             (Av::Nil, ConstDatum::Nil) => Some(true),
@@ -627,10 +631,10 @@ impl<M: Mode> Ops<M> {
     /// An abstract value as the interpreter would print the value in an
     /// error message (unknown reals and booleans as `R` and `B`).
     pub fn describe(&self, v: AvId) -> String {
-        let s = crate::text::value_text(&self.dom, v);
+        let (s, leaves) = crate::text::value_text(&self.dom, v);
         // A value with parts known only at run time is shortened at run
         // time: lowering turns the marks into `ErrPart::ValueStart/End`.
-        if s.contains(crate::text::SYM_MARK) {
+        if leaves {
             return format!("{0}{s}{0}", crate::text::VALUE_MARK);
         }
         ir::printer::shortened(s)

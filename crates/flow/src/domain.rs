@@ -135,7 +135,7 @@ struct UnionData {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Av {
+pub enum Av<L = NoLeaf> {
     /// No value: not computed yet, or the computation never returns.
     Bottom,
     /// A known real (its bits) or, with `None`, any real.
@@ -152,34 +152,74 @@ pub enum Av {
     /// A value of any of the shapes of a union (see the module
     /// documentation); read its members with [`Domain::members`].
     Union(UnionId),
-    /// Lowering only (the analysis makes none): the unknown real or
-    /// boolean, or the pointer to a union cell, held in scalar number `n`
-    /// of the code being generated. Stands for `Real(None)`, `Bool(None)`
-    /// or `Union(u)` with an identity, so that structural operations show
-    /// where each scalar goes. It is a variant here, not a type of crate
-    /// `lower`, because those operations are written once over this
-    /// hash-consed arena, and a symbolic value mixes such leaves with the
-    /// analysis' own nodes (known closures in environments, union
-    /// members); the domain treats it as the value it stands for.
-    Sym(u32, SymKind),
+    /// A leaf the mode of the shape operations adds ([`Leaf`]): an
+    /// unknown real or boolean, or a union value, with an identity `L`
+    /// (lowering's: the scalar of the generated code holding it). The
+    /// domain treats it as the value it stands for (`Real(None)`,
+    /// `Bool(None)`, `Union(u)`). The analysis' leaf type is [`NoLeaf`],
+    /// so its values have none: it can neither make nor meet one.
+    Leaf(L, LeafKind),
 }
 
+/// What a [`Av::Leaf`] stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SymKind {
+pub enum LeafKind {
     Real,
     Bool,
     Union(UnionId),
 }
 
-/// The arena of abstract values.
-#[derive(Default, Debug)]
-pub struct Domain {
-    nodes: Vec<Av>,
+/// The identity of the leaves a mode adds to the domain (lowering's is
+/// crate `lower`'s `Sym`). The domain is generic over it, rather than the
+/// mode keeping its leaves apart, because the shape operations are written
+/// once over this hash-consed arena, and a value with leaves mixes them
+/// with the analysis' own nodes (known closures in environments, union
+/// members).
+pub trait Leaf: Copy + Eq + std::hash::Hash + std::fmt::Debug {
+    /// Writes this leaf, standing for an unknown real or boolean, in the
+    /// text of an error message ([`crate::text::value_text`]).
+    fn write_message(self, kind: LeafKind, text: &mut String);
+}
+
+/// The analysis' leaves: none (an uninhabited type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NoLeaf {}
+
+impl Leaf for NoLeaf {
+    fn write_message(self, _: LeafKind, _: &mut String) {
+        match self {}
+    }
+}
+
+impl Av {
+    /// The same value in a domain whose leaves are `L`: an analysis value
+    /// has no leaf, so every node carries over as it is.
+    fn with_leaves<L: Leaf>(self) -> Av<L> {
+        match self {
+            Av::Bottom => Av::Bottom,
+            Av::Real(r) => Av::Real(r),
+            Av::Bool(b) => Av::Bool(b),
+            Av::Nil => Av::Nil,
+            Av::Prim(p) => Av::Prim(p),
+            Av::Pair(a, b) => Av::Pair(a, b),
+            Av::Closure(l, env) => Av::Closure(l, env),
+            Av::Wrap(t, x) => Av::Wrap(t, x),
+            Av::Bundle(p, t) => Av::Bundle(p, t),
+            Av::Union(u) => Av::Union(u),
+            Av::Leaf(l, _) => match l {},
+        }
+    }
+}
+
+/// The arena of abstract values, with leaves `L` ([`Av::Leaf`]).
+#[derive(Debug)]
+pub struct Domain<L = NoLeaf> {
+    nodes: Vec<Av<L>>,
     /// Hash-consing: every node made is looked up here, most of the time
     /// of analysing and lowering large programs, so with rustc's hasher
     /// (probabilistic-prolog-R of STALIN∇: std's SipHash was a quarter of
     /// the build).
-    index: HashMap<Av, AvId, rustc_hash::FxBuildHasher>,
+    index: HashMap<Av<L>, AvId, rustc_hash::FxBuildHasher>,
     /// Nesting depth of each node (Bottom and atoms are 1).
     depths: Vec<u32>,
     /// [`Self::is_known`] of each node, computed once when it is made:
@@ -212,14 +252,60 @@ pub struct Domain {
     widened_generation: u64,
 }
 
+impl Default for Domain {
+    fn default() -> Domain {
+        Domain::new()
+    }
+}
+
 impl Domain {
+    /// An arena holding bottom only (as [`AvId`] 0).
     pub fn new() -> Domain {
-        let mut d = Domain::default();
+        let mut d = Domain {
+            nodes: Vec::new(),
+            index: HashMap::default(),
+            depths: Vec::new(),
+            known: Vec::new(),
+            unions_inside: Vec::new(),
+            erased: HashMap::default(),
+            unions: Vec::new(),
+            sites: HashMap::new(),
+            site_ids: HashMap::new(),
+            joining: HashMap::new(),
+            generation: 0,
+            widened: HashMap::default(),
+            widened_generation: 0,
+        };
         d.intern(Av::Bottom);
         d
     }
 
-    pub fn intern(&mut self, av: Av) -> AvId {
+    /// The same arena, every id kept, in which values may have leaves `L`
+    /// (lowering continues the analysis' domain with its symbolic leaves).
+    pub fn with_leaves<L: Leaf>(self) -> Domain<L> {
+        drop(self.index);
+        let nodes: Vec<Av<L>> = self.nodes.into_iter().map(Av::with_leaves).collect();
+        let index = nodes.iter().cloned().zip((0..).map(AvId)).collect();
+        Domain {
+            nodes,
+            index,
+            depths: self.depths,
+            known: self.known,
+            unions_inside: self.unions_inside,
+            erased: self.erased,
+            unions: self.unions,
+            sites: self.sites,
+            site_ids: self.site_ids,
+            joining: self.joining,
+            generation: self.generation,
+            widened: self.widened,
+            widened_generation: self.widened_generation,
+        }
+    }
+}
+
+impl<L: Leaf> Domain<L> {
+    pub fn intern(&mut self, av: Av<L>) -> AvId {
         if let Some(id) = self.index.get(&av) {
             return *id;
         }
@@ -232,14 +318,14 @@ impl Domain {
         let known = match &av {
             Av::Real(r) => r.is_some(),
             Av::Bool(b) => b.is_some(),
-            Av::Sym(..) | Av::Union(_) => false,
+            Av::Leaf(..) | Av::Union(_) => false,
             Av::Bottom | Av::Nil | Av::Prim(_) => true,
             Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
             Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
             Av::Wrap(_, x) => self.is_known(*x),
         };
         let unions_inside = match &av {
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => true,
+            Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => true,
             Av::Pair(a, b) | Av::Bundle(a, b) => self.has_union(*a) || self.has_union(*b),
             Av::Wrap(_, x) => self.has_union(*x),
             Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
@@ -254,7 +340,7 @@ impl Domain {
         id
     }
 
-    pub fn get(&self, id: AvId) -> &Av {
+    pub fn get(&self, id: AvId) -> &Av<L> {
         &self.nodes[id.0 as usize]
     }
 
@@ -315,9 +401,9 @@ impl Domain {
 
     fn widen_node(&mut self, id: AvId) -> AvId {
         match self.get(id).clone() {
-            Av::Real(Some(_)) | Av::Sym(_, SymKind::Real) => self.any_real(),
-            Av::Bool(Some(_)) | Av::Sym(_, SymKind::Bool) => self.boolean(None),
-            Av::Sym(_, SymKind::Union(u)) => self.union_av(u),
+            Av::Real(Some(_)) | Av::Leaf(_, LeafKind::Real) => self.any_real(),
+            Av::Bool(Some(_)) | Av::Leaf(_, LeafKind::Bool) => self.boolean(None),
+            Av::Leaf(_, LeafKind::Union(u)) => self.union_av(u),
             Av::Union(u) => self.union_av(u),
             Av::Pair(a, b) => {
                 let (a, b) = (self.widen(a), self.widen(b));
@@ -439,15 +525,15 @@ impl Domain {
     /// The kind of a non-union value (`None` for bottom and unions).
     pub fn kind(&self, v: AvId) -> Option<Kind> {
         Some(match self.get(v) {
-            Av::Real(_) | Av::Sym(_, SymKind::Real) => Kind::Real,
-            Av::Bool(_) | Av::Sym(_, SymKind::Bool) => Kind::Bool,
+            Av::Real(_) | Av::Leaf(_, LeafKind::Real) => Kind::Real,
+            Av::Bool(_) | Av::Leaf(_, LeafKind::Bool) => Kind::Bool,
             Av::Nil => Kind::Nil,
             Av::Prim(p) => Kind::Prim(*p),
             Av::Pair(..) => Kind::Pair,
             Av::Closure(l, _) => Kind::Closure(*l),
             Av::Wrap(t, _) => Kind::Wrap(*t),
             Av::Bundle(..) => Kind::Bundle,
-            Av::Bottom | Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => return None,
+            Av::Bottom | Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => return None,
         })
     }
 
@@ -525,7 +611,7 @@ impl Domain {
 
     fn as_union(&self, v: AvId) -> Option<UnionId> {
         match self.get(v) {
-            Av::Union(u) | Av::Sym(_, SymKind::Union(u)) => Some(self.find(*u)),
+            Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => Some(self.find(*u)),
             _ => None,
         }
     }
@@ -637,7 +723,7 @@ impl Domain {
             }
             (None, None) => {}
         }
-        let j = |d: &mut Domain, i: usize, x: AvId, y: AvId| d.join_in(into.child(i), x, y);
+        let j = |d: &mut Domain<L>, i: usize, x: AvId, y: AvId| d.join_in(into.child(i), x, y);
         match (self.get(a).clone(), self.get(b).clone()) {
             (Av::Bottom, _) => b,
             (_, Av::Bottom) => a,
@@ -697,8 +783,8 @@ impl Domain {
             (None, None) => {}
         }
         match (self.get(a), self.get(b)) {
-            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(None)) => true,
-            (Av::Bool(_) | Av::Sym(_, SymKind::Bool), Av::Bool(None)) => true,
+            (Av::Real(_) | Av::Leaf(_, LeafKind::Real), Av::Real(None)) => true,
+            (Av::Bool(_) | Av::Leaf(_, LeafKind::Bool), Av::Bool(None)) => true,
             (Av::Pair(a1, b1), Av::Pair(a2, b2)) | (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
                 self.leq(*a1, *a2) && self.leq(*b1, *b2)
             }
@@ -726,7 +812,7 @@ impl Domain {
 
     fn erase_unions_of(&mut self, v: AvId) -> AvId {
         match self.get(v).clone() {
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.bottom(),
+            Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => self.bottom(),
             Av::Pair(a, b) => {
                 let (a, b) = (self.erase_unions(a), self.erase_unions(b));
                 self.pair(a, b)

@@ -13,7 +13,10 @@
 //! ([`Analysis::is_live`]) has an abstract value and a plan; a union's
 //! member list is final and a member's index is its run-time tag; the
 //! cases of a [`Plan::Switch`] follow the members of the union it splits.
-//! The analysis makes no [`Av::Sym`]: only lowering's mode does.
+//! The analysis' values have no leaves ([`Av::Leaf`]): its domain's leaf
+//! type is [`NoLeaf`], uninhabited, so it can neither make nor meet one;
+//! the domain is generic over a leaf type so that lowering's mode can add
+//! its symbolic leaves ([`Ops::into_mode`] re-types the arena, every id kept).
 //!
 //! Dependencies: `base`, `ir` and `ad`, not the front end: positions and
 //! errors are `base::diag`'s, reals print with `base::number`.
@@ -27,4 +30,4 @@ pub mod text;
 
 pub use adops::{Analysing, Mode, Ops, UnionMap};
 pub use analysis::{analyze, Analysis, BindInfo, Plan, Spec, SpecId};
-pub use domain::{Av, AvId, Domain, Kind, Site, SymKind, UnionId, UnionOp};
+pub use domain::{Av, AvId, Domain, Kind, Leaf, LeafKind, NoLeaf, Site, UnionId, UnionOp};

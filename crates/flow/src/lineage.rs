@@ -14,7 +14,7 @@
 //! loop. Maps need no such rule: a map undoing the one that made its
 //! operand gives that union back (`Ops::map_union`).
 
-use crate::domain::{Domain, Site, UnionId, UnionOp};
+use crate::domain::{Domain, Leaf, Site, UnionId, UnionOp};
 use ir::Tag;
 use std::collections::HashSet;
 
@@ -31,7 +31,7 @@ type Step = (bool, Tag);
 /// The unions `u` descends from through operations that keep shapes, so
 /// that every value of `u` has the shape of a value of each of them;
 /// nearest first, `u` itself excluded.
-pub fn same_shape_ancestors(dom: &Domain, u: UnionId) -> Vec<UnionId> {
+pub fn same_shape_ancestors<L: Leaf>(dom: &Domain<L>, u: UnionId) -> Vec<UnionId> {
     let u = dom.find(u);
     let mut out = Vec::new();
     let mut seen: HashSet<(UnionId, Vec<Step>)> = HashSet::new();
@@ -69,7 +69,7 @@ pub fn same_shape_ancestors(dom: &Domain, u: UnionId) -> Vec<UnionId> {
 
 /// The unions union `x` was made from by an operation that keeps shapes
 /// up to a tag, with that tag.
-fn parents(dom: &Domain, x: UnionId) -> Vec<(UnionId, Option<Step>)> {
+fn parents<L: Leaf>(dom: &Domain<L>, x: UnionId) -> Vec<(UnionId, Option<Step>)> {
     match dom.origin(x) {
         Some(Site::Plus(a, b)) => vec![(a, None), (b, None)],
         Some(Site::Zero(a)) => vec![(a, None)],

@@ -3,7 +3,7 @@
 //! run-time errors the analysis finds, with marks where a scalar is known
 //! only at run time).
 
-use crate::domain::{Av, AvId, Domain, SymKind};
+use crate::domain::{Av, AvId, Domain, Leaf, LeafKind, NoLeaf};
 use ir::printer::{self, Node};
 use ir::EntityRef;
 use ir::Program;
@@ -60,11 +60,8 @@ impl<'a> printer::Sink<Held<'a>> for Dump<'_> {
             Av::Union(u) => {
                 let _ = write!(self.text, "U{}", dom.find(*u).index());
             }
-            Av::Sym(n, SymKind::Union(u)) => {
-                let _ = write!(self.text, "U{}@{n}", dom.find(*u).index());
-            }
-            Av::Real(_) | Av::Sym(_, SymKind::Real) => self.text.push('R'),
-            Av::Bool(_) | Av::Sym(_, SymKind::Bool) => self.text.push('B'),
+            Av::Real(_) => self.text.push('R'),
+            Av::Bool(_) => self.text.push('B'),
             Av::Prim(p) => self.text.push_str(p.name()),
             Av::Closure(l, env) => {
                 let _ = write!(self.text, "<{}", l);
@@ -90,28 +87,25 @@ impl<'a> printer::Sink<Held<'a>> for Dump<'_> {
                 self.text.push(')');
             }
             Av::Pair(..) | Av::Nil => {}
+            Av::Leaf(l, _) => match *l {},
         }
     }
 }
 
-/// Brackets a symbolic leaf in [`value_text`]: `\u{1}R12\u{1}` is the
-/// real held in FIR value 12 (see crate `lower`).
-pub const SYM_MARK: char = '\u{1}';
-
-/// Brackets the text of a value containing symbolic leaves in an error
-/// message, so that lowering can shorten it at run time.
+/// Brackets the text of a value with leaves ([`Av::Leaf`]) in an error
+/// message, so that the mode's crate can shorten it at run time.
 pub const VALUE_MARK: char = '\u{2}';
 
 /// An abstract value as `ir::printer` sees it: known parts as the
 /// interpreter's values print; unknown ones opaque, written by
 /// [`value_text`] and by lowering's printing.
 #[derive(Clone, Copy)]
-pub struct Shape<'a> {
-    pub dom: &'a Domain,
+pub struct Shape<'a, L = NoLeaf> {
+    pub dom: &'a Domain<L>,
     pub v: AvId,
 }
 
-impl printer::View for Shape<'_> {
+impl<L: Leaf> printer::View for Shape<'_, L> {
     fn node(self) -> Node<Self> {
         let at = |v| Shape { dom: self.dom, v };
         match self.dom.get(self.v) {
@@ -122,42 +116,47 @@ impl printer::View for Shape<'_> {
             Av::Real(Some(x)) => Node::Real(f64::from_bits(*x)),
             Av::Bool(Some(b)) => Node::Bool(*b),
             Av::Nil => Node::Nil,
-            Av::Real(None) | Av::Bool(None) | Av::Sym(..) | Av::Bottom | Av::Union(_) => {
+            Av::Real(None) | Av::Bool(None) | Av::Leaf(..) | Av::Bottom | Av::Union(_) => {
                 Node::Opaque
             }
         }
     }
 }
 
-/// Writes the unknown parts of a value in a message.
-struct Message(String);
+/// Writes the unknown parts of a value in a message; `leaves` is set
+/// when one of them is a leaf ([`Leaf::write_message`]).
+struct Message {
+    text: String,
+    leaves: bool,
+}
 
-impl printer::Sink<Shape<'_>> for Message {
+impl<L: Leaf> printer::Sink<Shape<'_, L>> for Message {
     fn text(&mut self, s: &str) {
-        self.0.push_str(s);
+        self.text.push_str(s);
     }
-    fn opaque(&mut self, x: Shape<'_>) {
+    fn opaque(&mut self, x: Shape<'_, L>) {
         match x.dom.get(x.v) {
-            Av::Real(None) => self.0.push('R'),
-            Av::Bool(None) => self.0.push('B'),
-            // Lowering turns these markers into the run-time values.
-            Av::Sym(n, SymKind::Real) => {
-                let _ = write!(self.0, "{SYM_MARK}R{n}{SYM_MARK}");
+            Av::Real(None) => self.text.push('R'),
+            Av::Bool(None) => self.text.push('B'),
+            Av::Leaf(l, k @ (LeafKind::Real | LeafKind::Bool)) => {
+                l.write_message(*k, &mut self.text);
+                self.leaves = true;
             }
-            Av::Sym(n, SymKind::Bool) => {
-                let _ = write!(self.0, "{SYM_MARK}B{n}{SYM_MARK}");
-            }
-            Av::Bottom => self.0.push('_'),
-            _ => self.0.push_str("#<value of run-time shape>"),
+            Av::Bottom => self.text.push('_'),
+            _ => self.text.push_str("#<value of run-time shape>"),
         }
     }
 }
 
-/// An abstract value printed the way the interpreter prints the value.
-pub fn value_text(dom: &Domain, v: AvId) -> String {
-    let mut out = Message(String::new());
+/// An abstract value printed the way the interpreter prints the value,
+/// and whether the text has leaves in it.
+pub fn value_text<L: Leaf>(dom: &Domain<L>, v: AvId) -> (String, bool) {
+    let mut out = Message {
+        text: String::new(),
+        leaves: false,
+    };
     printer::write(Shape { dom, v }, &mut out);
-    out.0
+    (out.text, out.leaves)
 }
 
 /// A union and its members: `U3 = () | (R . U3)`.

@@ -4,18 +4,18 @@
 use crate::lowerer::*;
 use base::EntityRef;
 use fir::{self, Block, Cmp, FuncId, Op, Term, Ty, Val};
-use flow::{Av, AvId, BindInfo, Plan, SpecId, SymKind};
+use flow::{Av, AvId, BindInfo, LeafKind, Plan, SpecId};
 
 impl Lowerer<'_> {
     /// Emits a run-time check that symbolic value `x` equals the datum.
     pub(super) fn check_datum(&mut self, fb: &mut Fb, x: AvId, d: &ir::ConstDatum, err: &Term) {
         match (self.ops.dom.get(x).clone(), d) {
-            (Av::Sym(v, SymKind::Real), ir::ConstDatum::Real(c)) => {
+            (Av::Leaf(Sym(v), LeafKind::Real), ir::ConstDatum::Real(c)) => {
                 let k = fb.emit1(Op::F64Const(*c), Ty::F64);
                 let ok = fb.emit1(Op::FCmp(Cmp::Eq, Val::from_number(v), k), Ty::Bool);
                 self.guard(fb, ok, err);
             }
-            (Av::Sym(v, SymKind::Bool), ir::ConstDatum::Bool(c)) => {
+            (Av::Leaf(Sym(v), LeafKind::Bool), ir::ConstDatum::Bool(c)) => {
                 let ok = if *c {
                     Val::from_number(v)
                 } else {
@@ -78,7 +78,7 @@ impl Lowerer<'_> {
                     (None, Some(s)) => self.call_spec(fb, s, e, nil, tail),
                     (Some(st), Some(se)) => {
                         let cond = match self.ops.dom.get(c) {
-                            Av::Sym(v, SymKind::Bool) => Val::from_number(*v),
+                            Av::Leaf(Sym(v), LeafKind::Bool) => Val::from_number(*v),
                             _ => {
                                 return Flow::Done(Term::Error(
                                     self.string("error: internal error: if condition"),

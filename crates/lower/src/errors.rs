@@ -3,6 +3,7 @@
 //! FIR terminator.
 
 use crate::lowerer::*;
+use crate::symbolic::SYM_MARK;
 use base::diag::Span;
 use base::EntityRef;
 use fir::{self, Term, Val};
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 
 impl Lowerer<'_> {
     /// The run-time error term for `msg` at `span`: values known only at
-    /// run time (marked by `flow::text::SYM_MARK`) are printed then.
+    /// run time (marked by `SYM_MARK`) are printed then.
     pub(super) fn error_term(&mut self, span: Option<Span>, msg: &str) -> Term {
         self.error_term_at(span, msg, None)
     }
@@ -44,7 +45,7 @@ impl Lowerer<'_> {
             Some(s) => format!("{}: error: {msg}{note}", self.map.locate(s)),
             None => format!("error: {msg}{note}"),
         };
-        if here.is_some() && !text.contains(flow::text::SYM_MARK) {
+        if here.is_some() && !text.contains(SYM_MARK) {
             return Term::Error(self.string(&text));
         }
         let mut parts = Vec::new();
@@ -52,7 +53,7 @@ impl Lowerer<'_> {
             parts.push(fir::ErrPart::Site);
         }
         let mut in_value = false;
-        for (i, piece) in text.split(flow::text::SYM_MARK).enumerate() {
+        for (i, piece) in text.split(SYM_MARK).enumerate() {
             if i % 2 == 0 {
                 for (j, s) in piece.split(flow::text::VALUE_MARK).enumerate() {
                     if j > 0 {

@@ -16,7 +16,9 @@
 //! Lowering decides nothing the analysis decided: it follows its plans and
 //! splits, and runs flow's shape operations on *symbolic* values
 //! (`symbolic.rs`) in a mode of its own, which also owns everything about
-//! symbolic values: the maps of unions they meet become calls.
+//! symbolic values: their leaf type (`Sym`, flow's domain being generic
+//! over it; the analysis' values have none), how an error message marks
+//! them, and the maps of unions they meet, which become calls.
 //!
 //! Modules, one concept each: `lowerer` (the state, the layout of values
 //! and the bindings), `symbolic` (symbolic values: making them, lowering's

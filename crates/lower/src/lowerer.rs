@@ -5,7 +5,7 @@
 //! scalars, an unknown real one `F64`, an unknown boolean one `Bool`, pairs
 //! and closures the concatenation of their parts. While lowering a function,
 //! every value is held as a *symbolic* abstract value whose unknown leaves
-//! are `Av::Sym(n)`, naming FIR value `n`. Pair operations, closure
+//! are `Av::Leaf(Sym(n), _)`, naming FIR value `n`. Pair operations, closure
 //! environments and the AD operations other than `plus` are then just the
 //! flow analysis' own structural operations ([`flow::Ops`]) applied to
 //! symbolic values, in lowering's mode (`symbolic.rs`): the leaves of the
@@ -20,22 +20,23 @@
 
 use base::diag::{SourceMap, Span};
 use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Ty, Val};
-use flow::{Av, AvId, BindInfo, Ops, Plan, Spec, SpecId, SymKind, UnionId, UnionOp};
+use flow::{Av, AvId, BindInfo, LeafKind, Ops, Plan, Spec, SpecId, UnionId, UnionOp};
 use ir::{EntityRef, Rhs, Stmt, Var};
 use std::collections::HashMap;
 
 use crate::sharing;
+pub(crate) use crate::symbolic::Sym;
 use crate::symbolic::Symbolic;
 
 /// The scalars representing an abstract value, in order.
-pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
+pub fn layout<L: flow::Leaf>(dom: &flow::Domain<L>, av: AvId, out: &mut Vec<Ty>) {
     if dom.is_known(av) {
         return;
     }
     match dom.get(av) {
-        Av::Real(None) | Av::Sym(_, SymKind::Real) => out.push(Ty::F64),
-        Av::Bool(None) | Av::Sym(_, SymKind::Bool) => out.push(Ty::Bool),
-        Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => out.push(Ty::Ptr),
+        Av::Real(None) | Av::Leaf(_, LeafKind::Real) => out.push(Ty::F64),
+        Av::Bool(None) | Av::Leaf(_, LeafKind::Bool) => out.push(Ty::Bool),
+        Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => out.push(Ty::Ptr),
         Av::Pair(a, b) | Av::Bundle(a, b) => {
             layout(dom, *a, out);
             layout(dom, *b, out);
@@ -50,7 +51,7 @@ pub fn layout(dom: &flow::Domain, av: AvId, out: &mut Vec<Ty>) {
     }
 }
 
-pub(crate) fn layout_of(dom: &flow::Domain, av: AvId) -> Vec<Ty> {
+pub(crate) fn layout_of<L: flow::Leaf>(dom: &flow::Domain<L>, av: AvId) -> Vec<Ty> {
     let mut v = Vec::new();
     layout(dom, av, &mut v);
     v
@@ -180,7 +181,7 @@ impl Lowerer<'_> {
         }
         match (dom.get(src).clone(), dom.get(target).clone()) {
             (_, Av::Bottom) => {}
-            (Av::Sym(v, SymKind::Union(_)), Av::Union(_)) => out.push(Val::from_number(v)),
+            (Av::Leaf(Sym(v), LeafKind::Union(_)), Av::Union(_)) => out.push(Val::from_number(v)),
             (_, Av::Union(u)) => {
                 let Some(k) = dom.member_index(u, src) else {
                     // Not a value of the union: the analysis never lets
@@ -198,7 +199,7 @@ impl Lowerer<'_> {
                 let tag = self.cell_tag(u, k);
                 out.push(fb.emit1(Op::Alloc(tag, fields), Ty::Ptr));
             }
-            (Av::Sym(v, _), Av::Real(None) | Av::Bool(None)) => out.push(Val::from_number(v)),
+            (Av::Leaf(Sym(v), _), Av::Real(None) | Av::Bool(None)) => out.push(Val::from_number(v)),
             (Av::Real(Some(x)), Av::Real(None)) => {
                 out.push(fb.emit1(Op::F64Const(f64::from_bits(x)), Ty::F64))
             }

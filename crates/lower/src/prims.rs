@@ -4,14 +4,14 @@
 
 use crate::lowerer::*;
 use fir::{self, Cmp, FBin, FUn, Op, Term, Ty, Val};
-use flow::{Av, AvId, BindInfo, SymKind};
+use flow::{Av, AvId, BindInfo, LeafKind};
 use ir::{Prim, PrimKind};
 
 impl Lowerer<'_> {
     /// A real operand: its FIR value, materialising a constant.
     pub(super) fn real(&mut self, fb: &mut Fb, x: AvId) -> Option<Val> {
         match self.ops.dom.get(x) {
-            Av::Sym(v, SymKind::Real) => Some(Val::from_number(*v)),
+            Av::Leaf(Sym(v), LeafKind::Real) => Some(Val::from_number(*v)),
             Av::Real(Some(c)) => {
                 let c = f64::from_bits(*c);
                 Some(fb.emit1(Op::F64Const(c), Ty::F64))
@@ -47,18 +47,18 @@ impl Lowerer<'_> {
                     return Flow::Value(info.av);
                 };
                 let (op, kind) = match p {
-                    Prim::Add => (Op::FBin(FBin::Add, x, y), SymKind::Real),
-                    Prim::Sub => (Op::FBin(FBin::Sub, x, y), SymKind::Real),
-                    Prim::Mul => (Op::FBin(FBin::Mul, x, y), SymKind::Real),
-                    Prim::Div => (Op::FBin(FBin::Div, x, y), SymKind::Real),
-                    Prim::Atan => (Op::FBin(FBin::Atan2, x, y), SymKind::Real),
-                    Prim::Eq => (Op::FCmp(Cmp::Eq, x, y), SymKind::Bool),
-                    Prim::Lt => (Op::FCmp(Cmp::Lt, x, y), SymKind::Bool),
-                    Prim::Gt => (Op::FCmp(Cmp::Gt, x, y), SymKind::Bool),
-                    Prim::Le => (Op::FCmp(Cmp::Le, x, y), SymKind::Bool),
-                    _ => (Op::FCmp(Cmp::Ge, x, y), SymKind::Bool),
+                    Prim::Add => (Op::FBin(FBin::Add, x, y), LeafKind::Real),
+                    Prim::Sub => (Op::FBin(FBin::Sub, x, y), LeafKind::Real),
+                    Prim::Mul => (Op::FBin(FBin::Mul, x, y), LeafKind::Real),
+                    Prim::Div => (Op::FBin(FBin::Div, x, y), LeafKind::Real),
+                    Prim::Atan => (Op::FBin(FBin::Atan2, x, y), LeafKind::Real),
+                    Prim::Eq => (Op::FCmp(Cmp::Eq, x, y), LeafKind::Bool),
+                    Prim::Lt => (Op::FCmp(Cmp::Lt, x, y), LeafKind::Bool),
+                    Prim::Gt => (Op::FCmp(Cmp::Gt, x, y), LeafKind::Bool),
+                    Prim::Le => (Op::FCmp(Cmp::Le, x, y), LeafKind::Bool),
+                    _ => (Op::FCmp(Cmp::Ge, x, y), LeafKind::Bool),
                 };
-                let t = if kind == SymKind::Real {
+                let t = if kind == LeafKind::Real {
                     Ty::F64
                 } else {
                     Ty::Bool
@@ -78,7 +78,7 @@ impl Lowerer<'_> {
                     _ => FUn::Cos,
                 };
                 let r = fb.emit1(Op::FUn(op, x), Ty::F64);
-                Flow::Value(self.sym(r, SymKind::Real))
+                Flow::Value(self.sym(r, LeafKind::Real))
             }
             PrimKind::Predicate => {
                 let Some(x) = self.real(fb, arg) else {
@@ -91,11 +91,11 @@ impl Lowerer<'_> {
                     _ => Cmp::Lt,
                 };
                 let r = fb.emit1(Op::FCmp(cmp, x, zero), Ty::Bool);
-                Flow::Value(self.sym(r, SymKind::Bool))
+                Flow::Value(self.sym(r, LeafKind::Bool))
             }
             PrimKind::Control => match p {
                 Prim::Real => match self.real(fb, arg) {
-                    Some(x) => Flow::Value(self.sym(x, SymKind::Real)),
+                    Some(x) => Flow::Value(self.sym(x, LeafKind::Real)),
                     None => Flow::Value(info.av),
                 },
                 Prim::Write | Prim::WriteReal => {
@@ -107,7 +107,7 @@ impl Lowerer<'_> {
                     let text = self.error_text(b.span, &ir::message::end_of_input());
                     let msg = self.string(&text);
                     let r = fb.emit1(Op::ReadReal(msg), Ty::F64);
-                    Flow::Value(self.sym(r, SymKind::Real))
+                    Flow::Value(self.sym(r, LeafKind::Real))
                 }
                 _ => Flow::Done(Term::Error(
                     self.string("error: internal error: control primitive"),

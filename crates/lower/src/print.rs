@@ -7,7 +7,7 @@ use crate::switch::Unlazy;
 use base::EntityRef;
 use fir::{self, Block, FuncId, Op, Term, Ty, Val};
 use flow::text::Shape;
-use flow::{Av, AvId, SymKind, UnionId};
+use flow::{Av, AvId, LeafKind, UnionId};
 use ir::printer;
 
 impl Lowerer<'_> {
@@ -130,25 +130,25 @@ enum Piece {
 /// Collects the pieces of a printed value, for `ir::printer`.
 struct Pieces(Vec<Piece>);
 
-impl printer::Sink<Shape<'_>> for Pieces {
+impl printer::Sink<Shape<'_, Sym>> for Pieces {
     fn text(&mut self, s: &str) {
         match self.0.last_mut() {
             Some(Piece::Text(t)) => t.push_str(s),
             _ => self.0.push(Piece::Text(s.to_string())),
         }
     }
-    fn opaque(&mut self, x: Shape<'_>) {
+    fn opaque(&mut self, x: Shape<'_, Sym>) {
         let piece = match *x.dom.get(x.v) {
-            Av::Sym(v, SymKind::Union(u)) => Piece::Union(u, Val::from_number(v), false),
-            Av::Sym(v, SymKind::Real) => Piece::Op(Op::PrintReal(Val::from_number(v))),
-            Av::Sym(v, SymKind::Bool) => Piece::Op(Op::PrintBool(Val::from_number(v))),
+            Av::Leaf(Sym(v), LeafKind::Union(u)) => Piece::Union(u, Val::from_number(v), false),
+            Av::Leaf(Sym(v), LeafKind::Real) => Piece::Op(Op::PrintReal(Val::from_number(v))),
+            Av::Leaf(Sym(v), LeafKind::Bool) => Piece::Op(Op::PrintBool(Val::from_number(v))),
             // Not a value of a binding that runs.
             _ => return,
         };
         self.0.push(piece);
     }
-    fn opaque_rest(&mut self, x: Shape<'_>) -> bool {
-        let Av::Sym(v, SymKind::Union(u)) = *x.dom.get(x.v) else {
+    fn opaque_rest(&mut self, x: Shape<'_, Sym>) -> bool {
+        let Av::Leaf(Sym(v), LeafKind::Union(u)) = *x.dom.get(x.v) else {
             return false;
         };
         self.0.push(Piece::Union(u, Val::from_number(v), true));

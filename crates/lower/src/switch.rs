@@ -4,7 +4,7 @@
 use crate::lowerer::*;
 use base::EntityRef;
 use fir::{self, Block, FuncId, Op, Term, Ty, Val};
-use flow::{Av, AvId, BindInfo, SymKind, UnionId};
+use flow::{Av, AvId, BindInfo, LeafKind, UnionId};
 use ir::Var;
 use std::collections::HashMap;
 
@@ -25,7 +25,7 @@ impl Lowerer<'_> {
     ) -> Flow {
         let whole = vals.get(&var).copied().unwrap_or(AvId::new(0));
         let (ptr, u) = match self.ops.dom.get(self.ops.part_at(whole, path)) {
-            Av::Sym(p, SymKind::Union(u)) => (Val::from_number(*p), *u),
+            Av::Leaf(Sym(p), LeafKind::Union(u)) => (Val::from_number(*p), *u),
             _ => {
                 return Flow::Done(Term::Error(
                     self.string("error: internal error: switch on a value that is not a union"),

@@ -1,5 +1,6 @@
 //! Symbolic values: the abstract values lowering holds, whose unknown
-//! leaves (`Av::Sym(n, kind)`) name FIR value `n`, and the mode lowering
+//! leaves (`Av::Leaf(Sym(n), kind)`, [`Sym`]: flow's analysis has none)
+//! name FIR value `n`, and the mode lowering
 //! runs flow's shape operations in ([`Symbolic`]). An operation on
 //! symbolic values says where each scalar of its result comes from and
 //! costs no code, but for a map over a union, which needs a walk over
@@ -9,8 +10,26 @@
 
 use crate::lowerer::*;
 use fir::{Op, Ty, Val};
-use flow::{Av, AvId, Mode, Ops, SymKind, UnionId, UnionMap, UnionOp};
+use flow::{Av, AvId, LeafKind, Mode, Ops, UnionId, UnionMap, UnionOp};
 use std::collections::HashMap;
+
+/// Lowering's leaf of abstract values ([`flow::Leaf`]): the number of
+/// the FIR value holding the unknown real or boolean, or the pointer to
+/// the union cell (or of a pending map's result, see [`Symbolic`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Sym(pub(crate) u32);
+
+/// Brackets a symbolic leaf in the text of an error message:
+/// `\u{1}R12\u{1}` is the real held in FIR value 12
+/// ([`Lowerer::error_term`] turns it into the run-time value).
+pub(crate) const SYM_MARK: char = '\u{1}';
+
+impl flow::Leaf for Sym {
+    fn write_message(self, kind: LeafKind, text: &mut String) {
+        let k = if kind == LeafKind::Real { 'R' } else { 'B' };
+        text.push_str(&format!("{SYM_MARK}{k}{}{SYM_MARK}", self.0));
+    }
+}
 
 /// Lowering's mode of the shape operations: the maps of unions met since
 /// the last [`Lowerer::resolve`].
@@ -48,6 +67,7 @@ impl Symbolic {
 }
 
 impl Mode for Symbolic {
+    type Leaf = Sym;
     const SPLITS: bool = false;
 
     /// A cell of the result union, made later by a call (a cell given
@@ -55,7 +75,7 @@ impl Mode for Symbolic {
     fn map_union(ops: &mut Ops<Self>, map: UnionMap, v: AvId, w: Option<AvId>) -> AvId {
         let mut args = Vec::new();
         for x in [Some(v), w].into_iter().flatten() {
-            if let Av::Sym(n, _) = ops.dom.get(x) {
+            if let Av::Leaf(Sym(n), _) = ops.dom.get(x) {
                 args.push(*n);
             }
         }
@@ -68,7 +88,9 @@ impl Mode for Symbolic {
             result,
             result_union: map.result,
         });
-        let r = ops.dom.intern(Av::Sym(result, SymKind::Union(map.result)));
+        let r = ops
+            .dom
+            .intern(Av::Leaf(Sym(result), LeafKind::Union(map.result)));
         match map.given_back {
             Some((_, Some(tag))) => ops.dom.wrap(tag, r),
             _ => r,
@@ -78,8 +100,8 @@ impl Mode for Symbolic {
 
 impl Lowerer<'_> {
     /// The symbolic value of FIR value `v`.
-    pub(crate) fn sym(&mut self, v: Val, k: SymKind) -> AvId {
-        self.ops.dom.intern(Av::Sym(v.number(), k))
+    pub(crate) fn sym(&mut self, v: Val, k: LeafKind) -> AvId {
+        self.ops.dom.intern(Av::Leaf(Sym(v.number()), k))
     }
 
     /// Replaces the unknown leaves of `av` with fresh parameters.
@@ -98,16 +120,16 @@ impl Lowerer<'_> {
         match dom.get(av).clone() {
             Av::Real(None) => {
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::F64));
-                dom.intern(Av::Sym(v.number(), SymKind::Real))
+                dom.intern(Av::Leaf(Sym(v.number()), LeafKind::Real))
             }
             Av::Bool(None) => {
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Bool));
-                dom.intern(Av::Sym(v.number(), SymKind::Bool))
+                dom.intern(Av::Leaf(Sym(v.number()), LeafKind::Bool))
             }
             Av::Union(u) => {
                 let u = dom.find(u);
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Ptr));
-                dom.intern(Av::Sym(v.number(), SymKind::Union(u)))
+                dom.intern(Av::Leaf(Sym(v.number()), LeafKind::Union(u)))
             }
             Av::Pair(a, b) => {
                 let a = self.symbolize(fb, a, vals);
@@ -157,8 +179,8 @@ impl Lowerer<'_> {
     fn substitute(&mut self, v: AvId, subst: &HashMap<u32, u32>) -> AvId {
         let dom = &mut self.ops.dom;
         match dom.get(v).clone() {
-            Av::Sym(n, k) => match subst.get(&n) {
-                Some(m) => dom.intern(Av::Sym(*m, k)),
+            Av::Leaf(Sym(n), k) => match subst.get(&n) {
+                Some(m) => dom.intern(Av::Leaf(Sym(*m), k)),
                 None => v,
             },
             Av::Pair(a, b) => {

@@ -7,7 +7,7 @@ use crate::sharing;
 use crate::switch::Unlazy;
 use base::EntityRef;
 use fir::{self, Block, FBin, FuncId, Op, Term, Ty, Val};
-use flow::{Av, AvId, SymKind, UnionId};
+use flow::{Av, AvId, LeafKind, UnionId};
 
 impl Lowerer<'_> {
     /// `zero` of a symbolic value: no code, but for the unions inside,
@@ -17,10 +17,10 @@ impl Lowerer<'_> {
             return self.ops.zero(v);
         }
         match self.ops.dom.get(v).clone() {
-            Av::Sym(p, SymKind::Union(u)) => {
+            Av::Leaf(Sym(p), LeafKind::Union(u)) => {
                 let (f, z) = self.union_fn(UnionFn::Zero(u));
                 let r = fb.emit1(Op::Call(f, vec![Val::from_number(p)]), Ty::Ptr);
-                self.sym(r, SymKind::Union(z))
+                self.sym(r, LeafKind::Union(z))
             }
             Av::Pair(a, b) => {
                 let (a, b) = (self.zero(fb, a), self.zero(fb, b));
@@ -228,7 +228,8 @@ impl Lowerer<'_> {
         let dom = &self.ops.dom;
         match (dom.as_union_id(a), dom.as_union_id(b)) {
             (Some(u), Some(w)) => {
-                let (Av::Sym(pa, _), Av::Sym(pb, _)) = (dom.get(a).clone(), dom.get(b).clone())
+                let (Av::Leaf(Sym(pa), _), Av::Leaf(Sym(pb), _)) =
+                    (dom.get(a).clone(), dom.get(b).clone())
                 else {
                     return a;
                 };
@@ -237,7 +238,7 @@ impl Lowerer<'_> {
                     Op::Call(f, vec![Val::from_number(pa), Val::from_number(pb)]),
                     Ty::Ptr,
                 );
-                return self.sym(r, SymKind::Union(p));
+                return self.sym(r, LeafKind::Union(p));
             }
             (Some(u), None) => return self.plus_member(fb, u, a, b, true),
             (None, Some(w)) => return self.plus_member(fb, w, b, a, false),
@@ -258,15 +259,16 @@ impl Lowerer<'_> {
             {
                 a
             }
-            (Av::Real(_) | Av::Sym(_, SymKind::Real), Av::Real(_) | Av::Sym(_, SymKind::Real)) => {
-                match (self.real(fb, a), self.real(fb, b)) {
-                    (Some(x), Some(y)) => {
-                        let r = fb.emit1(Op::FBin(FBin::PlusAdd, x, y), Ty::F64);
-                        self.sym(r, SymKind::Real)
-                    }
-                    _ => a,
+            (
+                Av::Real(_) | Av::Leaf(_, LeafKind::Real),
+                Av::Real(_) | Av::Leaf(_, LeafKind::Real),
+            ) => match (self.real(fb, a), self.real(fb, b)) {
+                (Some(x), Some(y)) => {
+                    let r = fb.emit1(Op::FBin(FBin::PlusAdd, x, y), Ty::F64);
+                    self.sym(r, LeafKind::Real)
                 }
-            }
+                _ => a,
+            },
             (Av::Pair(a1, b1), Av::Pair(a2, b2)) => {
                 let (x, y) = (self.plus(fb, a1, a2), self.plus(fb, b1, b2));
                 self.ops.dom.pair(x, y)
@@ -305,7 +307,7 @@ impl Lowerer<'_> {
         x: AvId,
         union_first: bool,
     ) -> AvId {
-        let Av::Sym(p, _) = self.ops.dom.get(uv).clone() else {
+        let Av::Leaf(Sym(p), _) = self.ops.dom.get(uv).clone() else {
             return x;
         };
         let order = move |m: AvId| if union_first { (m, x) } else { (x, m) };

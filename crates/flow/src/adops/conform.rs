@@ -6,7 +6,7 @@
 //! conform becomes the run-time error at the place it is returned.
 
 use super::{Mode, Op, Ops};
-use crate::domain::{Av, AvId, SymKind};
+use crate::domain::{Av, AvId, LeafKind};
 
 impl<M: Mode> Ops<M> {
     /// `(custom-*j-conform x zero)`: `x` when it has the shape of `zero`.
@@ -147,14 +147,15 @@ impl<M: Mode> Ops<M> {
             }
             known.then_some(true)
         };
-        let real = |v: &Av| matches!(v, Av::Real(_) | Av::Sym(_, SymKind::Real));
+        let real = |v: &Av<M::Leaf>| matches!(v, Av::Real(_) | Av::Leaf(_, LeafKind::Real));
         match (self.dom.get(a), self.dom.get(b)) {
             (x, y) if real(x) && real(y) => Some(true),
             (Av::Nil, Av::Nil) => Some(true),
             (Av::Bool(Some(x)), Av::Bool(Some(y))) => Some(x == y),
-            (Av::Bool(_) | Av::Sym(_, SymKind::Bool), Av::Bool(_) | Av::Sym(_, SymKind::Bool)) => {
-                None
-            }
+            (
+                Av::Bool(_) | Av::Leaf(_, LeafKind::Bool),
+                Av::Bool(_) | Av::Leaf(_, LeafKind::Bool),
+            ) => None,
             (Av::Prim(p), Av::Prim(q)) if p == q => Some(true),
             (Av::Pair(a1, b1), Av::Pair(a2, b2)) | (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
                 all(&mut [(*a1, *a2), (*b1, *b2)].into_iter())

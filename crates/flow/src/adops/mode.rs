@@ -9,7 +9,7 @@
 //! mode is [`Analysing`]; lowering's is its own (crate `lower`).
 
 use super::Ops;
-use crate::domain::{AvId, UnionId, UnionOp};
+use crate::domain::{AvId, Leaf, NoLeaf, UnionId, UnionOp};
 use ir::{EntityRef, LambdaId, Tag};
 
 /// A map over a union ([`Ops::map_union`]): where its results go.
@@ -29,6 +29,10 @@ pub struct UnionMap {
 
 /// What the shape operations do where the analysis and lowering differ.
 pub trait Mode: Sized {
+    /// The leaves this mode's values may have ([`crate::domain::Leaf`]):
+    /// the analysis' are [`crate::domain::NoLeaf`].
+    type Leaf: Leaf;
+
     /// Whether `custom-*j-conform` of a sensitivity whose shape a branch
     /// decides records the union to split on (`Ops::hit`): the analysis
     /// splits; lowering follows the analysis' splits and never makes its
@@ -58,6 +62,7 @@ pub struct Analysing {
 }
 
 impl Mode for Analysing {
+    type Leaf = NoLeaf;
     const SPLITS: bool = true;
 
     fn map_union(ops: &mut Ops<Self>, map: UnionMap, _v: AvId, _w: Option<AvId>) -> AvId {

@@ -5,7 +5,7 @@
 //! own ([`Site::Zero`], [`Site::Plus`]) when an operand holds one.
 
 use super::{Mode, Op, Ops};
-use crate::domain::{Av, AvId, Site, SymKind, UnionId};
+use crate::domain::{Av, AvId, LeafKind, Site, UnionId};
 use crate::lineage;
 use ir::Tag;
 use std::collections::{HashMap, HashSet};
@@ -91,9 +91,9 @@ impl<M: Mode> Ops<M> {
             }
         }
         let z = match self.dom.get(v).clone() {
-            Av::Bottom | Av::Bool(_) | Av::Nil | Av::Sym(_, SymKind::Bool) => v,
-            Av::Union(_) | Av::Sym(_, SymKind::Union(_)) => self.dom.bottom(),
-            Av::Real(_) | Av::Sym(_, SymKind::Real) => self.dom.real(0.0),
+            Av::Bottom | Av::Bool(_) | Av::Nil | Av::Leaf(_, LeafKind::Bool) => v,
+            Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => self.dom.bottom(),
+            Av::Real(_) | Av::Leaf(_, LeafKind::Real) => self.dom.real(0.0),
             Av::Prim(_) => self.dom.nil(),
             Av::Pair(a, b) => {
                 let (a, b) = (self.zero(a), self.zero(b));
