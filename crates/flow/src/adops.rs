@@ -144,7 +144,7 @@ impl<M: Mode> Ops<M> {
         }
     }
 
-    /// `v` with the part at `path` (see [`Plan::Switch`]) replaced by
+    /// `v` with the part at `path` (see [`crate::Plan::Switch`]) replaced by
     /// `part`.
     pub fn replace_at(&mut self, v: AvId, path: &[u32], part: AvId) -> AvId {
         let Some((i, rest)) = path.split_first() else {
@@ -178,7 +178,7 @@ impl<M: Mode> Ops<M> {
         }
     }
 
-    /// The part of `v` at `path` (see [`Plan::Switch`]).
+    /// The part of `v` at `path` (see [`crate::Plan::Switch`]).
     pub fn part_at(&self, v: AvId, path: &[u32]) -> AvId {
         let Some((i, rest)) = path.split_first() else {
             return v;

@@ -5,7 +5,7 @@
 //! environment and an abstract argument. Applying an abstract closure looks
 //! up (or creates) the specialisation of its key and uses its current
 //! result; the whole program is re-analysed from the top until no result
-//! changes (results only grow, by [`Domain::join`]). AD operations act on
+//! changes (results only grow, by [`Domain::join_at`]). AD operations act on
 //! abstract values exactly as the interpreter's act on values, calling the
 //! same transformations of crate `ad`: that is where the transformation of
 //! closures moves from run time to compile time.
@@ -28,7 +28,7 @@
 //! result is a union of its own, and lowering makes a function per map
 //! that loops over a recursive union at run time. An operation that needs
 //! a shape and meets a union holding itself splits on it once per level
-//! of the fixed-shape value it compares it with (at most [`MAX_SPLITS`]
+//! of the fixed-shape value it compares it with (at most `MAX_SPLITS`
 //! nested splits).
 //!
 //! Type errors the analysis finds on a path are not compile-time errors
