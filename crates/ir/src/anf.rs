@@ -18,8 +18,7 @@ pub const CUSTOM_PROCEDURE: &str = "custom-procedure";
 
 type Result<T> = std::result::Result<T, Diagnostic>;
 
-/// Converts a whole expanded program, and attaches the AD prelude
-/// ([`crate::prelude::source`]) its transformations copy primitives from.
+/// Converts a whole expanded program.
 pub fn lower_program(ast: &ast::Program) -> Result<Program> {
     let mut prog = Program::default();
     let mut lw = Lowerer {
@@ -56,7 +55,6 @@ pub fn lower_program(ast: &ast::Program) -> Result<Program> {
         }
     }
     prog.main = main;
-    prog.prelude = Some(crate::prelude::source::prelude());
     Ok(prog)
 }
 

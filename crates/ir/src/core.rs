@@ -258,9 +258,6 @@ pub struct Program {
     pub consts: Arena<ConstId, Const>,
     pub patterns: Arena<PatId, PatInfo>,
     pub main: Vec<Stmt>,
-    /// The AD prelude the AD transformations copy transformed primitives
-    /// from; the front end attaches it to every program it lowers.
-    pub prelude: Option<std::sync::Arc<crate::prelude::Prelude>>,
 }
 
 impl Program {

@@ -3,13 +3,13 @@
 //! Input: [`syntax::ast::Program`]. Output: [`core::Program`], alpha-converted
 //! A-normal form held in arenas (`base::entity`). The AD transformations (crate
 //! `ad`) map lambdas of this IR to new lambdas of the same IR; the
-//! interpreter and the flow analysis both consume it. [`print`] gives its
+//! interpreter and the flow analysis both consume it. [`print`](mod@print) gives its
 //! stable text form, [`message`] the wording of run-time errors and
 //! [`printer`] the printed form of values.
 //!
 //! [`anf`] is the conversion (alpha conversion and A-normal form), and
-//! [`prelude`] the AD prelude as core IR, which [`anf`] attaches to every
-//! program and crate `ad` copies transformed primitives from.
+//! [`prelude`] the AD prelude as core IR, which crate `ad` copies
+//! transformed primitives from.
 //!
 //! Dependencies: `base` and the front end (`syntax`, whose AST is this
 //! crate's input). What later stages need of the source (spans, the

@@ -1,10 +1,9 @@
 //! The AD prelude as core IR: `tag(prim)`, the primitive `prim` seen in
 //! the world `tag`, as a closed lambda for every tag and primitive.
 //!
-//! [`source`] owns the prelude's VLAD source, and [`crate::anf`] attaches
-//! a [`Prelude`] to every program it lowers; the prelude lowers an entry,
-//! with `source`'s `build`, the first time any program of
-//! the process needs it (reading and expanding all of them would cost
+//! [`source`] owns the prelude's VLAD source; the process's one
+//! [`Prelude`] ([`shared`]) lowers an entry with it the first time any
+//! program of the process needs it (reading and expanding all of them would cost
 //! more than a small program's whole run), into arenas of its own. Crate
 //! `ad` copies an entry into a program when a transformation needs it
 //! ([`Prelude::instantiate`]), so the AD transformations never see source
@@ -26,16 +25,19 @@ use crate::core::*;
 use crate::entity::{Arena, EntityRef};
 use crate::prim::Prim;
 
-/// Lowers `tag(prim)` into the given arenas and returns its lambda,
-/// creating everything the entry refers to and nothing else.
-pub type Build = fn(&mut Program, Tag, Prim) -> Result<LambdaId, Diagnostic>;
-
-/// The entries of the AD prelude lowered so far, and how to lower the
-/// others.
-#[derive(Debug)]
+/// The entries of the AD prelude lowered so far ([`source`] lowers the
+/// others).
+#[derive(Debug, Default)]
 pub struct Prelude {
-    build: Build,
     built: Mutex<Built>,
+}
+
+/// The prelude of the process: every program's transformations copy
+/// entries from it, so each entry is lowered at most once (the REPL
+/// lowers a program per input).
+pub fn shared() -> &'static Prelude {
+    static SHARED: std::sync::OnceLock<Prelude> = std::sync::OnceLock::new();
+    SHARED.get_or_init(Prelude::default)
 }
 
 #[derive(Debug, Default)]
@@ -76,13 +78,6 @@ impl Marks {
 }
 
 impl Prelude {
-    pub fn new(build: Build) -> Prelude {
-        Prelude {
-            build,
-            built: Mutex::new(Built::default()),
-        }
-    }
-
     /// Copies `tag(prim)` into `prog` and returns its lambda there,
     /// lowering the entry first if no program has needed it yet. The copy
     /// appends to each arena what the entry holds, in the order it was
@@ -101,7 +96,7 @@ impl Prelude {
             Some(e) => *e,
             None => {
                 let start = Marks::of(&built.code);
-                let lambda = (self.build)(&mut built.code, tag, prim)?;
+                let lambda = source::entry(&mut built.code, tag, prim)?;
                 let end = Marks::of(&built.code);
                 let e = Entry { lambda, start, end };
                 built.entries.insert((tag, prim), e);

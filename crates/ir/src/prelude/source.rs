@@ -1,13 +1,12 @@
 //! The AD prelude's source: the transformed primitives written by hand in
 //! `prelude.vlad`, and the templates that give the others. Each entry is
 //! read, expanded and lowered here, the first time a program of the
-//! process needs it, into the [`Prelude`] that crate `ad` copies entries
+//! process needs it, into the [`crate::prelude::Prelude`] that crate `ad` copies entries
 //! from: the AD transformations never see source text.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use crate::anf;
-use crate::prelude::Prelude;
 use crate::{LambdaId, Origin, Prim, PrimKind, Program, Tag};
 use base::diag::{Diagnostic, FileId};
 use syntax::sexp::{Sexp, SexpKind};
@@ -15,22 +14,15 @@ use syntax::{expand, reader};
 
 const PRELUDE: &str = include_str!("prelude.vlad");
 
-/// The prelude every lowered program carries, shared by the programs of
-/// the process (the REPL lowers one per input), so each entry is lowered
-/// at most once.
-pub fn prelude() -> Arc<Prelude> {
-    static SHARED: OnceLock<Arc<Prelude>> = OnceLock::new();
-    SHARED.get_or_init(|| Arc::new(Prelude::new(entry))).clone()
-}
-
 /// `prelude.vlad`, read once.
 fn parsed() -> &'static Result<Vec<Sexp>, Diagnostic> {
     static PARSED: OnceLock<Result<Vec<Sexp>, Diagnostic>> = OnceLock::new();
     PARSED.get_or_init(|| reader::read_str(PRELUDE, FileId(0)))
 }
 
-/// Lowers `tag(prim)` into `code` (an [`ir::prelude::Build`]).
-fn entry(code: &mut Program, tag: Tag, prim: Prim) -> Result<LambdaId, Diagnostic> {
+/// Lowers `tag(prim)` into `code` and returns its lambda, creating
+/// everything the entry refers to and nothing else.
+pub(super) fn entry(code: &mut Program, tag: Tag, prim: Prim) -> Result<LambdaId, Diagnostic> {
     let sexp = match template(tag, prim) {
         Some(src) => reader::read_str(&src, FileId(0))?
             .pop()
@@ -99,7 +91,7 @@ mod tests {
     /// closed lambda: the prelude is complete and well formed.
     #[test]
     fn every_entry_builds() {
-        let prelude = prelude();
+        let prelude = crate::prelude::shared();
         let mut prog = Program::default();
         for tag in TAGS {
             for p in Prim::ALL {
@@ -119,7 +111,7 @@ mod tests {
     /// code do not depend on which program needed an entry first.
     #[test]
     fn a_copy_is_the_lowering() {
-        let prelude = prelude();
+        let prelude = crate::prelude::shared();
         let (mut copied, mut lowered) = (Program::default(), Program::default());
         for (tag, p) in [(Tag::Reverse, Prim::Mul), (Tag::Forward, Prim::IfProcedure)] {
             let a = prelude.instantiate(&mut copied, tag, p);
