@@ -45,10 +45,7 @@ pub fn lower_program(ast: &ast::Program) -> Result<Program> {
                 main.extend(out.into_iter().map(Stmt::Bind));
                 main.push(Stmt::Show {
                     var: v,
-                    expect: expect.as_ref().map(|e| Expect {
-                        datum: expect_datum(&e.datum),
-                        span: e.span,
-                    }),
+                    expect: expect.clone(),
                     span: *span,
                 });
             }
@@ -98,30 +95,6 @@ pub(crate) fn const_datum(d: &Datum) -> ConstDatum {
         Datum::Nil => ConstDatum::Nil,
         Datum::Pair(a, b) => ConstDatum::Pair(Box::new(const_datum(a)), Box::new(const_datum(b))),
     }
-}
-
-/// The expander's expectation as the IR's: the same tree, owned by the IR
-/// so that the interpreter, which checks it, needs nothing of the AST.
-/// Walks a list's spine in a loop (recursing only into elements), as the
-/// expander built it, so a long expected list does not use stack.
-fn expect_datum(d: &ast::ExpectDatum) -> ExpectDatum {
-    let mut cars = Vec::new();
-    let mut cur = d;
-    let tail = loop {
-        match cur {
-            ast::ExpectDatum::Pair(a, b) => {
-                cars.push(expect_datum(a));
-                cur = b;
-            }
-            ast::ExpectDatum::Real(x) => break ExpectDatum::Real(*x),
-            ast::ExpectDatum::Bool(b) => break ExpectDatum::Bool(*b),
-            ast::ExpectDatum::Nil => break ExpectDatum::Nil,
-            ast::ExpectDatum::Symbol(s) => break ExpectDatum::Symbol(s.clone()),
-        }
-    };
-    cars.into_iter().rev().fold(tail, |cdr, car| {
-        ExpectDatum::Pair(Box::new(car), Box::new(cdr))
-    })
 }
 
 /// A datum as VLAD source would write it.

@@ -229,24 +229,10 @@ pub enum Stmt {
 }
 
 /// The datum after `===>`, with where it was written: what `stalingrad
-/// test` compares the printed value against.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Expect {
-    pub datum: ExpectDatum,
-    pub span: Span,
-}
-
-/// An expectation may mention things a constant cannot: tagged atoms are
-/// written as lists (`(perturbation 1)`) and compare against the printed
-/// form of a value, so an expectation is kept as a general tree.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ExpectDatum {
-    Real(f64),
-    Bool(bool),
-    Nil,
-    Symbol(String),
-    Pair(Box<ExpectDatum>, Box<ExpectDatum>),
-}
+/// test` compares the printed value against. The expander's own type,
+/// re-exported so that the interpreter, which checks it, reads it from the
+/// IR and needs nothing else of the front end.
+pub use syntax::ast::{Expect, ExpectDatum};
 
 /// A whole program: arenas plus the top-level statements. Transformations
 /// append to the arenas; nothing is ever removed, so ids stay valid.
