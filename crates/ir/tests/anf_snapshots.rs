@@ -3,11 +3,10 @@
 use std::path::{Path, PathBuf};
 
 fn lower(name: &str, src: &str) -> String {
-    let mut map = base::diag::SourceMap::new();
-    let opts = syntax::expand::Options::default();
-    let ast = syntax::expand::load_source(&mut map, Path::new(name), src.to_string(), &opts)
-        .unwrap_or_else(|e| panic!("{}", e.render(&map)));
-    let prog = ir::anf::lower_program(&ast).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let mut session = driver::Session::new(Vec::new());
+    let prog = session
+        .load_text(Path::new(name), src.to_string())
+        .unwrap_or_else(|e| panic!("{}", session.render(&e)));
     ir::print::program(&prog)
 }
 

@@ -130,3 +130,54 @@ fn run_time_messages_are_written_only_in_their_table() {
     assert!(sources.len() > 50, "too few sources found");
     failures.finish("sources free of message literals", sources.len());
 }
+
+/// The pipeline is run by crate `driver` alone: outside it, no source
+/// (test or not) calls a stage's entry point, but in the crate that
+/// defines that stage. So each build, run and test composes the stages
+/// one way (`driver::Session`), with its timing, memory phase and stack.
+#[test]
+fn only_the_driver_calls_the_stages() {
+    let root = repo_root();
+    // Entry point, and the crate that defines it. Assembled so that this
+    // file does not match itself.
+    let stages = [
+        ("expand::load_program", "crates/syntax/"),
+        ("expand::load_source", "crates/syntax/"),
+        ("expand::expand_forms", "crates/syntax/"),
+        ("lower_program", "crates/ir/"),
+        ("flow::analyze", "crates/flow/"),
+        ("lower::to_fir", "crates/lower/"),
+        ("fir::optimize", "crates/fir/"),
+        ("Interp::new", "crates/interp/"),
+    ];
+    let mut sources = Vec::new();
+    for dir in ["crates", "benches"] {
+        files(&root.join(dir), &mut sources);
+    }
+    sources.retain(|f| {
+        let r = rel(f);
+        r.ends_with(".rs") && !r.starts_with("crates/driver/")
+    });
+    let mut failures = Failures::default();
+    for f in &sources {
+        let r = rel(f);
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for (entry, home) in &stages {
+                if line.contains(&format!("{entry}(")) && !r.starts_with(home) {
+                    failures.add(format!(
+                        "{r}:{}: calls `{entry}`, a stage only the driver runs",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(sources.len() > 100, "too few sources found");
+    failures.finish("stage entry points outside the driver", sources.len());
+}
