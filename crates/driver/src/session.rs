@@ -137,7 +137,11 @@ impl Session {
     pub fn lower(&self, analysis: flow::Analysis) -> Result<fir::Module, Diagnostic> {
         let mut m = self.lower_unoptimised(analysis)?;
         if std::env::var_os("VLAD_NO_OPT").is_none() {
-            if let Err(e) = fir::optimize(&mut m) {
+            // What the tests check costs a verification per pass; debug
+            // builds always pay it.
+            let verify_each_pass =
+                cfg!(debug_assertions) || std::env::var_os("VLAD_VERIFY_PASSES").is_some();
+            if let Err(e) = fir::optimize(&mut m, verify_each_pass) {
                 return Err(Diagnostic::new(
                     None,
                     format!("internal error: the compiler cannot compile this program yet ({e})"),

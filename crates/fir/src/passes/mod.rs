@@ -1,7 +1,7 @@
 //! The FIR-to-FIR passes, in the order [`optimize`] runs them. Each takes a
 //! module that satisfies the invariants of [`crate::verify`] and leaves one
-//! that does; in debug builds, and in release builds with
-//! `VLAD_VERIFY_PASSES` set (as every test that compiles sets it),
+//! that does; asked to (the driver asks in debug builds and with
+//! `VLAD_VERIFY_PASSES` set, as every test that compiles sets it),
 //! `optimize` checks that after every pass.
 
 pub mod compact;
@@ -71,15 +71,14 @@ impl fmt::Display for PassError {
 
 impl std::error::Error for PassError {}
 
-/// Runs [`PIPELINE`]. In debug builds, and with `VLAD_VERIFY_PASSES` set,
-/// the module is verified after each pass, so that a pass that breaks an
+/// Runs [`PIPELINE`]. With `verify_each_pass` the module is verified
+/// after each pass, so that a pass that breaks an
 /// invariant is named at once (the error) instead of surfacing as a code
 /// generation error or as wrong code. Each pass is a stage of
 /// `--time-passes` (`base::timing`), whose clock `VLAD_PASS_TRACE` prints
 /// with the module's size after the pass.
-pub fn optimize(m: &mut Module) -> Result<(), PassError> {
-    let verify = cfg!(debug_assertions) || std::env::var_os("VLAD_VERIFY_PASSES").is_some();
-    run(m, PIPELINE, verify)
+pub fn optimize(m: &mut Module, verify_each_pass: bool) -> Result<(), PassError> {
+    run(m, PIPELINE, verify_each_pass)
 }
 
 /// Runs `passes` on `m`, verifying the module after each if `verify`.
