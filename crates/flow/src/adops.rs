@@ -50,6 +50,9 @@ pub struct Ops<M: Mode = Analysing> {
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
     pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
+    /// The first vector operation the analysis met: vectors run in
+    /// `stalingrad run` but are not compiled yet, so the analysis stops.
+    pub(crate) vector_met: Option<String>,
     /// What the operations do where the analysis and lowering differ,
     /// and that one's own state.
     pub mode: M,
@@ -72,6 +75,7 @@ impl Ops {
             union_hit: std::cell::Cell::new(None),
             active_maps: std::collections::HashSet::new(),
             map_origins: HashMap::new(),
+            vector_met: None,
             mode: Analysing::default(),
         }
     }
@@ -89,6 +93,7 @@ impl Ops {
             union_hit: self.union_hit,
             active_maps: self.active_maps,
             map_origins: self.map_origins,
+            vector_met: self.vector_met,
             mode,
         }
     }
@@ -126,6 +131,11 @@ impl<M: Mode> Ops<M> {
             ConstDatum::Pair(a, b) => {
                 let (a, b) = (self.datum(a), self.datum(b));
                 self.dom.pair(a, b)
+            }
+            ConstDatum::Vector(_) => {
+                self.vector_met
+                    .get_or_insert_with(|| "a vector literal".into());
+                self.dom.bottom()
             }
         }
     }

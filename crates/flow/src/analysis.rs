@@ -220,6 +220,14 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         a.changed = false;
         let generation = a.ops.dom.generation;
         a.main = a.analyze_main()?;
+        if let Some(what) = &a.ops.vector_met {
+            return Err(Diagnostic::new(
+                None,
+                format!(
+                    "{what}: vectors are not compiled yet (`stalingrad run` runs this program)"
+                ),
+            ));
+        }
         if let Some(l) = a.ops.mode.too_deep {
             let e = a.too_deep_ad(l);
             return Err(Diagnostic::new(e.span, e.message));

@@ -9,7 +9,7 @@
 
 use crate::eval::{err, Interp, Result};
 use crate::memo::Transform;
-use crate::value::{Closure, Value};
+use crate::value::{Closure, Items, Value};
 use ad::Untransformed;
 use ir::{ConstDatum, ConstId, PatId, Tag};
 use std::collections::{HashMap, HashSet};
@@ -232,6 +232,10 @@ impl Interp<'_> {
             return Ok(r);
         }
         self.counters.zero += 1;
+        if let Some(r) = self.zero_vector(v)? {
+            self.values.remember_zero(v, &r);
+            return Ok(r);
+        }
         let r = match v {
             Value::Real(_) => Value::Real(0.0),
             Value::Bool(_) | Value::Nil => v.clone(),
@@ -276,6 +280,9 @@ impl Interp<'_> {
                 let z = self.zero_memo(x)?;
                 Value::wrap(v.wrapper_tag().unwrap_or(Tag::Perturb), z)
             }
+            Value::Vector(_) | Value::VectorSum(_) => {
+                return err("internal error: a vector's zero is made by `zero_vector`")
+            }
         };
         self.values.remember_zero(v, &r);
         Ok(r)
@@ -312,6 +319,12 @@ impl Interp<'_> {
         }
         if self.values.is_zero(b) {
             return Ok(a.clone());
+        }
+        if let Some(r) = self.plus_vectors(a, b)? {
+            if let Some(k) = key {
+                memo.insert(k, r.clone());
+            }
+            return Ok(r);
         }
         let r = match (a, b) {
             (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
@@ -404,6 +417,18 @@ impl Interp<'_> {
             (Value::Perturbation(x), Value::Perturbation(y))
             | (Value::Sensitivity(x), Value::Sensitivity(y))
             | (Value::Reverse(x), Value::Reverse(y)) => self.conforms_memo(x, y, seen)?,
+            (Value::Vector(_) | Value::VectorSum(_), Value::Vector(_) | Value::VectorSum(_)) => {
+                let (xs, ys) = (shape_items(a), shape_items(b));
+                if xs.len() != ys.len() {
+                    return Ok(false);
+                }
+                for (x, y) in xs.iter().zip(ys.iter()) {
+                    if !self.conforms_memo(x, y, seen)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
             _ => self.nil_like(a) && self.nil_like(b),
         })
     }
@@ -529,8 +554,21 @@ fn shallow_conform(p: &Value, t: &Value) -> bool {
         (Value::Bool(a), Value::Bool(b)) => a == b,
         (Value::Nil, Value::Nil) => true,
         (Value::Pair(_), Value::Pair(_)) => true,
+        (Value::Vector(_) | Value::VectorSum(_), Value::Vector(_) | Value::VectorSum(_)) => {
+            Interp::vector_len(p) == Interp::vector_len(t)
+        }
         (Value::Closure(_), _) | (Value::Prim(_), _) => false,
         _ => p.wrapper_tag().is_some() && p.wrapper_tag() == t.wrapper_tag(),
+    }
+}
+
+/// The elements of a vector as far as its shape goes: a sum's are those
+/// of the zero it is a sum over.
+fn shape_items(v: &Value) -> Items {
+    match v {
+        Value::Vector(items) => items.clone(),
+        Value::VectorSum(sum) => sum.shown().clone(),
+        _ => Rc::new(Vec::new()),
     }
 }
 
@@ -540,6 +578,10 @@ fn equal_datum(v: &Value, d: &ConstDatum) -> bool {
         (Value::Bool(x), ConstDatum::Bool(y)) => x == y,
         (Value::Nil, ConstDatum::Nil) => true,
         (Value::Pair(p), ConstDatum::Pair(a, b)) => equal_datum(&p.0, a) && equal_datum(&p.1, b),
+        (Value::Vector(_) | Value::VectorSum(_), ConstDatum::Vector(ds)) => {
+            let items = shape_items(v);
+            items.len() == ds.len() && items.iter().zip(ds).all(|(x, d)| equal_datum(x, d))
+        }
         _ => false,
     }
 }

@@ -234,6 +234,8 @@ impl<'io> Interp<'io> {
                     }
                     Stmt::Show { var, expect, span } => {
                         let v = slots.get(var).cloned().unwrap_or(Value::Nil);
+                        self.settle(&v)
+                            .map_err(|e| self.diagnostic(map, e, Some(*span)))?;
                         match mode {
                             Mode::Run => {
                                 let mut s = v.to_text();
@@ -560,5 +562,8 @@ pub(crate) fn datum_value(d: &ConstDatum) -> Value {
         ConstDatum::Nil => Value::Nil,
         ConstDatum::Prim(p) => Value::Prim(*p),
         ConstDatum::Pair(a, b) => Value::pair(datum_value(a), datum_value(b)),
+        ConstDatum::Vector(items) => {
+            Value::Vector(Rc::new(items.iter().map(datum_value).collect()))
+        }
     }
 }

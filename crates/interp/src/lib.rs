@@ -15,6 +15,7 @@ pub mod eval;
 mod memo;
 mod prims;
 pub mod value;
+pub mod vector;
 
 pub use count::Counters;
 pub use eval::{Interp, Mode, RunError, TestReport};

@@ -85,6 +85,8 @@ enum WeakValue {
     Bundle(Weak<(Value, Value)>),
     Closure(Weak<Closure>),
     Wrapped(Tag, Weak<Value>),
+    Vector(Weak<Vec<Value>>),
+    VectorSum(Weak<crate::vector::VectorSum>),
 }
 
 impl WeakValue {
@@ -96,6 +98,8 @@ impl WeakValue {
             Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => {
                 WeakValue::Wrapped(v.wrapper_tag()?, Rc::downgrade(x))
             }
+            Value::Vector(items) => WeakValue::Vector(Rc::downgrade(items)),
+            Value::VectorSum(sum) => WeakValue::VectorSum(Rc::downgrade(sum)),
             _ => return None,
         })
     }
@@ -105,6 +109,8 @@ impl WeakValue {
             WeakValue::Pair(p) | WeakValue::Bundle(p) => p.strong_count() > 0,
             WeakValue::Closure(c) => c.strong_count() > 0,
             WeakValue::Wrapped(_, x) => x.strong_count() > 0,
+            WeakValue::Vector(v) => v.strong_count() > 0,
+            WeakValue::VectorSum(v) => v.strong_count() > 0,
         }
     }
 
@@ -122,6 +128,8 @@ impl WeakValue {
                     Tag::Forward => return None,
                 }
             }
+            WeakValue::Vector(v) => Value::Vector(v.upgrade()?),
+            WeakValue::VectorSum(v) => Value::VectorSum(v.upgrade()?),
         })
     }
 }

@@ -90,6 +90,7 @@ impl Interp<'_> {
                 V(arg)
             }
             Prim::Write => {
+                self.settle(&arg)?;
                 let s = format!("{}\n", arg.to_text());
                 self.emit(&s)?;
                 V(arg)
@@ -131,6 +132,15 @@ impl Interp<'_> {
             }
             Prim::Primal => V(self.primal(arg)?),
             Prim::Tangent => V(self.tangent(arg)?),
+            Prim::IsVector
+            | Prim::VectorLength
+            | Prim::VectorRef
+            | Prim::BuildVector
+            | Prim::ListToVector
+            | Prim::VectorOneHot
+            | Prim::VectorCheckLength
+            | Prim::VectorCheckLengths
+            | Prim::VectorCheckRange => V(self.vector_prim(p, arg)?),
         })
     }
 

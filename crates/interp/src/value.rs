@@ -16,6 +16,10 @@ use ir::ExpectDatum;
 use ir::{LambdaId, Prim, Tag};
 use std::rc::Rc;
 
+/// The elements of a vector, behind one thin pointer: a `Value` stays two
+/// words, which the interpreter's frames and memory bounds rely on.
+pub type Items = Rc<Vec<Value>>;
+
 #[derive(Clone, Debug)]
 pub enum Value {
     Real(f64),
@@ -29,6 +33,13 @@ pub enum Value {
     Bundle(Rc<(Value, Value)>),
     Sensitivity(Rc<Value>),
     Reverse(Rc<Value>),
+    /// A vector (docs/reference.md): its elements.
+    Vector(Items),
+    /// A vector made as a sum of one-hot vectors, kept as the additions
+    /// themselves until something reads its elements: the sensitivity of a
+    /// vector that reverse mode reads k times costs O(k), not O(n) per read
+    /// (see [`crate::vector`]).
+    VectorSum(Rc<crate::vector::VectorSum>),
 }
 
 #[derive(Debug)]
@@ -92,6 +103,8 @@ impl Value {
             Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => {
                 Some(Rc::as_ptr(x) as *const u8 as usize)
             }
+            Value::Vector(v) => Some(Rc::as_ptr(v) as *const u8 as usize),
+            Value::VectorSum(v) => Some(Rc::as_ptr(v) as *const u8 as usize),
             _ => None,
         }
     }
@@ -109,6 +122,8 @@ impl printer::View for &Value {
             Value::Perturbation(x) => Node::Tagged(Tag::Perturb, x),
             Value::Sensitivity(x) => Node::Tagged(Tag::Sensitize, x),
             Value::Reverse(x) => Node::Tagged(Tag::Reverse, x),
+            Value::Vector(items) => Node::Vector(items.iter().collect()),
+            Value::VectorSum(sum) => Node::Vector(sum.shown().iter().collect()),
         }
     }
 }
@@ -128,6 +143,7 @@ fn expect_of(s: &Shown<&Value>) -> ExpectDatum {
             expect_of(&p),
             expect_of(&t),
         ]),
+        Form::Vector(items) => ExpectDatum::Vector(items.iter().map(expect_of).collect()),
         Form::Real(x) => ExpectDatum::Real(x),
         Form::Bool(b) => ExpectDatum::Bool(b),
         Form::Nil => ExpectDatum::Nil,
@@ -156,6 +172,9 @@ pub fn expect_matches(got: &ExpectDatum, want: &ExpectDatum) -> bool {
         (ExpectDatum::Pair(a1, b1), ExpectDatum::Pair(a2, b2)) => {
             expect_matches(a1, a2) && expect_matches(b1, b2)
         }
+        (ExpectDatum::Vector(a), ExpectDatum::Vector(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| expect_matches(x, y))
+        }
         _ => false,
     }
 }
@@ -178,6 +197,7 @@ impl printer::View for Expected<'_> {
             ExpectDatum::Bool(b) => Node::Bool(*b),
             ExpectDatum::Nil => Node::Nil,
             ExpectDatum::Pair(a, b) => Node::Pair(Expected(a), Expected(b)),
+            ExpectDatum::Vector(items) => Node::Vector(items.iter().map(Expected).collect()),
             ExpectDatum::Symbol(_) => Node::Opaque,
         }
     }
@@ -194,5 +214,15 @@ impl printer::Sink<Expected<'_>> for Symbols {
         if let ExpectDatum::Symbol(s) = v.0 {
             self.0.push_str(s);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Frames of the interpreter hold values by the thousand: a vector
+    /// must not make every value wider than two words.
+    #[test]
+    fn a_value_is_two_words() {
+        assert_eq!(std::mem::size_of::<super::Value>(), 16);
     }
 }

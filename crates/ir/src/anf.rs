@@ -94,6 +94,7 @@ pub(crate) fn const_datum(d: &Datum) -> ConstDatum {
         Datum::Bool(b) => ConstDatum::Bool(*b),
         Datum::Nil => ConstDatum::Nil,
         Datum::Pair(a, b) => ConstDatum::Pair(Box::new(const_datum(a)), Box::new(const_datum(b))),
+        Datum::Vector(v) => ConstDatum::Vector(v.iter().map(const_datum).collect()),
     }
 }
 
@@ -104,6 +105,13 @@ pub fn datum_text(d: &Datum) -> String {
         Datum::Bool(true) => "#t".into(),
         Datum::Bool(false) => "#f".into(),
         Datum::Nil => "'()".into(),
+        Datum::Vector(v) => {
+            let items: Vec<String> = v
+                .iter()
+                .map(|x| datum_text(x).trim_start_matches('\'').to_string())
+                .collect();
+            format!("#({})", items.join(" "))
+        }
         Datum::Pair(..) => {
             let mut s = String::from("'(");
             let mut cur = d;

@@ -82,6 +82,7 @@ pub enum ConstDatum {
     Bool(bool),
     Nil,
     Pair(Box<ConstDatum>, Box<ConstDatum>),
+    Vector(Vec<ConstDatum>),
     Prim(Prim),
 }
 

@@ -21,6 +21,13 @@ pub enum Expects {
     ConditionAndThunks,
     /// A value of this tag, the argument of an operation that removes it.
     Tagged(Tag),
+    Vector,
+    /// `vector-ref`'s argument.
+    VectorAndIndex,
+    /// `build-vector`'s argument.
+    LengthAndProcedure,
+    /// `list->vector`'s argument.
+    List,
 }
 
 impl Prim {
@@ -35,6 +42,10 @@ impl Prim {
             Expects::Tagged(Tag::Forward) => "a forward value",
             Expects::Tagged(Tag::Sensitize) => "a sensitivity",
             Expects::Tagged(Tag::Reverse) => "a reverse value",
+            Expects::Vector => "a vector",
+            Expects::VectorAndIndex => "a vector and an index",
+            Expects::LengthAndProcedure => "a length and a procedure",
+            Expects::List => "a proper list",
         };
         format!("`{self}` expects {what}, found {found}")
     }
@@ -110,6 +121,53 @@ pub fn pattern_mismatch(owner: &str, pattern: &str, found: &str) -> String {
 /// says more.
 pub fn not_a_pair(found: &str) -> String {
     format!("expected a pair, found {found}")
+}
+
+/// The library procedures that check vector lengths through
+/// `vector-check-length`, `vector-check-lengths` and `vector-check-range`,
+/// by the code (a real) those primitives take to name them.
+pub const VECTOR_PROCEDURES: [&str; 4] =
+    ["make-vector", "vector-map", "vector-fold", "vector-copy"];
+
+/// The procedure a vector check's code names.
+pub fn vector_procedure(code: f64) -> Option<&'static str> {
+    VECTOR_PROCEDURES
+        .iter()
+        .enumerate()
+        .find(|(i, _)| *i as f64 == code)
+        .map(|(_, name)| *name)
+}
+
+/// The error of a value that is not a vector, given where vectors are.
+pub fn not_a_vector(who: &str, found: &str) -> String {
+    format!("`{who}` expects a vector, found {found}")
+}
+
+/// The error of a vector too large for memory.
+pub fn out_of_memory() -> String {
+    "out of memory: a vector too large to make".to_string()
+}
+
+/// The error of a length that is not a non-negative integer.
+pub fn bad_length(who: &str, found: &str) -> String {
+    format!("`{who}` expects a length that is a non-negative integer, found {found}")
+}
+
+/// The error of an index that is not an integer below the length `len`.
+pub fn bad_index(who: &str, len: &str, found: &str) -> String {
+    format!("`{who}` expects an index i with 0 <= i < {len}, found {found}")
+}
+
+/// The error of vectors of different lengths given to one procedure.
+pub fn different_lengths(who: &str, a: &str, b: &str) -> String {
+    format!("`{who}` expects vectors of the same length, found lengths {a} and {b}")
+}
+
+/// The error of a part of a vector that is not one.
+pub fn bad_range(who: &str, len: &str, start: &str, end: &str) -> String {
+    format!(
+        "`{who}` expects integers 0 <= start <= end <= {len}, found start {start} and end {end}"
+    )
 }
 
 #[cfg(test)]

@@ -3,11 +3,11 @@
 use std::fmt;
 
 macro_rules! prims {
-    ($($v:ident = $s:expr, $kind:ident;)*) => {
+    ($($(#[$doc:meta])* $v:ident = $s:expr, $kind:ident;)*) => {
         /// A primitive procedure. Every primitive takes one argument (a pair
         /// for binary ones, `()` for `read-real`).
         #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-        pub enum Prim { $($v),* }
+        pub enum Prim { $($(#[$doc])* $v),* }
 
         impl Prim {
             pub const ALL: &'static [Prim] = &[$(Prim::$v),*];
@@ -36,6 +36,12 @@ pub enum PrimKind {
     Control,
     /// An AD operation of section 6.
     Ad,
+    /// A real computed from the shape of its argument (a vector's length,
+    /// or a length it checks): no derivative.
+    Shape,
+    /// An operation on vectors whose AD rules are written by hand in the
+    /// AD prelude.
+    Vector,
 }
 
 prims! {
@@ -83,6 +89,25 @@ prims! {
     StarJ = "*j", Ad;
     StarJInverse = "*j-inverse", Ad;
     CustomConform = "custom-*j-conform", Ad;
+    IsVector = "vector?", Predicate;
+    VectorLength = "vector-length", Shape;
+    VectorRef = "vector-ref", Vector;
+    BuildVector = "build-vector", Vector;
+    ListToVector = "list->vector", Vector;
+    /// `(cons* v i s)`: the vector shaped like `v` that holds `s` at `i`
+    /// and the zero of `v`'s element elsewhere. The reverse rule of
+    /// `vector-ref` makes it; it is never built densely where a `plus`
+    /// adds it to an accumulated sensitivity.
+    VectorOneHot = "vector-one-hot", Vector;
+    /// `(cons who n)`: n, checked to be a length, for the library
+    /// procedure `who` names ([`crate::message::vector_procedure`]).
+    VectorCheckLength = "vector-check-length", Shape;
+    /// `(cons who vs)`: the common length of the proper list of vectors
+    /// `vs`, checked equal.
+    VectorCheckLengths = "vector-check-lengths", Shape;
+    /// `(cons* who v start end)`: `()`, once `start` and `end` are checked
+    /// to delimit a part of `v`.
+    VectorCheckRange = "vector-check-range", Shape;
 }
 
 impl Prim {

@@ -39,6 +39,9 @@ fn datum(d: &ConstDatum) -> String {
         ConstDatum::Nil => "()".into(),
         ConstDatum::Prim(p) => p.name().to_string(),
         ConstDatum::Pair(a, b) => format!("({} . {})", datum(a), datum(b)),
+        ConstDatum::Vector(v) => {
+            format!("#({})", v.iter().map(datum).collect::<Vec<_>>().join(" "))
+        }
     }
 }
 

@@ -35,6 +35,8 @@ pub enum Node<V> {
     Tagged(Tag, V),
     /// A forward value: primal and tangent.
     Bundle(V, V),
+    /// A vector: its elements.
+    Vector(Vec<V>),
     /// A node the [`Sink`] writes.
     Opaque,
 }
@@ -83,6 +85,8 @@ pub enum Form<V> {
     Tagged(Tag, Shown<V>),
     /// `(forward p t)`.
     Bundle(Shown<V>, Shown<V>),
+    /// `#(a b c)`.
+    Vector(Vec<Shown<V>>),
     Real(f64),
     Bool(bool),
     Nil,
@@ -98,6 +102,7 @@ pub fn form<V: View>(s: &Shown<V>) -> Form<V> {
             Node::Pair(a, b) => Form::Pair(Shown::Plain(a), Shown::Plain(b)),
             Node::Tagged(t, x) => tagged(t, Shown::Plain(x)),
             Node::Bundle(p, t) => bundle(Shown::Plain(p), Shown::Plain(t)),
+            Node::Vector(items) => Form::Vector(items.into_iter().map(Shown::Plain).collect()),
             Node::Real(x) => Form::Real(x),
             Node::Bool(b) => Form::Bool(b),
             Node::Nil => Form::Nil,
@@ -114,22 +119,34 @@ fn tagged<V: View>(t: Tag, x: Shown<V>) -> Form<V> {
         Form::Pair(a, b) => {
             Form::Pair(Shown::Tagged(t, Box::new(a)), Shown::Tagged(t, Box::new(b)))
         }
+        Form::Vector(items) => Form::Vector(
+            items
+                .into_iter()
+                .map(|x| Shown::Tagged(t, Box::new(x)))
+                .collect(),
+        ),
         _ => Form::Tagged(t, x),
     }
 }
 
+/// A forward pair or vector shows as the pair or vector of the forward
+/// values of its parts.
 fn bundle<V: View>(p: Shown<V>, t: Shown<V>) -> Form<V> {
-    let halves = match (form(&p), perturbation(&t).map(|ti| form(&ti))) {
-        (Form::Pair(pa, pb), Some(Form::Pair(ta, tb))) => [(pa, ta), (pb, tb)],
-        _ => return Form::Bundle(p, t),
-    };
-    let [a, b] = halves.map(|(p, t)| {
+    let forward = |(p, t)| {
         Shown::Bundle(
             Box::new(p),
             Box::new(Shown::Tagged(Tag::Perturb, Box::new(t))),
         )
-    });
-    Form::Pair(a, b)
+    };
+    match (form(&p), perturbation(&t).map(|ti| form(&ti))) {
+        (Form::Pair(pa, pb), Some(Form::Pair(ta, tb))) => {
+            Form::Pair(forward((pa, ta)), forward((pb, tb)))
+        }
+        (Form::Vector(ps), Some(Form::Vector(ts))) if ps.len() == ts.len() => {
+            Form::Vector(ps.into_iter().zip(ts).map(forward).collect())
+        }
+        _ => Form::Bundle(p, t),
+    }
 }
 
 /// The value inside a perturbation wrapper.
@@ -198,6 +215,16 @@ fn write_shown<V: View>(s: &Shown<V>, out: &mut impl Sink<V>) {
         Form::Bool(b) => out.text(base::boolean::text(b)),
         Form::Nil => out.text("()"),
         Form::Procedure => out.text(PROCEDURE),
+        Form::Vector(items) => {
+            out.text("#(");
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.text(" ");
+                }
+                write_shown(x, out);
+            }
+            out.text(")");
+        }
         Form::Opaque(v) => out.opaque(v),
     }
 }
@@ -236,6 +263,7 @@ mod tests {
         Pair(usize, usize),
         Tagged(Tag, usize),
         Bundle(usize, usize),
+        Vector(&'static [usize]),
         Sym(&'static str),
     }
 
@@ -253,6 +281,7 @@ mod tests {
                 T::Pair(a, b) => Node::Pair(at(a), at(b)),
                 T::Tagged(t, x) => Node::Tagged(t, at(x)),
                 T::Bundle(p, t) => Node::Bundle(at(p), at(t)),
+                T::Vector(items) => Node::Vector(items.iter().map(|&i| at(i)).collect()),
                 T::Sym(_) => Node::Opaque,
             }
         }
@@ -379,6 +408,30 @@ mod tests {
         // A tangent that is no perturbation leaves the pair whole.
         let odd = [Real(1.0), Real(2.0), Pair(0, 1), Bundle(2, 2)];
         assert_eq!(show(&odd), "(forward (1 . 2) (1 . 2))");
+    }
+
+    #[test]
+    fn vectors_print_with_their_tags_on_the_elements() {
+        use T::*;
+        assert_eq!(show(&[Vector(&[])]), "#()");
+        let m = [Real(1.0), Real(2.0), Vector(&[0, 1]), Vector(&[2, 2])];
+        assert_eq!(show(&m), "#(#(1 2) #(1 2))");
+        let r = [Real(1.0), Nil, Vector(&[0, 1]), Tagged(Tag::Reverse, 2)];
+        assert_eq!(show(&r), "#((reverse 1) (reverse ()))");
+        let f = [
+            Real(1.0),
+            Real(2.0),
+            Vector(&[0, 1]),
+            Real(3.0),
+            Real(4.0),
+            Vector(&[3, 4]),
+            Tagged(Tag::Perturb, 5),
+            Bundle(2, 6),
+        ];
+        assert_eq!(
+            show(&f),
+            "#((forward 1 (perturbation 3)) (forward 2 (perturbation 4)))"
+        );
     }
 
     #[test]

@@ -142,6 +142,9 @@ impl Lowerer<'_> {
                     Err(m) => Flow::Done(self.error_term(b.span, &m)),
                 }
             }
+            PrimKind::Shape | PrimKind::Vector => Flow::Done(Term::Error(
+                self.string("error: internal error: vectors are not lowered yet"),
+            )),
         }
     }
 }

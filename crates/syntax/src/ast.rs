@@ -37,6 +37,7 @@ pub enum Datum {
     Bool(bool),
     Nil,
     Pair(Box<Datum>, Box<Datum>),
+    Vector(Vec<Datum>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -260,6 +261,7 @@ pub enum ExpectDatum {
     Nil,
     Symbol(String),
     Pair(Box<ExpectDatum>, Box<ExpectDatum>),
+    Vector(Vec<ExpectDatum>),
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]

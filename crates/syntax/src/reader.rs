@@ -84,6 +84,8 @@ fn read_inner(text: &str, file: FileId, first_line: u32) -> Result<Vec<Sexp>, (D
 enum Tok {
     /// `(` or `[`; the payload is the matching closer.
     Open(char),
+    /// `#(`, opening a vector literal.
+    OpenVector,
     Close(char),
     Quote,
     Dot,
@@ -187,6 +189,11 @@ impl Lexer {
                     format!("unexpected `{c}`: VLAD has no quasiquote"),
                 ))
             }
+            '#' if self.chars.get(self.i + 1) == Some(&'(') => {
+                self.bump();
+                self.bump();
+                Tok::OpenVector
+            }
             '#' => Tok::Atom(self.hash(span)?),
             _ => {
                 let text = self.token_text();
@@ -245,8 +252,7 @@ impl Lexer {
             Some('|') => Some(("#|", "VLAD has no block comments")),
             Some(';') => Some(("#;", "VLAD has no datum comments")),
             Some('\\') => Some(("#\\", "VLAD has no characters")),
-            Some('(') => Some(("#(", "VLAD has no vectors")),
-            Some('[') => Some(("#[", "VLAD has no vectors")),
+            Some('[') => Some(("#[", "a vector literal opens with `#(`")),
             _ => None,
         };
         if let Some((what, why)) = why {
@@ -330,6 +336,8 @@ enum Frame {
         /// Where the `.` of a dotted list was, once seen.
         dot: Option<Span>,
         tail: Option<Sexp>,
+        /// Opened by `#(`: a vector literal.
+        vector: bool,
     },
     /// A `'` waiting for its datum.
     Quote { span: Span },
@@ -348,7 +356,11 @@ impl Parser {
 
     fn token(&mut self, tok: Tok, span: Span) -> Result<(), Diagnostic> {
         match tok {
-            Tok::Open(close) => {
+            Tok::Open(_) | Tok::OpenVector => {
+                let (close, vector) = match tok {
+                    Tok::Open(close) => (close, false),
+                    _ => (')', true),
+                };
                 if self.depth() >= MAX_DEPTH {
                     return Err(Diagnostic::at(
                         span,
@@ -361,6 +373,7 @@ impl Parser {
                     items: Vec::new(),
                     dot: None,
                     tail: None,
+                    vector,
                 });
                 Ok(())
             }
@@ -379,9 +392,14 @@ impl Parser {
                     items,
                     dot,
                     tail,
+                    vector,
                 }) => {
                     if c != close {
-                        let opener = if close == ')' { '(' } else { '[' };
+                        let opener = match (vector, close) {
+                            (true, _) => "#(",
+                            (false, ')') => "(",
+                            (false, _) => "[",
+                        };
                         return Err(Diagnostic::at(
                             span,
                             format!(
@@ -391,6 +409,13 @@ impl Parser {
                         ));
                     }
                     let kind = match (dot, tail) {
+                        (Some(dot), _) if vector => {
+                            return Err(Diagnostic::at(
+                                dot,
+                                "unexpected `.` in a vector literal: expected a datum or `)`",
+                            ))
+                        }
+                        (None, None) if vector => SexpKind::Vector(items),
                         (_, Some(tail)) => SexpKind::Dotted(items, Box::new(tail)),
                         (Some(_), None) => {
                             return Err(Diagnostic::at(
@@ -542,6 +567,9 @@ mod tests {
                 v.iter().map(show).collect::<Vec<_>>().join(" "),
                 show(t)
             ),
+            SexpKind::Vector(v) => {
+                format!("#({})", v.iter().map(show).collect::<Vec<_>>().join(" "))
+            }
         }
     }
 
@@ -558,6 +586,7 @@ mod tests {
             "(include \"a",
             "(a) [b",
             "(a . ",
+            "#(1 (2",
         ] {
             match read_partial(text, F, 1) {
                 Ok(Partial::Incomplete(d)) => assert!(d.message.contains("end of file"), "{text}"),
@@ -568,7 +597,7 @@ mod tests {
 
     #[test]
     fn partial_text_that_cannot_be_completed_is_an_error() {
-        for text in ["(a))", "(a]", "#(1", "1.2.3", "(a . b c"] {
+        for text in ["(a))", "(a]", "#(1]", "1.2.3", "(a . b c"] {
             assert!(read_partial(text, F, 1).is_err(), "{text}");
         }
     }
@@ -601,6 +630,8 @@ mod tests {
     #[test]
     fn lists_and_quote() {
         assert_eq!(shows("(a [b c] ())"), "(a (b c) ())");
+        assert_eq!(shows("#(1 #(2 x) (3 . 4)) #()"), "#(1 #(2 x) (3 . 4)) #()");
+        assert_eq!(shows("'#(1)"), "(quote #(1))");
         assert_eq!(
             shows("(a . b) (a b . c) (a . (b))"),
             "(a . b) (a b . c) (a . (b))"
@@ -663,11 +694,13 @@ mod tests {
                 (1, 1),
                 "unknown `#` syntax `#\\`: VLAD has no characters",
             ),
+            ("#(1 . 2)", (1, 5), "unexpected `.` in a vector literal"),
             (
-                "#(1 2)",
-                (1, 1),
-                "unknown `#` syntax `#(`: VLAD has no vectors",
+                "#(1 2]",
+                (1, 6),
+                "expected `)` to close the `#(` at line 1 column 1",
             ),
+            ("#[1 2]", (1, 1), "a vector literal opens with `#(`"),
             ("#foo", (1, 1), "unknown `#` syntax `#foo`"),
             ("#", (1, 1), "unknown `#` syntax `#`"),
             ("#%car", (1, 1), "unknown `#` syntax `#%car`"),

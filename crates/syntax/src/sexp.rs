@@ -19,6 +19,8 @@ pub enum SexpKind {
     List(Vec<Sexp>),
     /// `(a b . c)`: at least one element before the dot.
     Dotted(Vec<Sexp>, Box<Sexp>),
+    /// `#(a b c)`: a vector literal.
+    Vector(Vec<Sexp>),
 }
 
 impl Sexp {
@@ -49,6 +51,7 @@ impl Sexp {
                 None => "a list".to_string(),
             },
             SexpKind::Dotted(..) => "a dotted list".to_string(),
+            SexpKind::Vector(_) => "a vector literal".to_string(),
         }
     }
 }

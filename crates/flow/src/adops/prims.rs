@@ -151,6 +151,10 @@ impl<M: Mode> Ops<M> {
                 Prim::Primal => self.forward_half(arg, true)?,
                 _ => self.forward_half(arg, false)?,
             },
+            PrimKind::Shape | PrimKind::Vector => {
+                self.vector_met.get_or_insert_with(|| format!("`{p}`"));
+                bottom
+            }
         })
     }
 }

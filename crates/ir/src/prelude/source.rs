@@ -46,6 +46,9 @@ fn template(tag: Tag, prim: Prim) -> Option<String> {
             PrimKind::Compare | PrimKind::Predicate => {
                 format!("(lambda (v) (let ((r ({p} (primal v)))) (bundle r (perturb r))))")
             }
+            PrimKind::Shape => {
+                format!("(lambda (v) (let ((r ({p} (primal v)))) (bundle r (perturb (zero r)))))")
+            }
             PrimKind::Ad if matches!(prim, Prim::Bundle | Prim::Plus) => format!(
                 "(lambda (v) (let (((cons a b) (primal v)) ((cons da db) (unperturb (tangent v)))) \
                  (bundle ({p} a b) (perturb ({p} da db)))))"
@@ -57,7 +60,7 @@ fn template(tag: Tag, prim: Prim) -> Option<String> {
             _ => return None,
         },
         Tag::Reverse => match prim.kind() {
-            PrimKind::Compare | PrimKind::Predicate => format!(
+            PrimKind::Compare | PrimKind::Predicate | PrimKind::Shape => format!(
                 "(lambda (v) (let ((x (*j-inverse v))) \
                  (cons (*j ({p} x)) (lambda (s) (sensitize (cons '() (zero x)))))))"
             ),

@@ -8,7 +8,7 @@ use super::*;
 /// scope turns the word back into an ordinary variable.
 pub(super) const KEYWORDS: &[&str] = &[
     "quote", "lambda", "let", "let*", "letrec", "if", "cond", "else", "and", "or", "cons", "list",
-    "cons*", "define", "include", "===>",
+    "cons*", "vector", "define", "include", "===>",
 ];
 
 /// Temporary variable of `or`; the space makes it unwritable in source.
@@ -112,6 +112,8 @@ impl Expander<'_> {
                 span,
                 "expected an expression, found a dotted list",
             )),
+            // A vector literal evaluates to itself, as in R7RS.
+            SexpKind::Vector(_) => Ok(Expr::Const(super::top::quoted(d)?, span)),
             SexpKind::List(v) if v.is_empty() => Err(Diagnostic::at(
                 span,
                 "expected an expression, found `()`: write '() for the empty list",
@@ -232,6 +234,7 @@ impl Expander<'_> {
             "or" => self.or_form(args, span),
             "cons" => self.cons_form(args, span),
             "list" => self.list_form(args, span),
+            "vector" => self.vector_form(args, span),
             "cons*" => self.cons_star(args, span),
             "else" | "===>" | "define" | "include" => self.keyword_as_value(head, span),
             _ => Err(Diagnostic::at(span, format!("unknown keyword `{head}`"))),
@@ -397,6 +400,14 @@ impl Expander<'_> {
             out = Expr::Cons(Box::new(e), Box::new(out), s);
         }
         Ok(out)
+    }
+
+    /// `(vector e ...)`: `(list->vector (list e ...))`, through the
+    /// primitive itself whatever the program defines.
+    pub(super) fn vector_form(&mut self, args: &[Sexp], span: Span) -> Result<Expr, Diagnostic> {
+        let items = self.list_form(args, span)?;
+        let f = Expr::Var(format!("{}list->vector", ast::PRIMITIVE_PREFIX), span);
+        Ok(Expr::App(Box::new(f), Box::new(items), span))
     }
 
     pub(super) fn letrec_body(

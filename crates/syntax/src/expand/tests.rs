@@ -49,6 +49,10 @@ fn show_datum(d: &Datum) -> String {
         Datum::Bool(b) => if *b { "#t" } else { "#f" }.into(),
         Datum::Nil => "()".into(),
         Datum::Pair(a, b) => format!("({} . {})", show_datum(a), show_datum(b)),
+        Datum::Vector(v) => format!(
+            "#({})",
+            v.iter().map(show_datum).collect::<Vec<_>>().join(" ")
+        ),
     }
 }
 
@@ -99,6 +103,10 @@ fn show_expect(d: &ExpectDatum) -> String {
         ExpectDatum::Nil => "()".into(),
         ExpectDatum::Symbol(s) => s.clone(),
         ExpectDatum::Pair(a, b) => format!("({} . {})", show_expect(a), show_expect(b)),
+        ExpectDatum::Vector(v) => format!(
+            "#({})",
+            v.iter().map(show_expect).collect::<Vec<_>>().join(" ")
+        ),
     }
 }
 

@@ -324,6 +324,9 @@ pub(super) fn expect_datum(d: &Sexp) -> Result<ExpectDatum, Diagnostic> {
             }
             out
         }
+        SexpKind::Vector(v) => {
+            ExpectDatum::Vector(v.iter().map(expect_datum).collect::<Result<_, _>>()?)
+        }
     })
 }
 
@@ -358,5 +361,6 @@ pub(super) fn quoted(d: &Sexp) -> Result<Datum, Diagnostic> {
             }
             out
         }
+        SexpKind::Vector(v) => Datum::Vector(v.iter().map(quoted).collect::<Result<_, _>>()?),
     })
 }
