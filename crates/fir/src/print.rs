@@ -43,6 +43,13 @@ pub fn module(m: &Module) -> String {
     if !m.cells.is_empty() {
         out.push('\n');
     }
+    // What one element of a vector of each layout holds.
+    for (layout, slots) in &m.vectors {
+        let _ = writeln!(out, "vector #{layout} = {}", cell(slots));
+    }
+    if !m.vectors.is_empty() {
+        out.push('\n');
+    }
     for (i, f) in m.funcs.iter().enumerate() {
         func_into(&mut out, FuncId::new(i), f);
         out.push('\n');
@@ -257,6 +264,41 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::Load(p, tag, n) => {
             let _ = write!(out, "load {p} #{tag}.{n}");
         }
+        Op::VecOf(layout, n, slots) => {
+            let _ = write!(out, "vec_of #{layout} {n}({})", vals(slots));
+        }
+        Op::VecBuild {
+            layout,
+            len,
+            func,
+            args,
+            at,
+        } => {
+            let _ = write!(out, "vec_build #{layout} {len} {func}({})", vals(args));
+            if let Some(s) = at {
+                let _ = write!(out, " at {s}");
+            }
+        }
+        Op::VecLen(v) => {
+            let _ = write!(out, "vec_len {v}");
+        }
+        Op::VecLoad(v, i, layout, slot) => {
+            let _ = write!(out, "vec_load {v} {i} #{layout}.{slot}");
+        }
+        Op::VecIndexOk(v, i) => {
+            let _ = write!(out, "vec_index_ok {v} {i}");
+        }
+        Op::IsCount(n) => {
+            let _ = write!(out, "is_count {n}");
+        }
+        Op::VecScatter {
+            layout,
+            base,
+            entries,
+            tag,
+        } => {
+            let _ = write!(out, "vec_scatter #{layout} {base} {entries} #{tag}");
+        }
     }
     out.push('\n');
 }
@@ -299,6 +341,7 @@ mod tests {
         let m = Module {
             funcs: vec![f],
             main: None,
+            vectors: Default::default(),
             strings: vec!["x\n".into()],
             cells: [(0, vec![]), (3, vec![Ty::Ptr, Ty::F64, Ty::Bool])].into(),
         };
