@@ -7,6 +7,8 @@
 //!
 //! cell #0 = (ptr, f64, bool)
 //!
+//! vector #0 = (f64, f64)
+//!
 //! func f1 dot(v0: f64, v1: f64) -> (f64) {
 //!   v2 = fmul v0 v1
 //!   v3 = flt v2 v0
@@ -26,8 +28,9 @@ use crate::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val
 use base::EntityRef;
 use std::fmt::Write;
 
-/// The whole module: strings, the layout of each member tag's cells,
-/// functions in id order, then the entry.
+/// The whole module: strings, the layout of each member tag's cells and
+/// of each vector layout's elements, functions in id order, then the
+/// entry.
 pub fn module(m: &Module) -> String {
     let mut out = String::new();
     for (i, s) in m.strings.iter().enumerate() {

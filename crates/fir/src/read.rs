@@ -24,6 +24,9 @@
 //! reads as [`Term::Error`], since the text does not tell it from a
 //! [`Term::ErrorWith`] of that one string (which nothing makes).
 //!
+//! Vector lines (`vector #0 = (f64, f64)`) declare the element layouts,
+//! before the operations that name them.
+//!
 //! Cell lines come in two forms: `cell #0 = 3 slots (1 pointer)` gives
 //! sizes, which are checked against the module's `alloc`s; `cell #0 =
 //! (ptr, f64, bool)` declares the layout, returned as [`Cells`].
@@ -246,6 +249,19 @@ impl<'a> Reader<'a> {
         Ok(StrId::new(
             self.named('s', "a string (`s0`, `s1`, ...)")?.0 as usize,
         ))
+    }
+
+    /// `#N.K`: a tag or layout, a slot, and where they were written.
+    fn numbered_slot(&mut self, what: &str) -> R<(u32, u32, Token<'a>)> {
+        self.punct('#')?;
+        let (w, t) = self.word(what)?;
+        match w
+            .split_once('.')
+            .and_then(|(a, b)| Some((digits(a)?, digits(b)?)))
+        {
+            Some((n, k)) => Ok((n, k, t)),
+            None => self.err_at(&t, what),
+        }
     }
 
     /// `#N`.
@@ -659,15 +675,7 @@ impl<'a> Reader<'a> {
             }
             "load" => {
                 let v = self.val()?;
-                self.punct('#')?;
-                let what = "a tag and a slot (`#2.1`)";
-                let (ts, tt) = self.word(what)?;
-                let Some((tag, slot)) = ts
-                    .split_once('.')
-                    .and_then(|(a, b)| Some((digits(a)?, digits(b)?)))
-                else {
-                    return self.err_at(&tt, what);
-                };
+                let (tag, slot, _) = self.numbered_slot("a tag and a slot (`#2.1`)")?;
                 let ([r], [rt]) = (&results[..], &result_toks[..]) else {
                     return self.err_at(&t, "`load` with one result");
                 };
@@ -714,15 +722,7 @@ impl<'a> Reader<'a> {
             "is_count" => (Op::IsCount(self.val()?), Some(vec![Bool])),
             "vec_load" => {
                 let (v, i) = (self.val()?, self.val()?);
-                self.punct('#')?;
-                let what = "a layout and a slot (`#2.1`)";
-                let (ls, lt) = self.word(what)?;
-                let Some((layout, slot)) = ls
-                    .split_once('.')
-                    .and_then(|(a, b)| Some((digits(a)?, digits(b)?)))
-                else {
-                    return self.err_at(&lt, what);
-                };
+                let (layout, slot, lt) = self.numbered_slot("a layout and a slot (`#2.1`)")?;
                 let ty = self
                     .m
                     .vectors

@@ -132,7 +132,7 @@ impl Heap {
             if class == CLASSES - 1 || c.cell > CHUNK_BYTES / 4 {
                 // One object per chunk (`Heap::alloc`); none in a chunk
                 // given back already.
-                if marked == 0 && c.used > c.start {
+                if marked == 0 && !c.is_released() {
                     self.release_large(i);
                 }
                 continue;

@@ -2,8 +2,8 @@
 //! collector.
 //!
 //! Union cells (`fir::Op::Alloc`: a header word, then one 8-byte slot
-//! per scalar, pointers first; `base/src/cell_layout.rs`) are the only
-//! memory compiled code allocates. A program that
+//! per scalar, pointers first; `base/src/cell_layout.rs`) and vectors
+//! (`vector.rs`) are the only memory compiled code allocates. A program that
 //! builds a tape in a loop for minutes allocates without bound, so cells
 //! that are no longer reachable are reclaimed.
 //!
@@ -42,7 +42,8 @@
 //!
 //! Generations, without a write barrier: compiled code writes a cell's
 //! slots only when it makes the cell, so a cell points only to cells made
-//! before it. A minor collection keeps the marks of the last collection:
+//! before it (the vectors a `VecBuild` fills while it calls are the
+//! exception, which `vector.rs` handles). A minor collection keeps the marks of the last collection:
 //! a marked cell is old and everything it points to was marked with it,
 //! so the cells of a list or tape that survived are not traced again, and
 //! only the stack and what was made since are. The old cells that have
@@ -72,6 +73,7 @@ use crate::{fail, Global};
 
 extern "C" {
     fn malloc(n: usize) -> *mut u8;
+    fn free(p: *mut u8);
     fn realloc(p: *mut u8, n: usize) -> *mut u8;
     fn getenv(name: *const u8) -> *const u8;
     fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
@@ -482,11 +484,17 @@ impl Heap {
         let marks = sys_alloc(words * 8) as *mut u64;
         // SAFETY: `marks` has room for `words` u64s.
         unsafe { core::ptr::write_bytes(marks, 0, words) };
-        // The index of a chunk given back, or a new one.
+        // The index of a chunk given back (its bitmap freed), or a new one.
         let i = if self.dead_len > 0 {
             self.dead_len -= 1;
-            // SAFETY: `dead_len < dead_cap` was a filled slot.
-            unsafe { *self.dead.add(self.dead_len) }
+            // SAFETY: `dead_len < dead_cap` was a filled slot, the index of
+            // a released chunk, whose bitmap came from `malloc` and is
+            // replaced below.
+            unsafe {
+                let i = *self.dead.add(self.dead_len);
+                free(self.chunk(i).marks as *mut u8);
+                i
+            }
         } else {
             if self.len == self.cap {
                 self.cap = (self.cap * 2).max(64);
@@ -743,9 +751,6 @@ const KEEP_BYTES: usize = 256 << 20;
 /// here depends on the state that was left.
 #[cfg(vlad_lib)]
 pub fn release_all() {
-    extern "C" {
-        fn free(p: *mut u8);
-    }
     let h = HEAP.get();
     let (mut kept, mut bytes) = (0, 0);
     h.lo = usize::MAX;
@@ -776,10 +781,12 @@ pub fn release_all() {
             // time by `add_chunk` and its bitmap came from `malloc`; both
             // are given back once: the chunk leaves the list.
             unsafe {
-                munmap(
-                    c.start as *mut u8,
-                    (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
-                );
+                if !c.is_released() {
+                    munmap(
+                        c.start as *mut u8,
+                        (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
+                    );
+                }
                 free(c.marks as *mut u8);
             }
         }

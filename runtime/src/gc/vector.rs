@@ -92,40 +92,41 @@ impl Heap {
         self.filled_len = 0;
     }
 
-    /// Gives back the chunk of one object (a large cell or vector) that
-    /// the collection found dead: such a chunk is never reused otherwise.
-    /// Its index is kept for the next chunk made (`Heap::add_chunk`).
+    /// Gives back the memory of the chunk of one object (a large cell or
+    /// vector) that the collection found dead: such a chunk is never
+    /// reused otherwise. Its index (and bitmap) go to the next chunk made
+    /// (`Heap::add_chunk`).
     pub(super) fn release_large(&mut self, i: usize) {
-        extern "C" {
-            fn free(p: *mut u8);
-        }
         let c = *self.chunk(i);
         self.own_granules(i, 0);
         // SAFETY: the chunk's memory was mapped whole granules at a time
         // (`add_chunk`), and nothing points into it: no mark reached it.
-        // Its bitmap came from `malloc` and goes with it.
         unsafe {
             munmap(
                 c.start as *mut u8,
                 (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
             );
-            free(c.marks as *mut u8);
         }
         self.heap_bytes -= c.end - c.start;
+        // Empty: no cells, no memory (`is_released`).
         let c = self.chunk_mut(i);
-        // Dead: no memory, no bitmap.
         c.end = c.start;
         c.used = c.start;
         c.limit = c.start;
         c.next = c.start;
         c.stop = c.start;
-        c.marks = core::ptr::null_mut();
-        c.mark_words = 0;
         push_word(
             (&mut self.dead, &mut self.dead_len, &mut self.dead_cap),
             16,
             i,
         );
+    }
+}
+
+impl Chunk {
+    /// Was its memory given back (`Heap::release_large`)?
+    pub(super) fn is_released(&self) -> bool {
+        self.limit == self.start
     }
 }
 
