@@ -24,7 +24,8 @@ use crate::cell_layout::{vector_shape, VECTOR_SLOTS_AT, VECTOR_TAG};
 /// The slots per element, the pointer slots per element and the length of
 /// the vector at `start`, if the object there is one.
 ///
-/// SAFETY: `start` is an object of the heap below its chunk's `used`.
+/// # Safety
+/// `start` is an object of the heap below its chunk's `used`.
 pub(super) unsafe fn shape(start: usize) -> Option<(usize, usize, usize)> {
     let tag = core::ptr::read_volatile(start as *const u32);
     if tag != VECTOR_TAG {
@@ -36,11 +37,12 @@ pub(super) unsafe fn shape(start: usize) -> Option<(usize, usize, usize)> {
 }
 
 /// The bytes of a vector of `len` elements of `stride` slots, if that
-/// fits in an address space.
+/// fits below 2^48 (the heap's addresses).
 fn vector_bytes(stride: usize, len: usize) -> Option<usize> {
     len.checked_mul(stride)?
         .checked_mul(8)?
         .checked_add(VECTOR_SLOTS_AT)
+        .filter(|b| *b < 1 << 48)
 }
 
 impl Heap {
@@ -53,12 +55,15 @@ impl Heap {
         let Some((stride, pointers, len)) = (unsafe { shape(start) }) else {
             return;
         };
-        // A stale word may point at memory a vector held once: the bound
-        // keeps the scan inside the object's memory.
+        // A stale word may point at memory a vector held once: the bounds
+        // keep the scan inside the object's memory.
+        let pointers = pointers.min(stride);
         let len = len.min(bytes.saturating_sub(VECTOR_SLOTS_AT) / (8 * stride.max(1)));
         let first = start + VECTOR_SLOTS_AT;
         if pointers == 0 || len == 0 {
-        } else if pointers == stride {
+            return;
+        }
+        if pointers == stride {
             self.push(first);
             self.push(first + 8 * stride * len);
         } else {
