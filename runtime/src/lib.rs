@@ -180,6 +180,11 @@ fn stdout_is_terminal() -> bool {
     false
 }
 
+/// Held by the unit tests that touch the runtime's global state (the memo
+/// tables, which a collection forgets), which run on parallel threads.
+#[cfg(test)]
+static TEST_GLOBALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Writes all of `bytes` to `fd`, giving up on an error (a closed pipe:
 /// there is nobody left to tell).
 fn write_all(fd: i32, mut bytes: &[u8]) {

@@ -252,3 +252,84 @@ pub extern "C" fn rt_vec_scatter(base: usize, entries: usize, tag: u64) -> *mut 
     }
     v as *mut u8
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell_layout::vector_header;
+
+    /// A vector of `len` elements of `stride` slots, `pointers` of them
+    /// pointers, made in `h` as `rt_alloc_vector` makes one.
+    fn vector(h: &mut Heap, stride: usize, pointers: usize, len: usize) -> usize {
+        let p = h.alloc(vector_bytes(stride, len).unwrap()) as usize;
+        // SAFETY: a fresh object of that many bytes.
+        unsafe {
+            (p as *mut u32).write(VECTOR_TAG);
+            ((p + 4) as *mut u32).write(vector_header(stride, pointers));
+            ((p + 8) as *mut usize).write(len);
+        }
+        p
+    }
+
+    /// The ranges on the mark stack, taken off it.
+    fn pushed(h: &mut Heap) -> std::vec::Vec<(usize, usize)> {
+        let mut out = std::vec::Vec::new();
+        for k in (0..h.stack_len).step_by(2) {
+            // SAFETY: both words of each pair were pushed.
+            unsafe { out.push((*h.stack.add(k), *h.stack.add(k + 1))) };
+        }
+        h.stack_len = 0;
+        out
+    }
+
+    #[test]
+    fn only_the_pointer_slots_of_the_elements_are_scanned() {
+        let mut h = Heap::EMPTY;
+        let reals = vector(&mut h, 2, 0, 10);
+        h.push_vector_slots(reals, 16 + 160);
+        assert_eq!(pushed(&mut h), []);
+        // (ptr, f64, f64) elements: the first slot of each.
+        let mixed = vector(&mut h, 3, 1, 4);
+        h.push_vector_slots(mixed, 16 + 96);
+        let first = mixed + 16;
+        let want: std::vec::Vec<_> = (0..4)
+            .map(|i| (first + 24 * i, first + 24 * i + 8))
+            .collect();
+        assert_eq!(pushed(&mut h), want);
+        // All pointers: one range. A length beyond the object's memory
+        // (a stale header) is cut to it.
+        let ptrs = vector(&mut h, 2, 2, 5);
+        h.push_vector_slots(ptrs, 16 + 80);
+        assert_eq!(pushed(&mut h), [(ptrs + 16, ptrs + 96)]);
+        h.push_vector_slots(ptrs, 16 + 32);
+        assert_eq!(pushed(&mut h), [(ptrs + 16, ptrs + 48)]);
+    }
+
+    #[test]
+    fn a_large_vector_lives_by_an_interior_pointer_and_its_chunk_goes_when_dead() {
+        // A collection forgets the memo tables.
+        let _globals = crate::TEST_GLOBALS.lock();
+        let mut h = Heap::EMPTY;
+        // 10 MB of reals: a chunk of its own.
+        let n = (10 << 20) / 8;
+        let inner = core::hint::black_box(vector(&mut h, 1, 0, n) + (5 << 20));
+        let i = h.find(inner).unwrap();
+        assert_eq!(h.chunk(i).end - h.chunk(i).start, 16 + 8 * n);
+        // Only a pointer into its middle is on the stack scanned.
+        let roots = [inner];
+        h.stack_top = roots.as_ptr() as usize + 8;
+        h.full_next = true;
+        h.collect();
+        assert_eq!(h.find(inner), Some(i));
+        let bytes = h.heap_bytes;
+        // No root: a full collection gives the chunk back.
+        h.stack_top = 0;
+        h.full_next = true;
+        h.collect();
+        assert_eq!(h.find(inner), None);
+        assert_eq!(h.heap_bytes, bytes - (16 + 8 * n));
+        // The next large object takes its index.
+        let again = vector(&mut h, 1, 0, n);
+        assert_eq!(h.find(again), Some(i));
+    }
+}
