@@ -5,16 +5,21 @@
 //! `i` (`vector-one-hot`). A gradient that reads a vector of length n k
 //! times adds k of them; built densely, that is O(n k). A [`VectorSum`]
 //! keeps the additions instead: a base vector and a rope of `(index,
-//! value)` leaves in the order they were made, so `plus` of two sums is
-//! O(1) when one base is a zero, and the elements are made once, in
-//! O(n + k), when something reads them. Their value is fixed by that
-//! order: element i is `base[i]` plus the values added at i, one `plus` at
-//! a time, oldest first, where `plus` of two sums adds their bases
-//! elementwise and takes the additions of the first, then those of the
-//! second. A sum holding more additions than the vector has elements is
-//! made dense at once, so reading a sum never costs more than O(n) plus
-//! the additions since the last time, however the sums were combined (a
-//! sum added to itself n times included).
+//! value)` leaves in the order they were made, and its elements are made
+//! once, when something reads them.
+//!
+//! Its value is exactly that of adding the vectors densely, element by
+//! element (what compiled code may do): `plus` of two vectors is, at each
+//! index, the element of one plus the element of the other. So `plus`
+//! folds the smaller operand into the larger one: the additions of the
+//! smaller are summed per index (its element there) and each becomes one
+//! addition to the larger; the element at an index is the base's, or,
+//! over a zero base, the first value added there, then each addition in
+//! turn. Both operands dense costs O(n), as adding dense vectors does; a
+//! sum that would hold more additions than the vector has elements is made
+//! dense at once. Reading a sum costs O(n) plus its additions, and a
+//! gradient that reads a vector k times costs O(n + k log k) at most (O(n +
+//! k) when each read's sensitivity is added to the running sum).
 
 use crate::eval::{err, Interp, Result};
 use crate::value::{Items, Value};
@@ -56,21 +61,8 @@ impl VectorSum {
         self.base.is_empty()
     }
 
-    /// The additions, oldest first (a walk with a stack of its own: a
-    /// rope of a long accumulation is deep).
     fn leaves(&self) -> Vec<(usize, &Value)> {
-        let mut out = Vec::with_capacity(self.count);
-        let mut stack: Vec<&Rope> = self.parts.iter().map(|r| &**r).collect();
-        while let Some(r) = stack.pop() {
-            match r {
-                Rope::Leaf(i, v) => out.push((*i, v)),
-                Rope::Cat(a, b) => {
-                    stack.push(b);
-                    stack.push(a);
-                }
-            }
-        }
-        out
+        leaves(&self.parts, self.count)
     }
 
     /// The elements for printing, where no interpreter is at hand: made
@@ -82,11 +74,13 @@ impl VectorSum {
         }
         self.approx.get_or_init(|| {
             let mut items: Vec<Value> = self.base.to_vec();
+            let mut touched = vec![!self.base_zero; items.len()];
             for (i, v) in self.leaves() {
                 items[i] = match (&items[i], v) {
-                    (Value::Real(a), Value::Real(b)) => Value::Real(a + b),
+                    (Value::Real(a), Value::Real(b)) if touched[i] => Value::Real(a + b),
                     _ => v.clone(),
                 };
+                touched[i] = true;
             }
             Rc::new(items)
         })
@@ -100,6 +94,35 @@ struct Summand {
     base_zero: bool,
     parts: Option<Rc<Rope>>,
     count: usize,
+}
+
+impl Summand {
+    /// What adding it densely costs: n for a dense base, plus its
+    /// additions.
+    fn size(&self, n: usize) -> usize {
+        if self.base_zero {
+            self.count
+        } else {
+            n + self.count
+        }
+    }
+}
+
+/// The additions of a rope, oldest first (a walk with a stack of its own:
+/// the rope of a long accumulation is deep).
+fn leaves(parts: &Option<Rc<Rope>>, count: usize) -> Vec<(usize, &Value)> {
+    let mut out = Vec::with_capacity(count);
+    let mut stack: Vec<&Rope> = parts.iter().map(|r| &**r).collect();
+    while let Some(r) = stack.pop() {
+        match r {
+            Rope::Leaf(i, v) => out.push((*i, v)),
+            Rope::Cat(a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+        }
+    }
+    out
 }
 
 /// Is `x` a length or an index: an integral real, at least 0?
@@ -123,8 +146,16 @@ impl Interp<'_> {
             return Ok(d.clone());
         }
         let mut items: Vec<Value> = sum.base.to_vec();
+        // Over a zero base, an element is its first addition, then the
+        // others: as adding one-hot vectors densely gives it.
+        let mut touched = vec![!sum.base_zero; items.len()];
         for (i, v) in sum.leaves() {
-            items[i] = self.plus(&items[i], v)?;
+            items[i] = if touched[i] {
+                self.plus(&items[i], v)?
+            } else {
+                touched[i] = true;
+                v.clone()
+            };
         }
         let d: Items = Rc::new(items);
         let _ = sum.dense.set(d.clone());
@@ -188,11 +219,8 @@ impl Interp<'_> {
         })
     }
 
-    /// `plus` of two vectors, `None` when either is not one. Each is a
-    /// base and additions to it (a vector is a base alone); the result is
-    /// the bases added elementwise (a zero base taking the other's) and
-    /// the additions of `a` then those of `b`, in O(1) when a base is a
-    /// zero. Additions are applied once they outnumber the elements.
+    /// `plus` of two vectors, `None` when either is not one: the smaller
+    /// folded into the larger (see the module documentation).
     pub(crate) fn plus_vectors(&mut self, a: &Value, b: &Value) -> Result<Option<Value>> {
         let (Some(x), Some(y)) = (self.summand(a), self.summand(b)) else {
             return Ok(None);
@@ -201,29 +229,47 @@ impl Interp<'_> {
         if y.base.len() != n {
             return err("non-conforming");
         }
-        let (base, base_zero) = match (x.base_zero, y.base_zero) {
-            (true, _) => (y.base, y.base_zero),
-            (false, true) => (x.base, false),
-            (false, false) => {
-                let mut out = Vec::with_capacity(n);
-                for (p, q) in x.base.iter().zip(y.base.iter()) {
-                    out.push(self.plus(p, q)?);
-                }
-                (Rc::new(out), false)
+        let (big, small) = if x.size(n) >= y.size(n) {
+            (x, y)
+        } else {
+            (y, x)
+        };
+        if !small.base_zero {
+            // Both dense: elementwise.
+            let (p, q) = (self.materialise(&big)?, self.materialise(&small)?);
+            let mut out = Vec::with_capacity(n);
+            for (u, v) in p.iter().zip(q.iter()) {
+                out.push(self.plus(u, v)?);
             }
-        };
-        let parts = match (x.parts, y.parts) {
-            (Some(p), Some(q)) => Some(Rc::new(Rope::Cat(p, q))),
-            (p, q) => p.or(q),
-        };
-        if parts.is_none() {
-            return Ok(Some(Value::Vector(base)));
+            return Ok(Some(Value::Vector(Rc::new(out))));
+        }
+        // The smaller's element at each index it touches, in the order the
+        // indices were first touched.
+        let mut at: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+        let mut grouped: Vec<(usize, Value)> = Vec::new();
+        for (i, v) in leaves(&small.parts, small.count) {
+            match at.get(&i) {
+                Some(&k) => grouped[k].1 = self.plus(&grouped[k].1, v)?,
+                None => {
+                    at.insert(i, grouped.len());
+                    grouped.push((i, v.clone()));
+                }
+            }
+        }
+        let mut parts = big.parts;
+        let count = big.count + grouped.len();
+        for (i, v) in grouped {
+            let leaf = Rc::new(Rope::Leaf(i, v));
+            parts = Some(match parts {
+                Some(p) => Rc::new(Rope::Cat(p, leaf)),
+                None => leaf,
+            });
         }
         let sum = VectorSum {
-            base,
-            base_zero,
+            base: big.base,
+            base_zero: big.base_zero,
             parts,
-            count: x.count + y.count,
+            count,
             dense: OnceCell::new(),
             approx: OnceCell::new(),
         };
@@ -231,6 +277,22 @@ impl Interp<'_> {
             return Ok(Some(Value::Vector(self.dense(&sum)?)));
         }
         Ok(Some(Value::VectorSum(Rc::new(sum))))
+    }
+
+    /// The elements of a summand.
+    fn materialise(&mut self, s: &Summand) -> Result<Items> {
+        if s.parts.is_none() {
+            return Ok(s.base.clone());
+        }
+        let sum = VectorSum {
+            base: s.base.clone(),
+            base_zero: s.base_zero,
+            parts: s.parts.clone(),
+            count: s.count,
+            dense: OnceCell::new(),
+            approx: OnceCell::new(),
+        };
+        self.dense(&sum)
     }
 
     fn summand(&self, v: &Value) -> Option<Summand> {
