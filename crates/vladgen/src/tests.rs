@@ -142,17 +142,13 @@ fn vector_io_programs_run() {
 #[test]
 fn vector_functions_return_finite_reals_and_use_vectors() {
     let mut rng = Rng::new(98);
-    let mut ops = std::collections::BTreeSet::new();
     let mut counts = std::collections::BTreeMap::new();
-    for case in 0..80 {
+    // Every case is generated and its operations counted; the first 80 run.
+    for case in 0..400 {
         let n = 1 + case % 3;
         let f = gen_function(&mut rng, n, &vector_options(case as u64));
         assert!(f.vector);
         let p = f.point(&gen_point(&mut rng, n));
-        let text = f.program(false, &format!("(f {p})\n((gradient-R f) {p})\n"));
-        let out = run(&text).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
-        let v: f64 = out.lines().next().unwrap_or("").parse().unwrap_or(f64::NAN);
-        assert!(v.is_finite(), "case {case}: f = {out}\n{text}");
         for op in [
             "#(",
             "(vector ",
@@ -169,13 +165,20 @@ fn vector_functions_return_finite_reals_and_use_vectors() {
             "vector?",
             "equal?",
         ] {
-            if f.definitions.contains(op) {
-                ops.insert(op);
-                *counts.entry(op).or_insert(0) += f.definitions.matches(op).count();
-            }
+            *counts.entry(op).or_insert(0) += f.definitions.matches(op).count();
         }
+        if case >= 80 {
+            continue;
+        }
+        let text = f.program(false, &format!("(f {p})\n((gradient-R f) {p})\n"));
+        let out = run(&text).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
+        let v: f64 = out.lines().next().unwrap_or("").parse().unwrap_or(f64::NAN);
+        assert!(v.is_finite(), "case {case}: f = {out}\n{text}");
     }
-    assert_eq!(ops.len(), 14, "only {ops:?} generated: {counts:?}");
+    assert!(
+        counts.values().all(|&c| c >= 3),
+        "some vector operations are (almost) never generated: {counts:?}"
+    );
 }
 
 #[test]

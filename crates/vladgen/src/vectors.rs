@@ -32,6 +32,27 @@ impl Gen<'_> {
         let at = self.vector(k, 1, sc);
         let op = *self.rng.pick(&["gradient-F", "gradient-R"]);
         let _ = writeln!(body, "(({op} (lambda ({u}) {f})) {at})");
+        // Gradients with respect to a vector of vectors, and to a pair of a
+        // real and a vector: reverse mode takes any structure.
+        let (r, c) = (1 + self.rng.below(2), 1 + self.rng.below(3));
+        let (mm, row) = (self.fresh("m"), self.fresh("row"));
+        let (i, j) = (self.rng.below(r), self.rng.below(c));
+        let f = self.real(2, &sc.with(&row, Ty::Vector(c)));
+        let at = self.matrix(r, c, 1, sc);
+        let _ = writeln!(
+            body,
+            "((gradient-R (lambda ({mm}) (let (({row} (vector-ref {mm} {i}))) \
+             (* (vector-ref {row} {j}) {f})))) {at})"
+        );
+        let (a, w) = (self.fresh("a"), self.fresh("w"));
+        let inner = sc.with(&a, Ty::Real).with(&w, Ty::Vector(k));
+        let f = self.real(2, &inner);
+        let x = self.real(1, sc);
+        let at = self.vector(k, 1, sc);
+        let _ = writeln!(
+            body,
+            "((gradient-R (lambda ((cons {a} {w})) {f})) (cons {x} {at}))"
+        );
     }
 
     /// A numeral that may stand inside a `#(...)` literal (no `(real ...)`).
@@ -46,7 +67,7 @@ impl Gen<'_> {
     pub(crate) fn vector_real(&mut self, d: u32, sc: &Scope) -> String {
         let k = 1 + self.rng.below(3);
         let d1 = d.saturating_sub(1);
-        match self.rng.below(14) {
+        match self.rng.below(16) {
             0 | 1 => {
                 let v = self.vector(k, d, sc);
                 let j = self.rng.below(k);
@@ -141,6 +162,21 @@ impl Gen<'_> {
                 format!("(vector-ref (vector-ref {m} {i}) {j})")
             }
             12 if self.opts.nested_ad && self.ad_level == 0 => self.vector_ad_real(d1, sc),
+            13 => {
+                // An index chosen at run time, by a comparison.
+                let v = self.vector(k.max(2), d, sc);
+                let c = self.condition(d1.min(1), sc);
+                let (a, b) = (self.rng.below(k.max(2)), self.rng.below(k.max(2)));
+                format!("(vector-ref {v} (if {c} {a} {b}))")
+            }
+            14 => {
+                // A vector of procedures (closures and primitives), one
+                // chosen by index and applied.
+                let fs: Vec<String> = (0..k).map(|_| self.func(d1.min(2), sc)).collect();
+                let j = self.rng.below(k);
+                let x = self.real(d1, sc);
+                format!("((vector-ref (vector {}) {j}) {x})", fs.join(" "))
+            }
             _ => {
                 let v = self.vector(k, d, sc);
                 let f = self.func(d1, sc);
