@@ -4,6 +4,7 @@
 //! derivative. Each knows the message it must fail with.
 
 use super::*;
+use ir::message::{bad_index, bad_length, bad_range, different_lengths};
 
 /// A program that prints a few values, then fails.
 #[derive(Clone, Debug)]
@@ -14,9 +15,9 @@ pub struct ErrorProgram {
     pub message: String,
 }
 
-/// `x` as VLAD prints it in messages (integers without a fraction).
+/// `x` as VLAD prints it in messages.
 fn shown(x: f64) -> String {
-    format!("{x}")
+    base::number::format_real(x)
 }
 
 /// The value written in source: plain, or hidden from constant folding as
@@ -61,10 +62,7 @@ pub fn vector_error_program(rng: &mut Rng) -> ErrorProgram {
             let idx = hidden(&mut g, i);
             (
                 format!("(vector-ref v1 {idx})"),
-                format!(
-                    "`vector-ref` expects an index i with 0 <= i < {len}, found {}",
-                    shown(i)
-                ),
+                bad_index("vector-ref", &len, &shown(i)),
             )
         }
         2 => {
@@ -73,10 +71,7 @@ pub fn vector_error_program(rng: &mut Rng) -> ErrorProgram {
             let arg = hidden(&mut g, n);
             (
                 format!("(make-vector {arg} {x})"),
-                format!(
-                    "`make-vector` expects a length that is a non-negative integer, found {}",
-                    shown(n)
-                ),
+                bad_length("make-vector", &shown(n)),
             )
         }
         3 => {
@@ -84,10 +79,7 @@ pub fn vector_error_program(rng: &mut Rng) -> ErrorProgram {
             let arg = hidden(&mut g, n);
             (
                 format!("(build-vector {arg} (lambda (i) (* i in1)))"),
-                format!(
-                    "`build-vector` expects a length that is a non-negative integer, found {}",
-                    shown(n)
-                ),
+                bad_length("build-vector", &shown(n)),
             )
         }
         4 => {
@@ -95,9 +87,7 @@ pub fn vector_error_program(rng: &mut Rng) -> ErrorProgram {
             let w = g.vector(m, 1, &sc);
             (
                 format!("(vector-map + v1 {w})"),
-                format!(
-                    "`vector-map` expects vectors of the same length, found lengths {len} and {m}"
-                ),
+                different_lengths("vector-map", &len, &m.to_string()),
             )
         }
         5 => {
@@ -105,9 +95,7 @@ pub fn vector_error_program(rng: &mut Rng) -> ErrorProgram {
             let w = g.vector(m, 1, &sc);
             (
                 format!("(vector-fold (lambda (acc a b) (+ acc (* a b))) 0 v1 {w})"),
-                format!(
-                    "`vector-fold` expects vectors of the same length, found lengths {len} and {m}"
-                ),
+                different_lengths("vector-fold", &len, &m.to_string()),
             )
         }
         6 => {
@@ -118,16 +106,14 @@ pub fn vector_error_program(rng: &mut Rng) -> ErrorProgram {
             };
             (
                 format!("(vector-copy v1 {start} {end})"),
-                format!(
-                    "`vector-copy` expects integers 0 <= start <= end <= {len}, found start {start} and end {end}"
-                ),
+                bad_range("vector-copy", &len, &start.to_string(), &end.to_string()),
             )
         }
         7 => {
             let op = *g.rng.pick(&["derivative-F", "derivative-R"]);
             (
                 format!("(({op} (lambda (x) (vector-ref (vector-map (lambda (a) (* a x)) v1) {k}))) in1)"),
-                format!("`vector-ref` expects an index i with 0 <= i < {len}, found {k}"),
+                bad_index("vector-ref", &len, &k.to_string()),
             )
         }
         _ => {
@@ -135,7 +121,7 @@ pub fn vector_error_program(rng: &mut Rng) -> ErrorProgram {
             let i = hidden(&mut g, k as f64);
             (
                 format!("(({op} (lambda (u) (* in2 (vector-ref u {i})))) v1)"),
-                format!("`vector-ref` expects an index i with 0 <= i < {len}, found {k}"),
+                bad_index("vector-ref", &len, &k.to_string()),
             )
         }
     };

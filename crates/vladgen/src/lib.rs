@@ -1,9 +1,10 @@
 //! `vladgen`: a seeded generator of random, well-formed VLAD programs.
 //!
 //! Used by the property tests of `stalingrad` (see
-//! `crates/stalingrad/tests/properties/`). Everything is plain `std`: the
-//! pseudo-random numbers come from [`Rng`], a SplitMix64 generator, so a
-//! seed reproduces a program exactly on every platform.
+//! `crates/stalingrad/tests/properties/`). Everything is plain `std` (but
+//! for the table of messages in `ir`, which the programs that must fail
+//! print): the pseudo-random numbers come from [`Rng`], a SplitMix64
+//! generator, so a seed reproduces a program exactly on every platform.
 //!
 //! # What is generated
 //!
