@@ -84,6 +84,11 @@ struct Runner {
     id: usize,
     /// Where its programs are, under `tests/` (`complexity` when empty).
     dir: &'static str,
+    /// Whether a build refused as "not compiled yet" is skipped rather
+    /// than failed (vector programs, until `build` compiles vectors).
+    accept_not_yet: bool,
+    /// The programs `build` refused as not compiled yet.
+    not_yet: Vec<String>,
 }
 
 impl Drop for Runner {
@@ -131,6 +136,10 @@ impl Runner {
         let build = run_stalingrad(&args, None);
         let exe = if build.success() {
             Some(exe)
+        } else if self.accept_not_yet && build.stderr.contains("not compiled yet") {
+            println!("skip {program}: `build` refuses it as not compiled yet");
+            self.not_yet.push(program.to_string());
+            None
         } else {
             failures.add(format!("{program}: build failed\n{}", build.transcript()));
             None
@@ -161,7 +170,7 @@ impl Runner {
         expected_stdout: Option<&str>,
         failures: &mut Failures,
     ) -> Option<(Counts, String)> {
-        let n = input.trim();
+        let n = input.split_whitespace().collect::<Vec<_>>().join(" ");
         let path = self.path(program);
         let run = match mode {
             Mode::Interpreted => {
@@ -526,26 +535,7 @@ fn ad_on_data_of_run_time_size_is_linear_in_both_modes() {
                 .collect();
             checks += 3;
             let Some(counts) = counts else { continue };
-            let measures: [Measure; 2] = [
-                ("zero+plus+transform steps", Counts::structural),
-                ("arithmetic operations", |c| c.arithmetic_total),
-            ];
-            for (what, get) in measures {
-                checks += 1;
-                let c: Vec<u64> = counts.iter().map(get).collect();
-                if grows_linearly(&sizes, &c) {
-                    println!(
-                        "ok   {program} ({mode:?}): {what} {} / {} / {} for n = {} / {} / {}: linear",
-                        c[0], c[1], c[2], sizes[0], sizes[1], sizes[2]
-                    );
-                } else {
-                    failures.add(format!(
-                        "{program} ({mode:?}): {what} {} / {} / {} for n = {} / {} / {} do not \
-                         grow linearly",
-                        c[0], c[1], c[2], sizes[0], sizes[1], sizes[2]
-                    ));
-                }
-            }
+            checks += check_linear(&program, mode, &sizes, &counts, &mut failures);
         }
     }
     if files.len() < 8 {
@@ -556,6 +546,40 @@ fn ad_on_data_of_run_time_size_is_linear_in_both_modes() {
     }
     failures.finish("AD on data of run-time size", checks);
 }
+
+/// Checks that the structural AD work and the arithmetic of `program` (run
+/// in `mode`) at three sizes grow linearly; the number of checks made.
+fn check_linear(
+    program: &str,
+    mode: Mode,
+    sizes: &[u32],
+    counts: &[Counts],
+    failures: &mut Failures,
+) -> usize {
+    let measures: [Measure; 2] = [
+        ("zero+plus+transform steps", Counts::structural),
+        ("arithmetic operations", |c| c.arithmetic_total),
+    ];
+    for (what, get) in measures {
+        let c: Vec<u64> = counts.iter().map(get).collect();
+        if grows_linearly(sizes, &c) {
+            println!(
+                "ok   {program} ({mode:?}): {what} {} / {} / {} for n = {} / {} / {}: linear",
+                c[0], c[1], c[2], sizes[0], sizes[1], sizes[2]
+            );
+        } else {
+            failures.add(format!(
+                "{program} ({mode:?}): {what} {} / {} / {} for n = {} / {} / {} do not \
+                 grow linearly",
+                c[0], c[1], c[2], sizes[0], sizes[1], sizes[2]
+            ));
+        }
+    }
+    measures.len()
+}
+
+#[path = "complexity/vectors.rs"]
+mod vectors;
 
 #[test]
 fn grow_headers_parse() {

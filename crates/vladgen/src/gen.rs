@@ -13,6 +13,8 @@ pub(crate) enum Ty {
     Pair,
     /// A procedure from reals to reals.
     Fn,
+    /// A vector of reals of the given length (`Options::vectors`).
+    Vector(usize),
 }
 
 /// Variables in scope, with their types.
@@ -79,6 +81,7 @@ pub(crate) enum Kind {
     Stream,
     ChosenProcedure,
     ChosenDerivative,
+    Vector,
 }
 
 impl<'r> Gen<'r> {
@@ -157,6 +160,9 @@ impl<'r> Gen<'r> {
             if self.opts.nested_ad && self.ad_level == 0 {
                 table.push((1, Kind::ChosenDerivative));
             }
+        }
+        if self.opts.vectors {
+            table.push((8, Kind::Vector));
         }
         let total: u32 = table.iter().map(|(w, _)| w).sum();
         let mut r = self.rng.below(total as usize) as u32;
@@ -273,6 +279,7 @@ impl<'r> Gen<'r> {
             Kind::Stream => self.stream(d1, sc),
             Kind::ChosenProcedure => self.chosen_procedure(d1, sc),
             Kind::ChosenDerivative => self.chosen_derivative(d1, sc),
+            Kind::Vector => self.vector_real(d1, sc),
         }
     }
 

@@ -1,9 +1,10 @@
 //! `vladgen`: a seeded generator of random, well-formed VLAD programs.
 //!
 //! Used by the property tests of `stalingrad` (see
-//! `crates/stalingrad/tests/properties/`). Everything is plain `std`: the
-//! pseudo-random numbers come from [`Rng`], a SplitMix64 generator, so a
-//! seed reproduces a program exactly on every platform.
+//! `crates/stalingrad/tests/properties/`). Everything is plain `std` (but
+//! for the table of messages in `ir`, which the programs that must fail
+//! print): the pseudo-random numbers come from [`Rng`], a SplitMix64
+//! generator, so a seed reproduces a program exactly on every platform.
 //!
 //! # What is generated
 //!
@@ -56,13 +57,31 @@
 //! for comparing compiled code with the interpreter.
 //! [`unbounded_program`] produces a program whose AD nesting depth is read
 //! at run time, which `build` must refuse.
+//!
+//! # Vectors
+//!
+//! With [`Options::vectors`] (off by default, so that the programs of
+//! every seed without it stay as they were), expressions also use vectors
+//! (`vectors.rs`): `#(...)` literals, `vector`, `make-vector`,
+//! `build-vector`, `vector-length`, `vector-ref`, `vector-map` of 1 to 3
+//! vectors, `vector-fold` of 1 or 2, `vector-append`, `vector-copy` with 1
+//! to 3 arguments, `vector->list`, `list->vector`, `vector?` and `equal?`,
+//! vectors of vectors, closures capturing vectors, and, with
+//! `nested_ad`, gradients of procedures of vectors and derivatives of
+//! procedures building vectors; and [`gen_function`] makes `f` a
+//! procedure of a vector of n reals ([`RealFunction::vector`]).
+//! [`vector_error_program`] writes programs that must fail with a given
+//! message (bad indices, lengths and ranges).
 
 use std::fmt::Write as _;
 
+mod errors;
 mod gen;
 mod shapes;
 mod unbounded;
+mod vectors;
 
+pub use errors::{vector_error_program, ErrorProgram};
 pub use unbounded::unbounded_program;
 
 use gen::*;
@@ -139,6 +158,8 @@ pub struct Options {
     /// recursion on a run-time count, streams of thunks, primitives and
     /// closures chosen at run time, derivative operators as values.
     pub runtime_shapes: bool,
+    /// Emit vectors (`vectors.rs`), and make `f` a procedure of a vector.
+    pub vectors: bool,
 }
 
 impl Default for Options {
@@ -150,6 +171,7 @@ impl Default for Options {
             nested_ad: true,
             helpers: 2,
             runtime_shapes: true,
+            vectors: false,
         }
     }
 }
@@ -161,12 +183,25 @@ pub struct RealFunction {
     pub arity: usize,
     /// The name of the procedure (`f`).
     pub name: String,
+    /// Whether `f` takes a vector of n reals rather than a list.
+    pub vector: bool,
     /// Helper definitions followed by the definition of `f`; refers to the
     /// names defined by [`prelude`].
     pub definitions: String,
 }
 
 impl RealFunction {
+    /// A point `f` takes, as VLAD source: `(list x1 ... xn)`, or
+    /// `#(x1 ... xn)` for a procedure of a vector.
+    pub fn point(&self, x: &[f64]) -> String {
+        if self.vector {
+            let items: Vec<String> = x.iter().map(|v| real_literal(*v)).collect();
+            format!("#({})", items.join(" "))
+        } else {
+            point_literal(x)
+        }
+    }
+
     /// A complete program: the prelude (instrumented or not), the
     /// definitions, then `body` (top-level forms written by the caller).
     pub fn program(&self, instrumented: bool, body: &str) -> String {
@@ -237,7 +272,21 @@ pub fn gen_function(rng: &mut Rng, arity: usize, opts: &Options) -> RealFunction
         sc = sc.with(x, Ty::Real);
     }
     let depth = opts.depth;
-    if g.rng.chance(0.25) {
+    if opts.vectors {
+        // A vector parameter, read element by element and also used whole.
+        let sc = sc.with("v", Ty::Vector(arity));
+        let body = g.real(depth, &sc);
+        let binds: Vec<String> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| format!("({x} (vector-ref v {i}))"))
+            .collect();
+        let _ = write!(
+            defs,
+            "(define (f v)\n  (let ({})\n    {body}))",
+            binds.join(" ")
+        );
+    } else if g.rng.chance(0.25) {
         // A list parameter, destructured in the body and also used whole.
         let sc = sc.with("xs", Ty::List(arity));
         let body = g.real(depth, &sc);
@@ -253,6 +302,7 @@ pub fn gen_function(rng: &mut Rng, arity: usize, opts: &Options) -> RealFunction
     RealFunction {
         arity,
         name: "f".to_string(),
+        vector: opts.vectors,
         definitions: defs,
     }
 }
@@ -381,8 +431,13 @@ pub fn gen_io_program(
         sc = sc.with(&v, Ty::Real);
         names.push(v);
     }
-    let _ = writeln!(body, "(define pt (list {}))", names.join(" "));
-    let sc = sc.with("pt", Ty::List(arity));
+    let (pt, pt_ty) = if opts.vectors {
+        ("vector", Ty::Vector(arity))
+    } else {
+        ("list", Ty::List(arity))
+    };
+    let _ = writeln!(body, "(define pt ({pt} {}))", names.join(" "));
+    let sc = sc.with("pt", pt_ty);
     let _ = writeln!(body, "(f pt)");
     let _ = writeln!(body, "((gradient-F f) pt)");
     let _ = writeln!(body, "((gradient-R f) pt)");
@@ -395,7 +450,7 @@ pub fn gen_io_program(
     );
     // A second point, computed from the inputs.
     let q: Vec<String> = (0..arity).map(|_| g.real(1, &sc)).collect();
-    let _ = writeln!(body, "(f (list {}))", q.join(" "));
+    let _ = writeln!(body, "(f ({pt} {}))", q.join(" "));
     let mut sc = sc;
     for i in 0..2 {
         let v = format!("top{i}");
@@ -426,6 +481,9 @@ pub fn gen_io_program(
     );
     let e = g.real(2, &sc);
     let _ = writeln!(body, "(write-real {e})");
+    if opts.vectors {
+        g.vector_outputs(&sc, &mut body);
+    }
     IoProgram {
         text: f.program(false, &body),
         stdin,

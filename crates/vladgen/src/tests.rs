@@ -91,6 +91,7 @@ fn instrumented_prelude_prints_signatures() {
     let f = RealFunction {
         arity: 1,
         name: "f".into(),
+        vector: false,
         definitions: "(define (f (list x1)) (if (vg-lt x1 1) x1 (* 2 x1)))".into(),
     };
     let out = run(&f.program(true, "(f (list 0.5))\n")).unwrap();
@@ -107,6 +108,91 @@ fn unbounded_programs_run() {
         for height in ["0", "2"] {
             let out = run_with_input(&text, height);
             assert!(out.is_ok(), "height {height}:\n{text}\n{out:?}");
+        }
+    }
+}
+
+fn vector_options(seed: u64) -> Options {
+    Options {
+        depth: 3 + (seed % 2) as u32,
+        vectors: true,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn vector_io_programs_run() {
+    for seed in 0..60 {
+        let inputs = if seed % 2 == 0 {
+            Inputs::Stdin
+        } else {
+            Inputs::RealLiterals
+        };
+        let p = gen_io_program(&mut Rng::new(seed), inputs, &vector_options(seed), true);
+        let out = run_with_input(&p.text, &p.stdin).unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}: {e}\n--- program ---\n{}\n--- stdin ---\n{}",
+                p.text, p.stdin
+            )
+        });
+        assert!(out.contains("#("), "seed {seed}: no vector printed\n{out}");
+    }
+}
+
+#[test]
+fn vector_functions_return_finite_reals_and_use_vectors() {
+    let mut rng = Rng::new(98);
+    let mut counts = std::collections::BTreeMap::new();
+    // Every case is generated and its operations counted; the first 80 run.
+    for case in 0..400 {
+        let n = 1 + case % 3;
+        let f = gen_function(&mut rng, n, &vector_options(case as u64));
+        assert!(f.vector);
+        let p = f.point(&gen_point(&mut rng, n));
+        for op in [
+            "#(",
+            "(vector ",
+            "make-vector",
+            "build-vector",
+            "vector-length",
+            "vector-ref",
+            "vector-map",
+            "vector-fold",
+            "vector-append",
+            "vector-copy",
+            "vector->list",
+            "list->vector",
+            "vector?",
+            "equal?",
+        ] {
+            *counts.entry(op).or_insert(0) += f.definitions.matches(op).count();
+        }
+        if case >= 80 {
+            continue;
+        }
+        let text = f.program(false, &format!("(f {p})\n((gradient-R f) {p})\n"));
+        let out = run(&text).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
+        let v: f64 = out.lines().next().unwrap_or("").parse().unwrap_or(f64::NAN);
+        assert!(v.is_finite(), "case {case}: f = {out}\n{text}");
+    }
+    assert!(
+        counts.values().all(|&c| c >= 3),
+        "some vector operations are (almost) never generated: {counts:?}"
+    );
+}
+
+#[test]
+fn vector_error_programs_fail_with_their_message() {
+    for seed in 0..60 {
+        let p = vector_error_program(&mut Rng::new(seed));
+        match run(&p.text) {
+            Ok(out) => panic!("seed {seed}: ran to the end:\n{out}\n{}", p.text),
+            Err(e) => assert!(
+                e.contains(&format!("error: {}", p.message)),
+                "seed {seed}: expected {:?}, got:\n{e}\n--- program ---\n{}",
+                p.message,
+                p.text
+            ),
         }
     }
 }

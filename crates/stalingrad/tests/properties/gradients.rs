@@ -16,7 +16,7 @@ struct Signature {
 fn signatures(f: &RealFunction, probes: &[Vec<f64>]) -> Result<Vec<(Signature, f64, f64)>, String> {
     let body: String = probes
         .iter()
-        .map(|p| format!("(f {})\n", point_literal(p)))
+        .map(|p| format!("(f {})\n", f.point(p)))
         .collect();
     let text = f.program(true, &body);
     let out = eval(&text)?;
@@ -74,15 +74,29 @@ fn axis(x: &[f64], i: usize, d: f64) -> Vec<f64> {
 /// magnitudes moderate).
 #[test]
 fn gradients_forward_reverse_and_finite_differences_agree() {
+    check_gradients("gradients", 2, 300, false);
+}
+
+/// [`gradients_forward_reverse_and_finite_differences_agree`] for
+/// procedures of a vector whose bodies use vectors
+/// ([`vladgen::Options::vectors`]): the gradients are vectors.
+#[test]
+fn vector_gradients_forward_reverse_and_finite_differences_agree() {
+    check_gradients("vector gradients", 8, 150, true);
+}
+
+/// The property, on `default` cases of property number `prop`.
+fn check_gradients(what: &str, prop: u64, default: usize, vectors: bool) {
     let start = Instant::now();
     let mut failures = Failures::default();
     let (mut modes_checked, mut fd_checked, mut skipped) = (0usize, 0usize, 0usize);
-    let list = cases(300);
+    let list = cases(default);
     for &case in &list {
-        let mut rng = case_rng(2, case);
+        let mut rng = case_rng(prop, case);
         let n = 1 + case % 3;
         let opts = Options {
             depth: 4 + rng.below(2) as u32,
+            vectors,
             ..Options::default()
         };
         let f = gen_function(&mut rng, n, &opts);
@@ -98,19 +112,20 @@ fn gradients_forward_reverse_and_finite_differences_agree() {
         // Custom derivatives that are correct by construction must give
         // the same gradient (docs/reference.md): one by forward mode, one that
         // is f's own reverse transform.
+        let map = if vectors { "vector-map" } else { "map" };
         let mut body = format!(
             "(define vg-custom-f (custom-vjp f (lambda (x dy) \
-             (map (lambda (g) (* dy g)) ((gradient-F f) x)))))\n\
+             ({map} (lambda (g) (* dy g)) ((gradient-F f) x)))))\n\
              (define vg-custom-j (custom-*j f (lambda (xr) ((*j f) xr))))\n\
              (f {p})\n((gradient-F f) {p})\n((gradient-R f) {p})\n\
              ((gradient-R vg-custom-f) {p})\n((gradient-R vg-custom-j) {p})\n",
-            p = point_literal(&x)
+            p = f.point(&x)
         );
         let mut fd_points = Vec::new();
         for (i, h) in hs.iter().enumerate() {
             for s in [1.0, -1.0] {
                 let y = axis(&x, i, s * h);
-                body.push_str(&format!("(f {})\n", point_literal(&y)));
+                body.push_str(&format!("(f {})\n", f.point(&y)));
                 fd_points.push(y);
             }
         }
@@ -202,7 +217,7 @@ fn gradients_forward_reverse_and_finite_differences_agree() {
         }
     }
     failures.finish(
-        "gradients",
+        what,
         &format!(
             "{} cases: forward = reverse checked {modes_checked}, finite differences checked \
              {fd_checked}, {skipped} skipped (branch change nearby or large value), {:.1?}",

@@ -578,7 +578,7 @@ fn mutated_example(rng: &mut Rng, case: usize) -> Vec<u8> {
         static EXAMPLES: Vec<(String, String)> = example_sources();
     }
     let (_, text) = EXAMPLES.with(|e| e[case % e.len()].clone());
-    mutate(rng, &text)
+    mutate(rng, &text, &[])
 }
 
 /// A generated program (inputs written as `(real LITERAL)`, so that the
@@ -593,11 +593,62 @@ fn mutated_generated(rng: &mut Rng, _case: usize) -> Vec<u8> {
     };
     let derivatives = rng.chance(0.5);
     let prog = gen_io_program(rng, Inputs::RealLiterals, &opts, derivatives);
-    mutate(rng, &prog.text)
+    mutate(rng, &prog.text, &[])
 }
 
-/// `text` with 1 to 3 random token mutations.
-fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
+/// What vector programs add to [`VOCABULARY`] for their mutations.
+const VECTOR_VOCABULARY: &[&str] = &[
+    "vector",
+    "make-vector",
+    "build-vector",
+    "vector-length",
+    "vector-ref",
+    "vector-map",
+    "vector-fold",
+    "vector-append",
+    "vector-copy",
+    "vector->list",
+    "list->vector",
+    "vector?",
+    "equal?",
+    "#(",
+    "#()",
+    "#(1 2)",
+    "#(#(1) 2)",
+    "3",
+    "-2",
+    "0.5",
+];
+
+/// A generated vector program ([`vladgen::Options::vectors`]; one case in
+/// four a program that fails on a vector, [`vladgen::vector_error_program`])
+/// with 1 to 3 random token mutations, some from [`VECTOR_VOCABULARY`].
+fn mutated_vector_generated(rng: &mut Rng, case: usize) -> Vec<u8> {
+    let text = if case % 4 == 3 {
+        vladgen::vector_error_program(rng).text
+    } else {
+        let opts = Options {
+            depth: 3,
+            branches: rng.chance(0.5),
+            vectors: true,
+            ..Options::default()
+        };
+        let derivatives = rng.chance(0.5);
+        gen_io_program(rng, Inputs::RealLiterals, &opts, derivatives).text
+    };
+    mutate(rng, &text, VECTOR_VOCABULARY)
+}
+
+/// `text` with 1 to 3 random token mutations; inserted or replacing tokens
+/// come from [`VOCABULARY`], or, half the time, from `extra` when not empty.
+fn mutate(rng: &mut Rng, text: &str, extra: &[&str]) -> Vec<u8> {
+    let word = |rng: &mut Rng| {
+        if !extra.is_empty() && rng.chance(0.5) {
+            *rng.pick(extra)
+        } else {
+            *rng.pick(VOCABULARY)
+        }
+    };
     let mut toks = source_tokens(text);
     let sig: Vec<usize> = (0..toks.len()).filter(|&i| toks[i].1).collect();
     for _ in 0..1 + rng.below(3) {
@@ -628,10 +679,10 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
                 }
             }
             4 => {
-                let t = rng.pick(VOCABULARY);
+                let t = word(rng);
                 toks[i].0 = format!("{t} {}", toks[i].0);
             }
-            _ => toks[i].0 = rng.pick(VOCABULARY).to_string(),
+            _ => toks[i].0 = word(rng).to_string(),
         }
     }
     toks.into_iter()
@@ -653,6 +704,16 @@ fn robustness_random_sexps() {
 #[test]
 fn robustness_mutated_examples() {
     robustness("mutated-examples", 43, 320, mutated_example);
+}
+
+#[test]
+fn robustness_mutated_vector_generated() {
+    robustness(
+        "mutated-vector-generated",
+        45,
+        120,
+        mutated_vector_generated,
+    );
 }
 
 #[test]
