@@ -24,6 +24,11 @@
 //!   `gc/mod.rs`, marking and sweeping in `gc/collect.rs`); compiled code
 //!   bumps small cells inline through the regions of `rt_bump` and calls
 //!   `rt_alloc` when one is used up;
+//! - `rt_alloc_vector(shape, len) -> ptr`, `rt_vec_scatter(base,
+//!   entries, tag) -> ptr`: a vector (see `fir::Op::VecOf`), and one with
+//!   sensitivities added (`fir::Op::VecScatter`); `rt_vec_build_begin(v)`
+//!   and `rt_vec_build_end(v)` bracket the filling of a vector with
+//!   pointers by a `VecBuild` (`gc/vector.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.
@@ -174,6 +179,11 @@ fn stdout_is_terminal() -> bool {
 fn stdout_is_terminal() -> bool {
     false
 }
+
+/// Held by the unit tests that touch the runtime's global state (the memo
+/// tables, which a collection forgets), which run on parallel threads.
+#[cfg(test)]
+static TEST_GLOBALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Writes all of `bytes` to `fd`, giving up on an error (a closed pipe:
 /// there is nobody left to tell).

@@ -186,6 +186,7 @@ mod tests {
 
     #[test]
     fn remembers_until_forgotten() {
+        let _globals = crate::TEST_GLOBALS.lock();
         for i in 0..5000usize {
             rt_memo_put(i % 3, 8 * i + 16, 8 * (i % 7), 8 * i + 1024);
         }

@@ -19,3 +19,31 @@ pub const BUMP_WORDS: usize = 64;
 pub const fn bump_slot(words: usize) -> usize {
     2 * words
 }
+
+/// A vector is a header word, a length word (the number of elements, an
+/// unsigned 64-bit integer) and then the elements' slots, element after
+/// element, a stride of 8-byte slots each (see [`vector_header`]), the pointers of each
+/// element first. Its header's first four bytes are this tag, which no
+/// member has; the next four hold [`vector_header`].
+pub const VECTOR_TAG: u32 = u32::MAX;
+
+/// Bytes before a vector's first slot: the header and the length.
+pub const VECTOR_SLOTS_AT: usize = 16;
+
+/// Elements of a vector have fewer slots than this, and fewer pointer
+/// slots than half of it.
+pub const VECTOR_MAX_STRIDE: usize = 1 << 15;
+
+/// The second half of a vector's header: the number of leading pointer
+/// slots of each element shifted left by one (as in a cell, with bit 0,
+/// the zero mark, clear) and the number of slots per element (the
+/// stride) from bit 16, so that the collector needs no table of layouts.
+pub const fn vector_header(stride: usize, pointers: usize) -> u32 {
+    ((stride as u32) << 16) | ((pointers as u32) << 1)
+}
+
+/// The slots per element and the leading pointer slots per element a
+/// vector header's second half gives.
+pub const fn vector_shape(header: u32) -> (usize, usize) {
+    ((header >> 16) as usize, ((header >> 1) & 0x7fff) as usize)
+}

@@ -101,6 +101,25 @@ impl FnBuilder<'_, '_> {
         Ok((p, l))
     }
 
+    /// Makes `site` the runtime's current call site; gives what to
+    /// restore with [`FnBuilder::leave_site`].
+    pub(crate) fn enter_site(&mut self, site: StrId) -> Result<[ClValue; 4], String> {
+        let [ptr, len] = self.string(site)?;
+        let (pa, la) = self.site_globals()?;
+        let flags = MemFlagsData::trusted();
+        let old_p = self.b.ins().load(types::I64, flags, pa, 0);
+        let old_l = self.b.ins().load(types::I64, flags, la, 0);
+        self.b.ins().store(flags, ptr, pa, 0);
+        self.b.ins().store(flags, len, la, 0);
+        Ok([pa, la, old_p, old_l])
+    }
+
+    /// Restores the call site [`FnBuilder::enter_site`] replaced.
+    pub(crate) fn leave_site(&mut self, [pa, la, old_p, old_l]: [ClValue; 4]) {
+        self.b.ins().store(MemFlagsData::trusted(), old_p, pa, 0);
+        self.b.ins().store(MemFlagsData::trusted(), old_l, la, 0);
+    }
+
     pub(crate) fn global(&mut self, id: DataId) -> GlobalValue {
         if let Some(g) = self.globals.get(&id) {
             return *g;
@@ -285,27 +304,12 @@ impl FnBuilder<'_, '_> {
                 // The runtime's current call site, set for the call's
                 // duration (see `ErrPart::Site`).
                 let saved = match &inst.op {
-                    Op::CallAt(_, _, site) => {
-                        let [ptr, len] = self.string(*site)?;
-                        let (pa, la) = self.site_globals()?;
-                        let old_p = self
-                            .b
-                            .ins()
-                            .load(types::I64, MemFlagsData::trusted(), pa, 0);
-                        let old_l = self
-                            .b
-                            .ins()
-                            .load(types::I64, MemFlagsData::trusted(), la, 0);
-                        self.b.ins().store(MemFlagsData::trusted(), ptr, pa, 0);
-                        self.b.ins().store(MemFlagsData::trusted(), len, la, 0);
-                        Some((pa, la, old_p, old_l))
-                    }
+                    Op::CallAt(_, _, site) => Some(self.enter_site(*site)?),
                     _ => None,
                 };
                 let results = self.call(*callee, args)?;
-                if let Some((pa, la, old_p, old_l)) = saved {
-                    self.b.ins().store(MemFlagsData::trusted(), old_p, pa, 0);
-                    self.b.ins().store(MemFlagsData::trusted(), old_l, la, 0);
+                if let Some(saved) = saved {
+                    self.leave_site(saved);
                 }
                 if results.len() != inst.results.len() {
                     return Err(format!(
@@ -425,6 +429,13 @@ impl FnBuilder<'_, '_> {
                 self.call_import("rt_memo_put", &args)?;
             }
             Op::Count(slot) => self.count(*slot as usize)?,
+            Op::VecOf(..)
+            | Op::VecBuild { .. }
+            | Op::VecLen(_)
+            | Op::VecLoad(..)
+            | Op::VecIndexOk(..)
+            | Op::IsCount(_)
+            | Op::VecScatter { .. } => self.vector_op(inst)?,
             Op::Load(p, _, n) => {
                 let p = self.val(*p)?;
                 let r = one(&inst.results)?;
@@ -439,8 +450,17 @@ impl FnBuilder<'_, '_> {
 
     /// A non-tail call; returns the callee's results.
     pub(crate) fn call(&mut self, callee: FuncId, args: &[Val]) -> Result<Vec<ClValue>, String> {
+        let argv = self.vals(args)?;
+        self.call_with(callee, argv)
+    }
+
+    /// A non-tail call of `callee` with the arguments `argv`.
+    pub(crate) fn call_with(
+        &mut self,
+        callee: FuncId,
+        mut argv: Vec<ClValue>,
+    ) -> Result<Vec<ClValue>, String> {
         let g = self.cg.m.func(callee);
-        let mut argv = self.vals(args)?;
         let area = if uses_ret_area(&g.returns) {
             let slot = self.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,

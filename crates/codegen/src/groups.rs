@@ -18,9 +18,11 @@ pub(crate) fn tail_callees(b: &fir::Block, out: &mut Vec<FuncId>) {
     });
 }
 
+/// The functions `b` calls other than by a tail call (a `VecBuild`'s
+/// included).
 pub(crate) fn called(b: &fir::Block, out: &mut Vec<FuncId>) {
     b.for_each_call(&mut |g, _, kind| {
-        if kind == CallKind::Call {
+        if kind != CallKind::Tail {
             out.push(g)
         }
     });

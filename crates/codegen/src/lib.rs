@@ -42,6 +42,7 @@ mod groups;
 pub mod lib_export;
 pub mod link;
 mod parallel;
+mod vector;
 
 use function::{invariant_params, FnBuilder, Member};
 use groups::{plan_groups, tail_callees};
@@ -311,6 +312,9 @@ impl Codegen<'_> {
             "rt_print_bool" => (&[types::I32], &[]),
             "rt_read_real" => (&[types::I64, types::I64], &[types::F64]),
             "rt_alloc" => (&[types::I64], &[types::I64]),
+            "rt_alloc_vector" => (&[types::I64; 2], &[types::I64]),
+            "rt_vec_scatter" => (&[types::I64; 3], &[types::I64]),
+            "rt_vec_build_begin" | "rt_vec_build_end" => (&[types::I64], &[]),
             "rt_memo_get" => (&[types::I64; 3], &[types::I64]),
             "rt_memo_put" => (&[types::I64; 4], &[]),
             "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end"

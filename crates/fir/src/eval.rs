@@ -12,6 +12,8 @@ use base::EntityRef;
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
 
+mod vector;
+
 /// A real as VLAD prints it (the runtime's and the interpreter's format).
 pub(crate) fn format_real(x: f64) -> String {
     base::number_core::format_real(x).as_str().to_string()
@@ -99,12 +101,17 @@ struct Eval<'a> {
     memo: HashMap<(u32, Vec<usize>), usize>,
 }
 
+/// A union cell, or a vector (tag `base::cell_layout::VECTOR_TAG`, which
+/// no member has, so that a tag test on a vector is false).
 #[derive(Clone)]
 struct Cell {
     tag: u32,
     /// Made by [`Op::AllocZero`].
     zero: bool,
+    /// A cell's scalars; a vector's slots, element after element.
     fields: Vec<V>,
+    /// A vector's layout and number of elements.
+    vector: Option<(u32, usize)>,
 }
 
 type R<T> = Result<T, String>;
@@ -278,9 +285,17 @@ impl Eval<'_> {
                     tag: *tag,
                     zero: matches!(op, Op::AllocZero(..)),
                     fields,
+                    vector: None,
                 });
                 vec![V::P(self.heap.len() - 1)]
             }
+            Op::VecOf(..)
+            | Op::VecBuild { .. }
+            | Op::VecLen(_)
+            | Op::VecIndexOk(..)
+            | Op::IsCount(_)
+            | Op::VecLoad(..)
+            | Op::VecScatter { .. } => self.vector_op(op, env)?,
             Op::TagIs(p, tag) => vec![V::B(cell(env, *p, &self.heap)?.tag == *tag)],
             Op::IsZero(p) => vec![V::B(cell(env, *p, &self.heap)?.zero)],
             Op::MemoGet(n, key) => {
@@ -476,6 +491,7 @@ mod tests {
         let m = Module {
             funcs: vec![main],
             main: Some(FuncId::new(0)),
+            vectors: Default::default(),
             strings: vec!["\n".into()],
             cells: Default::default(),
         };
@@ -534,6 +550,7 @@ mod tests {
         Module {
             funcs: vec![main, sum],
             main: Some(FuncId::new(0)),
+            vectors: Default::default(),
             strings: vec![],
             cells: Default::default(),
         }
@@ -580,6 +597,7 @@ mod tests {
         let m = Module {
             funcs: vec![main],
             main: Some(FuncId::new(0)),
+            vectors: Default::default(),
             strings: vec![
                 "a.vlad:1:2: error: `read-real` reached the end of input".into(),
                 "\n".into(),
@@ -632,6 +650,7 @@ mod tests {
         let m = Module {
             funcs: vec![main],
             main: Some(FuncId::new(0)),
+            vectors: Default::default(),
             strings: vec!["error: boom".into()],
             cells: Default::default(),
         };

@@ -13,7 +13,9 @@
 //! `Bool`, and a pair or closure of fixed shape is the concatenation of its
 //! parts' scalars. So a VLAD procedure of a 2-vector takes two `F64`
 //! parameters, and a backpropagator closure is just the reals it captured.
-//! There are no closures, no indirect calls and no AD operations left.
+//! A vector is a `Ptr` to its elements, each the scalars of one
+//! representation. There are no closures, no indirect calls and no AD
+//! operations left.
 //!
 //! Invariants (checked by [`verify::verify`]):
 //! - values are numbered per function; parameters are values
@@ -31,6 +33,14 @@
 //!   that the collector scans only the leading pointer slots of a cell;
 //!   an `Alloc` gives a value of each slot's type, and a `Load` names a
 //!   slot of the layout and gives a value of that slot's type;
+//! - every vector layout an operation names is in [`Module::vectors`]
+//!   (an element's slot types, pointers first); a `VecOf` gives values of
+//!   its elements' slot types, a `VecLoad` names a slot of its layout and
+//!   gives its type, a `VecBuild`'s callee takes its arguments and then
+//!   the index (`F64`) and returns an element's slots, and a `VecScatter`
+//!   adds cells (`Ptr`, `F64`, then a real per slot) into a vector of
+//!   reals; lengths and indices are `F64`s, checked (`IsCount`,
+//!   `VecIndexOk`) before an operation takes them;
 //! - a `Load` from a cell reads the member the cell holds: code tests the
 //!   tag (`TagIs`) first, or knows it otherwise (the last member of a
 //!   dispatch whose other tests failed, a cell a slot of a known member

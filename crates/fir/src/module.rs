@@ -169,7 +169,54 @@ pub enum Op {
     /// not a numeral, the message printed is that one with its ending
     /// `reached the end of input` replaced by ``expects a real, found `WORD` ``.
     ReadReal(StrId),
+    /// A new vector of `len` elements (the number), given slot by slot:
+    /// `len` times the slots of layout `layout` ([`Module::vectors`]), in
+    /// order. Gives a `Ptr`.
+    VecOf(u32, u32, Vec<Val>),
+    /// A new vector of `len` elements (a non-negative integral `F64`,
+    /// checked before): element `i` is what `func(args..., i)` returns,
+    /// the slots of layout `layout`, for `i` = 0, 1, ... in order. A call
+    /// of `func` for each element (it may print or fail), made under the
+    /// position `at` when there is one, as a [`Op::CallAt`] is. Gives a
+    /// `Ptr`.
+    VecBuild {
+        layout: u32,
+        len: Val,
+        func: FuncId,
+        args: Vec<Val>,
+        at: Option<StrId>,
+    },
+    /// The number of elements of a vector, an `F64`.
+    VecLen(Val),
+    /// Slot `slot` (the second number) of element `i` (an `F64`, checked
+    /// before: see [`Op::VecIndexOk`]) of a vector of layout `layout` (the
+    /// first number); the slot's type.
+    VecLoad(Val, Val, u32, u32),
+    /// Is `i` (an `F64`) an index of the vector: integral and `0 <= i <
+    /// length`? Gives a `Bool`.
+    VecIndexOk(Val, Val),
+    /// Is the `F64` a length a vector may have: integral, `0 <= n <=`
+    /// [`MAX_VECTOR_LEN`]? Gives a `Bool`.
+    IsCount(Val),
+    /// A new vector: a copy of `base` (of layout `layout`, whose slots are
+    /// all `F64`) with the sensitivities of the list `entries` added to
+    /// its elements, oldest first. `entries` is a cell of tag `tag`, laid
+    /// out (next, index, value of each slot): `Ptr`, `F64`, then the
+    /// layout's `F64`s, and the newest entry; `next` is the one made
+    /// before it, and the list ends at the first cell of another tag.
+    /// Element `index` gets `slot k += value k` (`FBin::PlusAdd`). Gives a
+    /// `Ptr`.
+    VecScatter {
+        layout: u32,
+        base: Val,
+        entries: Val,
+        tag: u32,
+    },
 }
+
+/// The longest vector: lengths are `F64`s, and code generation makes them
+/// integers; `IsCount` holds what may be a length to this.
+pub const MAX_VECTOR_LEN: f64 = (1u64 << 40) as f64;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Inst {
@@ -235,6 +282,11 @@ pub struct Module {
     /// in order, its `Ptr`s first (the collector scans only a cell's
     /// leading pointer slots). Every tag an operation names is here.
     pub cells: BTreeMap<u32, Vec<Ty>>,
+    /// The layout of the elements of the vectors of each layout number:
+    /// the type of each slot of one element, its `Ptr`s first (the
+    /// collector scans only the leading pointer slots of each element).
+    /// Every layout a vector operation names is here.
+    pub vectors: BTreeMap<u32, Vec<Ty>>,
 }
 
 impl Block {
@@ -261,6 +313,23 @@ impl Module {
     }
     pub fn string(&self, s: StrId) -> &str {
         &self.strings[s.index()]
+    }
+
+    /// Which functions a `VecBuild` calls: their signature is the
+    /// vector's element layout and the index parameter, which the passes
+    /// that change signatures leave as they are.
+    pub fn built_funcs(&self) -> Vec<bool> {
+        let mut out = vec![false; self.funcs.len()];
+        for f in &self.funcs {
+            f.body.for_each_call(&mut |g, _, kind| {
+                if kind == crate::CallKind::Build {
+                    if let Some(b) = out.get_mut(g.index()) {
+                        *b = true;
+                    }
+                }
+            });
+        }
+        out
     }
 
     /// The tags of the cells some `Alloc` or `AllocZero` makes.

@@ -7,6 +7,8 @@
 //!
 //! cell #0 = (ptr, f64, bool)
 //!
+//! vector #0 = (f64, f64)
+//!
 //! func f1 dot(v0: f64, v1: f64) -> (f64) {
 //!   v2 = fmul v0 v1
 //!   v3 = flt v2 v0
@@ -26,8 +28,9 @@ use crate::{Block, Cmp, FBin, FUn, Func, FuncId, Inst, Module, Op, Term, Ty, Val
 use base::EntityRef;
 use std::fmt::Write;
 
-/// The whole module: strings, the layout of each member tag's cells,
-/// functions in id order, then the entry.
+/// The whole module: strings, the layout of each member tag's cells and
+/// of each vector layout's elements, functions in id order, then the
+/// entry.
 pub fn module(m: &Module) -> String {
     let mut out = String::new();
     for (i, s) in m.strings.iter().enumerate() {
@@ -41,6 +44,13 @@ pub fn module(m: &Module) -> String {
         let _ = writeln!(out, "cell #{tag} = {}", cell(slots));
     }
     if !m.cells.is_empty() {
+        out.push('\n');
+    }
+    // What one element of a vector of each layout holds.
+    for (layout, slots) in &m.vectors {
+        let _ = writeln!(out, "vector #{layout} = {}", cell(slots));
+    }
+    if !m.vectors.is_empty() {
         out.push('\n');
     }
     for (i, f) in m.funcs.iter().enumerate() {
@@ -257,6 +267,41 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::Load(p, tag, n) => {
             let _ = write!(out, "load {p} #{tag}.{n}");
         }
+        Op::VecOf(layout, n, slots) => {
+            let _ = write!(out, "vec_of #{layout} {n}({})", vals(slots));
+        }
+        Op::VecBuild {
+            layout,
+            len,
+            func,
+            args,
+            at,
+        } => {
+            let _ = write!(out, "vec_build #{layout} {len} {func}({})", vals(args));
+            if let Some(s) = at {
+                let _ = write!(out, " at {s}");
+            }
+        }
+        Op::VecLen(v) => {
+            let _ = write!(out, "vec_len {v}");
+        }
+        Op::VecLoad(v, i, layout, slot) => {
+            let _ = write!(out, "vec_load {v} {i} #{layout}.{slot}");
+        }
+        Op::VecIndexOk(v, i) => {
+            let _ = write!(out, "vec_index_ok {v} {i}");
+        }
+        Op::IsCount(n) => {
+            let _ = write!(out, "is_count {n}");
+        }
+        Op::VecScatter {
+            layout,
+            base,
+            entries,
+            tag,
+        } => {
+            let _ = write!(out, "vec_scatter #{layout} {base} {entries} #{tag}");
+        }
     }
     out.push('\n');
 }
@@ -299,6 +344,7 @@ mod tests {
         let m = Module {
             funcs: vec![f],
             main: None,
+            vectors: Default::default(),
             strings: vec!["x\n".into()],
             cells: [(0, vec![]), (3, vec![Ty::Ptr, Ty::F64, Ty::Bool])].into(),
         };

@@ -24,6 +24,9 @@
 //! reads as [`Term::Error`], since the text does not tell it from a
 //! [`Term::ErrorWith`] of that one string (which nothing makes).
 //!
+//! Vector lines (`vector #0 = (f64, f64)`) declare the element layouts,
+//! before the operations that name them.
+//!
 //! Cell lines come in two forms: `cell #0 = 3 slots (1 pointer)` gives
 //! sizes, which are checked against the module's `alloc`s; `cell #0 =
 //! (ptr, f64, bool)` declares the layout, returned as [`Cells`].
@@ -248,6 +251,19 @@ impl<'a> Reader<'a> {
         ))
     }
 
+    /// `#N.K`: a tag or layout, a slot, and where they were written.
+    fn numbered_slot(&mut self, what: &str) -> R<(u32, u32, Token<'a>)> {
+        self.punct('#')?;
+        let (w, t) = self.word(what)?;
+        match w
+            .split_once('.')
+            .and_then(|(a, b)| Some((digits(a)?, digits(b)?)))
+        {
+            Some((n, k)) => Ok((n, k, t)),
+            None => self.err_at(&t, what),
+        }
+    }
+
     /// `#N`.
     fn tag(&mut self) -> R<u32> {
         self.punct('#')?;
@@ -305,6 +321,7 @@ impl<'a> Reader<'a> {
                 Tok::Eof => break,
                 Tok::Word(w) if *w == "str" => self.string_line()?,
                 Tok::Word(w) if *w == "cell" => self.cell_line()?,
+                Tok::Word(w) if *w == "vector" => self.vector_line()?,
                 Tok::Word(w) if *w == "func" => self.func()?,
                 Tok::Word(w) if *w == "main" && !main_seen => {
                     self.next();
@@ -318,9 +335,9 @@ impl<'a> Reader<'a> {
                 }
                 _ => {
                     let what = if main_seen {
-                        "`str`, `cell`, `func` or the end of the input"
+                        "`str`, `cell`, `vector`, `func` or the end of the input"
                     } else {
-                        "`str`, `cell`, `func` or `main`"
+                        "`str`, `cell`, `vector`, `func` or `main`"
                     };
                     return self.err_at(&t, what);
                 }
@@ -374,6 +391,32 @@ impl<'a> Reader<'a> {
             ));
         }
         self.newline()
+    }
+
+    /// `vector #N = (ty, ...)`: the element layout of vectors `#N`.
+    fn vector_line(&mut self) -> R<()> {
+        let start = self.peek().clone();
+        self.keyword("vector")?;
+        let layout = self.tag()?;
+        self.punct('=')?;
+        let slots = self.list(Self::ty)?;
+        if self.m.vectors.insert(layout, slots).is_some() {
+            return self.err_at(&start, &format!("one line for vector #{layout}"));
+        }
+        self.newline()
+    }
+
+    /// `#N`, a vector layout declared by an earlier line: its slot types.
+    fn vector_layout(&mut self) -> R<(u32, Vec<Ty>)> {
+        let t = self.peek().clone();
+        let layout = self.tag()?;
+        match self.m.vectors.get(&layout) {
+            Some(slots) => Ok((layout, slots.clone())),
+            None => self.err_at(
+                &t,
+                &format!("a vector layout declared above (`vector #{layout} = (...)`)"),
+            ),
+        }
     }
 
     /// `slot` after 1, `slots` after any other number.
@@ -632,20 +675,80 @@ impl<'a> Reader<'a> {
             }
             "load" => {
                 let v = self.val()?;
-                self.punct('#')?;
-                let what = "a tag and a slot (`#2.1`)";
-                let (ts, tt) = self.word(what)?;
-                let Some((tag, slot)) = ts
-                    .split_once('.')
-                    .and_then(|(a, b)| Some((digits(a)?, digits(b)?)))
-                else {
-                    return self.err_at(&tt, what);
-                };
+                let (tag, slot, _) = self.numbered_slot("a tag and a slot (`#2.1`)")?;
                 let ([r], [rt]) = (&results[..], &result_toks[..]) else {
                     return self.err_at(&t, "`load` with one result");
                 };
                 p.define(*r, Src::Slot(tag, slot), rt);
                 (Op::Load(v, tag, slot), None)
+            }
+            "vec_of" => {
+                let (layout, slots) = self.vector_layout()?;
+                let n = self.number("a number of elements")?;
+                let fields = self.list(Self::val)?;
+                for (i, v) in fields.iter().enumerate() {
+                    if let Some(t) = slots.get(i % slots.len().max(1)) {
+                        p.used(*v, Src::Known(*t));
+                    }
+                }
+                (Op::VecOf(layout, n, fields), Some(vec![Ptr]))
+            }
+            "vec_build" => {
+                let (layout, _) = self.vector_layout()?;
+                let len = self.val()?;
+                p.used(len, Src::Known(F64));
+                let func = self.func_id()?;
+                let args = self.list(Self::val)?;
+                for (i, a) in args.iter().enumerate() {
+                    p.used(*a, Src::Param(func, i));
+                }
+                let at = if self.is_word("at") {
+                    self.next();
+                    Some(self.str_id()?)
+                } else {
+                    None
+                };
+                let op = Op::VecBuild {
+                    layout,
+                    len,
+                    func,
+                    args,
+                    at,
+                };
+                (op, Some(vec![Ptr]))
+            }
+            "vec_len" => (Op::VecLen(self.val()?), Some(vec![F64])),
+            "vec_index_ok" => (Op::VecIndexOk(self.val()?, self.val()?), Some(vec![Bool])),
+            "is_count" => (Op::IsCount(self.val()?), Some(vec![Bool])),
+            "vec_load" => {
+                let (v, i) = (self.val()?, self.val()?);
+                let (layout, slot, lt) = self.numbered_slot("a layout and a slot (`#2.1`)")?;
+                let ty = self
+                    .m
+                    .vectors
+                    .get(&layout)
+                    .and_then(|slots| slots.get(slot as usize).copied());
+                let Some(ty) = ty else {
+                    return self.err_at(
+                        &lt,
+                        &format!(
+                            "a slot of a vector layout declared above (`vector #{layout} = (...)`)"
+                        ),
+                    );
+                };
+                (Op::VecLoad(v, i, layout, slot), Some(vec![ty]))
+            }
+            "vec_scatter" => {
+                let (layout, _) = self.vector_layout()?;
+                let (base, entries) = (self.val()?, self.val()?);
+                let tag = self.tag()?;
+                let op = Op::VecScatter {
+                    layout,
+                    base,
+                    entries,
+                    tag,
+                };
+                (op, Some(vec![Ptr]))
             }
             _ => {
                 let op = if let Some(op) = [
@@ -865,7 +968,16 @@ fn operand_uses(op: &Op, p: &mut Pending) {
         }
         Op::FUn(_, a) | Op::PrintReal(a) => one(a, F64),
         Op::Not(a) | Op::PrintBool(a) => one(a, Bool),
-        Op::TagIs(a, _) | Op::IsZero(a) | Op::Load(a, _, _) => one(a, Ptr),
+        Op::TagIs(a, _) | Op::IsZero(a) | Op::Load(a, _, _) | Op::VecLen(a) => one(a, Ptr),
+        Op::IsCount(a) => one(a, F64),
+        Op::VecLoad(v, i, _, _) | Op::VecIndexOk(v, i) => {
+            one(v, Ptr);
+            one(i, F64);
+        }
+        Op::VecScatter { base, entries, .. } => {
+            one(base, Ptr);
+            one(entries, Ptr);
+        }
         Op::MemoGet(_, vs) | Op::MemoPut(_, vs) => vs.iter().for_each(|v| one(v, Ptr)),
         _ => {}
     }

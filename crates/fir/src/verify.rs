@@ -14,6 +14,16 @@
 //! function's return types; string and function ids are in range; `main`
 //! takes and returns nothing.
 //!
+//! Vectors: every layout of [`Module::vectors`] has its pointers first
+//! and fewer than `base::cell_layout::VECTOR_MAX_STRIDE` slots; every
+//! layout a vector operation names exists; a `VecOf` gives its number of
+//! elements times the layout's slots, of their types; a `VecBuild`'s
+//! callee takes the arguments and then the index (`F64`) and returns one
+//! element's slots; a `VecLoad` names a slot of its layout and gives its
+//! type; a `VecScatter`'s layout is all `F64`, its entries' tag has the
+//! layout (`Ptr`, `F64`, then the element's `F64`s). That a vector has
+//! the layout an operation names is not checked (as a `Load`'s member).
+//!
 //! Cells: every layout of [`Module::cells`] has its pointers first; every
 //! tag an operation names has a layout; an `Alloc` (or `AllocZero`) gives
 //! one value per slot of its tag's layout, of the slot's type; a `Load`
@@ -93,6 +103,23 @@ pub fn verify(m: &Module) -> Result<(), VerifyError> {
                     "the layout {} has a pointer after a scalar that is not one (pointers come first)",
                     print::cell(slots)
                 ),
+            });
+        }
+    }
+    for (layout, slots) in &m.vectors {
+        let pointers = slots.iter().take_while(|t| **t == Ty::Ptr).count();
+        let bad = if slots[pointers..].contains(&Ty::Ptr) {
+            Some("has a pointer after a scalar that is not one (pointers come first)")
+        } else if slots.len() >= base::cell_layout::VECTOR_MAX_STRIDE {
+            Some("has too many slots")
+        } else {
+            None
+        };
+        if let Some(bad) = bad {
+            return Err(VerifyError {
+                func: "<module>".into(),
+                at: format!("vector #{layout}"),
+                what: format!("the layout {} {bad}", print::cell(slots)),
             });
         }
     }
@@ -377,6 +404,122 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The layout of the elements of vectors `#layout`.
+    fn vector_layout(&self, layout: u32) -> Result<&'a [Ty], VerifyError> {
+        match self.m.vectors.get(&layout) {
+            Some(slots) => Ok(slots),
+            None => self.err(format!("vector #{layout} has no layout")),
+        }
+    }
+
+    /// Checks the operands of a vector operation and gives its result
+    /// types.
+    fn vector_op(&mut self, op: &Op) -> Result<Vec<Ty>, VerifyError> {
+        use Ty::*;
+        Ok(match op {
+            Op::VecOf(layout, n, vals) => {
+                let slots = self.vector_layout(*layout)?;
+                let want: Vec<Ty> = (0..*n).flat_map(|_| slots.iter().copied()).collect();
+                self.use_vals(
+                    vals,
+                    &want,
+                    &format!("a vector #{layout} {} of {n} elements", print::cell(slots)),
+                )?;
+                vec![Ptr]
+            }
+            Op::VecBuild {
+                layout,
+                len,
+                func,
+                args,
+                at,
+            } => {
+                let slots = self.vector_layout(*layout)?;
+                self.use_val(*len, Some(F64))?;
+                if let Some(s) = at {
+                    self.string(*s)?;
+                }
+                let c = self.callee(*func)?;
+                let Some((index, params)) = c.params.split_last() else {
+                    return self.err(format!("`{}` takes no index to build a vector", c.name));
+                };
+                if *index != F64 {
+                    return self.err(format!(
+                        "`{}` takes a {index:?}, not the index of a vector element, last",
+                        c.name
+                    ));
+                }
+                self.use_vals(args, params, &format!("a vector built by `{}`", c.name))?;
+                if c.returns != slots {
+                    return self.err(format!(
+                        "`{}` returns {:?}, not an element of vector #{layout} {}",
+                        c.name,
+                        c.returns,
+                        print::cell(slots)
+                    ));
+                }
+                vec![Ptr]
+            }
+            Op::VecLen(v) => {
+                self.use_val(*v, Some(Ptr))?;
+                vec![F64]
+            }
+            Op::VecIndexOk(v, i) => {
+                self.use_val(*v, Some(Ptr))?;
+                self.use_val(*i, Some(F64))?;
+                vec![Bool]
+            }
+            Op::IsCount(n) => {
+                self.use_val(*n, Some(F64))?;
+                vec![Bool]
+            }
+            Op::VecLoad(v, i, layout, slot) => {
+                let slots = self.vector_layout(*layout)?;
+                self.use_val(*v, Some(Ptr))?;
+                self.use_val(*i, Some(F64))?;
+                match slots.get(*slot as usize) {
+                    Some(t) => vec![*t],
+                    None => {
+                        return self.err(format!(
+                            "a load of slot {slot} of an element of vector #{layout} {}",
+                            print::cell(slots)
+                        ))
+                    }
+                }
+            }
+            Op::VecScatter {
+                layout,
+                base,
+                entries,
+                tag,
+            } => {
+                let slots = self.vector_layout(*layout)?;
+                if slots.iter().any(|t| *t != F64) {
+                    return self.err(format!(
+                        "a scatter into vector #{layout} {}, whose slots are not all reals",
+                        print::cell(slots)
+                    ));
+                }
+                let entry = self.layout(*tag)?;
+                let want: Vec<Ty> = [Ptr, F64]
+                    .into_iter()
+                    .chain(slots.iter().copied())
+                    .collect();
+                if entry != want {
+                    return self.err(format!(
+                        "a scatter into vector #{layout} of cells #{tag} {}, not {}",
+                        print::cell(entry),
+                        print::cell(&want)
+                    ));
+                }
+                self.use_val(*base, Some(Ptr))?;
+                self.use_val(*entries, Some(Ptr))?;
+                vec![Ptr]
+            }
+            _ => return self.err("internal error: not a vector operation".into()),
+        })
+    }
+
     /// Checks the operands of `op` and gives its result types, or `None`
     /// when any types will do (an `If` neither of whose arms yields).
     fn op(&mut self, op: &Op, results: &[Val]) -> Result<Option<Vec<Ty>>, VerifyError> {
@@ -485,6 +628,13 @@ impl<'a> Checker<'a> {
                 self.string(*s)?;
                 vec![F64]
             }
+            Op::VecOf(..)
+            | Op::VecBuild { .. }
+            | Op::VecLen(_)
+            | Op::VecIndexOk(..)
+            | Op::IsCount(_)
+            | Op::VecLoad(..)
+            | Op::VecScatter { .. } => self.vector_op(op)?,
         }))
     }
 

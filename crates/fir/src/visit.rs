@@ -25,8 +25,23 @@ impl Op {
             | Op::PrintBool(a)
             | Op::TagIs(a, _)
             | Op::IsZero(a)
-            | Op::Load(a, _, _) => f(*a),
-            Op::Call(_, args)
+            | Op::Load(a, _, _)
+            | Op::VecLen(a)
+            | Op::IsCount(a) => f(*a),
+            Op::VecLoad(a, b, _, _) | Op::VecIndexOk(a, b) => {
+                f(*a);
+                f(*b);
+            }
+            Op::VecScatter { base, entries, .. } => {
+                f(*base);
+                f(*entries);
+            }
+            Op::VecBuild { len, args, .. } => {
+                f(*len);
+                args.iter().copied().for_each(f);
+            }
+            Op::VecOf(_, _, args)
+            | Op::Call(_, args)
             | Op::CallAt(_, args, _)
             | Op::Alloc(_, args)
             | Op::AllocZero(_, args)
@@ -54,8 +69,23 @@ impl Op {
             | Op::PrintBool(a)
             | Op::TagIs(a, _)
             | Op::IsZero(a)
-            | Op::Load(a, _, _) => f(a),
-            Op::Call(_, args)
+            | Op::Load(a, _, _)
+            | Op::VecLen(a)
+            | Op::IsCount(a) => f(a),
+            Op::VecLoad(a, b, _, _) | Op::VecIndexOk(a, b) => {
+                f(a);
+                f(b);
+            }
+            Op::VecScatter { base, entries, .. } => {
+                f(base);
+                f(entries);
+            }
+            Op::VecBuild { len, args, .. } => {
+                f(len);
+                args.iter_mut().for_each(f);
+            }
+            Op::VecOf(_, _, args)
+            | Op::Call(_, args)
             | Op::CallAt(_, args, _)
             | Op::Alloc(_, args)
             | Op::AllocZero(_, args)
@@ -76,6 +106,7 @@ impl Op {
                 | Op::FUn(..)
                 | Op::FCmp(..)
                 | Op::Not(_)
+                | Op::IsCount(_)
         )
     }
 
@@ -83,14 +114,31 @@ impl Op {
     /// tests for or reads from have that tag's layout.
     pub fn tag(&self) -> Option<u32> {
         match self {
-            Op::Alloc(t, _) | Op::AllocZero(t, _) | Op::TagIs(_, t) | Op::Load(_, t, _) => Some(*t),
+            Op::Alloc(t, _)
+            | Op::AllocZero(t, _)
+            | Op::TagIs(_, t)
+            | Op::Load(_, t, _)
+            | Op::VecScatter { tag: t, .. } => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// The vector layout the operation names, if any
+    /// ([`crate::Module::vectors`]).
+    pub fn vector_layout(&self) -> Option<u32> {
+        match self {
+            Op::VecOf(l, _, _)
+            | Op::VecBuild { layout: l, .. }
+            | Op::VecLoad(_, _, l, _)
+            | Op::VecScatter { layout: l, .. } => Some(*l),
             _ => None,
         }
     }
 
     /// Can the instruction go when nothing uses its results? Pure ones,
-    /// and those that only read cells or the memo tables or allocate a
-    /// cell (which nothing can observe but memory).
+    /// and those that only read cells, vectors or the memo tables or
+    /// allocate a cell or a vector without calling anything (which nothing
+    /// can observe but memory).
     pub fn is_removable(&self) -> bool {
         self.is_pure()
             || matches!(
@@ -101,6 +149,11 @@ impl Op {
                     | Op::Alloc(..)
                     | Op::AllocZero(..)
                     | Op::MemoGet(..)
+                    | Op::VecOf(..)
+                    | Op::VecLen(_)
+                    | Op::VecLoad(..)
+                    | Op::VecIndexOk(..)
+                    | Op::VecScatter { .. }
             )
     }
 }
@@ -139,11 +192,14 @@ impl Term {
     }
 }
 
-/// Whether a call is a `Call`/`CallAt` instruction or a `TailCall`.
+/// Whether a call is a `Call`/`CallAt` instruction, a `TailCall`, or the
+/// calls of a `VecBuild`, one per element, which pass the index after the
+/// arguments given and store the results in the vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallKind {
     Call,
     Tail,
+    Build,
 }
 
 impl Block {
@@ -197,11 +253,13 @@ impl Block {
     }
 
     /// Calls `f` on the callee and arguments of every call and tail call
-    /// in the block and the blocks nested in it, in order.
+    /// in the block and the blocks nested in it, in order (a `VecBuild`'s
+    /// arguments without the index: see [`CallKind::Build`]).
     pub fn for_each_call(&self, f: &mut impl FnMut(FuncId, &[Val], CallKind)) {
         for i in &self.insts {
             match &i.op {
                 Op::Call(g, args) | Op::CallAt(g, args, _) => f(*g, args, CallKind::Call),
+                Op::VecBuild { func, args, .. } => f(*func, args, CallKind::Build),
                 Op::If { then_, else_, .. } => {
                     then_.for_each_call(f);
                     else_.for_each_call(f);
@@ -218,7 +276,7 @@ impl Block {
     pub fn for_each_call_mut(&mut self, f: &mut impl FnMut(&mut FuncId)) {
         for i in &mut self.insts {
             match &mut i.op {
-                Op::Call(g, _) | Op::CallAt(g, _, _) => f(g),
+                Op::Call(g, _) | Op::CallAt(g, _, _) | Op::VecBuild { func: g, .. } => f(g),
                 Op::If { then_, else_, .. } => {
                     then_.for_each_call_mut(f);
                     else_.for_each_call_mut(f);

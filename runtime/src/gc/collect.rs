@@ -1,5 +1,6 @@
 //! The collector: marking from the program's stack and the registers
-//! it may hold values in, through the cells' pointer slots, then the
+//! it may hold values in, through the cells' pointer slots (and the
+//! vectors' elements' ones), then the
 //! sweep that turns what no mark reached into runs to bump through, and
 //! the choice of the next collection's kind (full or minor).
 //! The heap's layout and its invariants are in the parent module.
@@ -7,7 +8,7 @@
 use super::*;
 
 impl Heap {
-    fn push(&mut self, p: usize) {
+    pub(super) fn push(&mut self, p: usize) {
         push_word(
             (&mut self.stack, &mut self.stack_len, &mut self.stack_cap),
             1024,
@@ -35,11 +36,17 @@ impl Heap {
         // The cell's header says how many pointer slots lead it (codegen's
         // `Alloc`): its reals are never scanned, nor mistaken for
         // pointers. A free cell a stale word pointed at holds the header
-        // of what it last held, hence the bound.
+        // of what it last held, hence the bound. A vector's header says
+        // where the pointers of its elements are.
         let start = c.start + n * c.cell;
         // SAFETY: `start` is a cell below `used`: written when it was
         // handed out.
-        let header = unsafe { core::ptr::read_volatile((start + 4) as *const u32) };
+        let header = unsafe { core::ptr::read_volatile(start as *const u64) };
+        if header as u32 == crate::cell_layout::VECTOR_TAG {
+            self.push_vector_slots(start, c.cell);
+            return None;
+        }
+        let header = (header >> 32) as u32;
         let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);
         (slots > 0).then_some((start + 8, start + 8 + 8 * slots))
     }
@@ -49,7 +56,7 @@ impl Heap {
     /// found by the range's last word are scanned next without the stack:
     /// the spine of a list or a tape (its last pointer slot) is followed
     /// in a loop, not pushed and popped cell by cell.
-    fn scan(&mut self, from: usize, to: usize) {
+    pub(super) fn scan(&mut self, from: usize, to: usize) {
         // Both ends are multiples of 8 (a cell's slots are), so the loop
         // tests `a < to` alone.
         let (mut a, mut to) = ((from + 7) & !7, to & !7);
@@ -109,6 +116,7 @@ impl Heap {
         if self.stack_top > here {
             self.scan(here, self.stack_top);
         }
+        self.scan_filled_vectors();
         // Sweep: a chunk with no cell marked goes back whole to the pool;
         // one with some keeps its marks, and its holes are bumped through
         // from its start (`next_run`). The filling chunks start afresh.
@@ -122,6 +130,11 @@ impl Heap {
             let marked: usize = c.marks().iter().map(|m| m.count_ones() as usize).sum();
             live += marked * c.cell;
             if class == CLASSES - 1 || c.cell > CHUNK_BYTES / 4 {
+                // One object per chunk (`Heap::alloc`); none in a chunk
+                // given back already.
+                if marked == 0 && !c.is_released() {
+                    self.release_large(i);
+                }
                 continue;
             }
             let head = self.partial[class];

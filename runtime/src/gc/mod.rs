@@ -2,8 +2,8 @@
 //! collector.
 //!
 //! Union cells (`fir::Op::Alloc`: a header word, then one 8-byte slot
-//! per scalar, pointers first; `base/src/cell_layout.rs`) are the only
-//! memory compiled code allocates. A program that
+//! per scalar, pointers first; `base/src/cell_layout.rs`) and vectors
+//! (`vector.rs`) are the only memory compiled code allocates. A program that
 //! builds a tape in a loop for minutes allocates without bound, so cells
 //! that are no longer reachable are reclaimed.
 //!
@@ -17,8 +17,9 @@
 //!
 //! Layout: cells are grouped by size (in words) into chunks of
 //! [`CHUNK_BYTES`]; a chunk holds cells of one size, each with a mark bit,
-//! and has been handed out up to `used`. A cell larger than a chunk gets a
-//! chunk of its own. Every chunk starts at a multiple of `CHUNK_BYTES`
+//! and has been handed out up to `used`. A cell of `CLASSES - 1` words or
+//! more gets a chunk of its own, which a collection that finds it dead
+//! unmaps. Vectors (`vector.rs`) are objects of the heap as cells are. Every chunk starts at a multiple of `CHUNK_BYTES`
 //! and owns the granules (aligned `CHUNK_BYTES` of address space) it
 //! covers, so the chunk a word points into is two table lookups away
 //! (`Heap::find`, through a two-level radix table of granules): the
@@ -41,7 +42,8 @@
 //!
 //! Generations, without a write barrier: compiled code writes a cell's
 //! slots only when it makes the cell, so a cell points only to cells made
-//! before it. A minor collection keeps the marks of the last collection:
+//! before it (the vectors a `VecBuild` fills while it calls are the
+//! exception, which `vector.rs` handles). A minor collection keeps the marks of the last collection:
 //! a marked cell is old and everything it points to was marked with it,
 //! so the cells of a list or tape that survived are not traced again, and
 //! only the stack and what was made since are. The old cells that have
@@ -64,12 +66,14 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod collect;
+mod vector;
 
 use crate::cell_layout::{bump_slot, BUMP_WORDS};
 use crate::{fail, Global};
 
 extern "C" {
     fn malloc(n: usize) -> *mut u8;
+    fn free(p: *mut u8);
     fn realloc(p: *mut u8, n: usize) -> *mut u8;
     fn getenv(name: *const u8) -> *const u8;
     fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
@@ -107,7 +111,7 @@ const MIN_TRIGGER: usize = 4 << 20;
 const RADIX_TOP: usize = 1 << 16;
 const RADIX_LEAF: usize = (1 << 32) / CHUNK_BYTES;
 /// Cell sizes (in words) that are reused after a collection; larger cells
-/// (the last class, mixed sizes) are not, and rarely recur.
+/// (the last class, mixed sizes) get a chunk each, unmapped once dead.
 const CLASSES: usize = 4096;
 
 #[derive(Clone, Copy)]
@@ -223,6 +227,23 @@ struct Heap {
     /// cells found live (for `VLAD_GC_STATS`).
     stack_scanned: usize,
     live_marked: usize,
+    /// The vectors compiled code is filling, innermost last, each with
+    /// the number of collections before it began (pairs of words), and
+    /// those filled across a collection since the last one (`vector.rs`).
+    building: *mut usize,
+    building_len: usize,
+    building_cap: usize,
+    filled: *mut usize,
+    filled_len: usize,
+    filled_cap: usize,
+    /// The indices of the chunks given back (`Heap::release_large`).
+    dead: *mut usize,
+    dead_len: usize,
+    dead_cap: usize,
+    /// Room for `rt_vec_scatter`'s list of entries.
+    scratch: *mut usize,
+    scratch_len: usize,
+    scratch_cap: usize,
 }
 
 static HEAP: Global<Heap> = Global::new(Heap::EMPTY);
@@ -257,6 +278,18 @@ impl Heap {
         arena_end: 0,
         stack_scanned: 0,
         live_marked: 0,
+        building: core::ptr::null_mut(),
+        building_len: 0,
+        building_cap: 0,
+        filled: core::ptr::null_mut(),
+        filled_len: 0,
+        filled_cap: 0,
+        dead: core::ptr::null_mut(),
+        dead_len: 0,
+        dead_cap: 0,
+        scratch: core::ptr::null_mut(),
+        scratch_len: 0,
+        scratch_cap: 0,
     };
 }
 
@@ -451,12 +484,26 @@ impl Heap {
         let marks = sys_alloc(words * 8) as *mut u64;
         // SAFETY: `marks` has room for `words` u64s.
         unsafe { core::ptr::write_bytes(marks, 0, words) };
-        if self.len == self.cap {
-            self.cap = (self.cap * 2).max(64);
-            self.chunks = sys_grow(self.chunks, self.cap);
-        }
-        let i = self.len;
-        // SAFETY: room for one more chunk was made above.
+        // The index of a chunk given back (its bitmap freed), or a new one.
+        let i = if self.dead_len > 0 {
+            self.dead_len -= 1;
+            // SAFETY: `dead_len < dead_cap` was a filled slot, the index of
+            // a released chunk, whose bitmap came from `malloc` and is
+            // replaced below.
+            unsafe {
+                let i = *self.dead.add(self.dead_len);
+                free(self.chunk(i).marks as *mut u8);
+                i
+            }
+        } else {
+            if self.len == self.cap {
+                self.cap = (self.cap * 2).max(64);
+                self.chunks = sys_grow(self.chunks, self.cap);
+            }
+            self.len += 1;
+            self.len - 1
+        };
+        // SAFETY: `i < len <= cap`: a slot of the array.
         unsafe {
             self.chunks.add(i).write(Chunk {
                 start,
@@ -472,7 +519,6 @@ impl Heap {
                 mark_words: words,
             });
         }
-        self.len += 1;
         let Ok(owner) = u32::try_from(i + 1) else {
             out_of_memory()
         };
@@ -705,9 +751,6 @@ const KEEP_BYTES: usize = 256 << 20;
 /// here depends on the state that was left.
 #[cfg(vlad_lib)]
 pub fn release_all() {
-    extern "C" {
-        fn free(p: *mut u8);
-    }
     let h = HEAP.get();
     let (mut kept, mut bytes) = (0, 0);
     h.lo = usize::MAX;
@@ -738,10 +781,12 @@ pub fn release_all() {
             // time by `add_chunk` and its bitmap came from `malloc`; both
             // are given back once: the chunk leaves the list.
             unsafe {
-                munmap(
-                    c.start as *mut u8,
-                    (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
-                );
+                if !c.is_released() {
+                    munmap(
+                        c.start as *mut u8,
+                        (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
+                    );
+                }
                 free(c.marks as *mut u8);
             }
         }
@@ -760,6 +805,10 @@ pub fn release_all() {
     h.full_live = 0;
     h.stack_len = 0;
     h.heap_bytes = bytes;
+    h.building_len = 0;
+    h.filled_len = 0;
+    h.dead_len = 0;
+    h.scratch_len = 0;
 }
 
 /// Where compiled code allocates small cells without a call: for cells of

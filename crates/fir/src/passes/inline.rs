@@ -345,6 +345,7 @@ fn at_site(b: &mut Block, site: crate::StrId) {
     for i in &mut b.insts {
         match &mut i.op {
             Op::Call(g, args) => i.op = Op::CallAt(*g, std::mem::take(args), site),
+            Op::VecBuild { at: at @ None, .. } => *at = Some(site),
             Op::If { then_, else_, .. } => {
                 at_site(then_, site);
                 at_site(else_, site);
@@ -613,7 +614,7 @@ fn block_may_site(b: &Block, may: &[bool]) -> bool {
         _ => false,
     };
     term || b.insts.iter().any(|i| match &i.op {
-        Op::Call(g, _) | Op::CallAt(g, _, _) => may[g.index()],
+        Op::Call(g, _) | Op::CallAt(g, _, _) | Op::VecBuild { func: g, .. } => may[g.index()],
         Op::If { then_, else_, .. } => block_may_site(then_, may) || block_may_site(else_, may),
         _ => false,
     })
@@ -625,6 +626,7 @@ fn plain_calls(b: &mut Block, may: &[bool]) {
             Op::CallAt(g, args, _) if !may[g.index()] => {
                 i.op = Op::Call(*g, std::mem::take(args));
             }
+            Op::VecBuild { func, at, .. } if !may[func.index()] => *at = None,
             Op::If { then_, else_, .. } => {
                 plain_calls(then_, may);
                 plain_calls(else_, may);
@@ -685,6 +687,7 @@ mod tests {
         Module {
             funcs,
             main: Some(FuncId::new(0)),
+            vectors: Default::default(),
             strings: vec![],
             cells: Default::default(),
         }

@@ -230,7 +230,10 @@ fn known_params(m: &Module) -> Vec<Vec<Known>> {
             for p in 0..known[g].len() {
                 let mut k = Known::Top;
                 for (f, args) in &sites[g] {
-                    let here = match vals[*f].get(args[p].index()).copied() {
+                    // A `VecBuild` passes the index, unknown, after its
+                    // arguments.
+                    let arg = args.get(p).and_then(|a| vals[*f].get(a.index()));
+                    let here = match arg.copied() {
                         Some(Known::Param(q)) => known[*f][q],
                         Some(c @ (Known::Real(_) | Known::Bool(_))) => c,
                         _ => Known::Unknown,
@@ -373,6 +376,7 @@ mod tests {
         let mut m = Module {
             funcs: vec![f, main],
             main: Some(FuncId::new(1)),
+            vectors: Default::default(),
             strings: vec![],
             cells: Default::default(),
         };
@@ -462,6 +466,7 @@ mod tests {
         let mut m = Module {
             funcs: vec![g, main],
             main: Some(FuncId::new(1)),
+            vectors: Default::default(),
             strings: vec![],
             cells: Default::default(),
         };

@@ -135,6 +135,7 @@ mod tests {
                 body,
             }],
             main: Some(<crate::FuncId as base::EntityRef>::new(0)),
+            vectors: Default::default(),
             strings: vec![],
             cells: Default::default(),
         }

@@ -16,6 +16,9 @@
 //! - Dead parameters: a parameter is live when its function reads it for
 //!   anything but passing it to a parameter that is not live; dead ones are
 //!   removed from the function and from every call.
+//!
+//! The parameters of a function a `VecBuild` calls stay as they are: the
+//! vector's element index is its last.
 
 use crate::{Block, Func, FuncId, Module, Op, Term, Ty, Val};
 use base::EntityRef;
@@ -41,13 +44,15 @@ pub fn shrink(m: &mut Module) {
 }
 
 /// Every call of each function: (caller, the caller's [`Args`] index of
-/// each argument).
+/// each argument). A `VecBuild`'s calls are not (see the module's doc).
 fn call_sites(m: &Module, args: &mut [Args]) -> Vec<Vec<(usize, Vec<usize>)>> {
     let mut sites = vec![Vec::new(); m.funcs.len()];
     for (i, f) in m.funcs.iter().enumerate() {
-        f.body.for_each_call(&mut |g, a, _| {
-            let a = a.iter().map(|v| args[i].node(*v)).collect();
-            sites[g.index()].push((i, a));
+        f.body.for_each_call(&mut |g, a, kind| {
+            if kind != crate::CallKind::Build {
+                let a = a.iter().map(|v| args[i].node(*v)).collect();
+                sites[g.index()].push((i, a));
+            }
         });
     }
     sites
@@ -197,9 +202,10 @@ impl Args {
 fn merge_equal(m: &mut Module, changed: &mut [bool]) {
     let mut args: Vec<Args> = m.funcs.iter().map(Args::new).collect();
     let sites = call_sites(m, &mut args);
+    let built = m.built_funcs();
     let n = m.funcs.len();
     // Initial classes: one per (function, type); a function nobody calls
-    // (main) keeps its parameters apart.
+    // (main), or a `VecBuild` calls, keeps its parameters apart.
     let mut class: Vec<Vec<usize>> = Vec::with_capacity(n);
     let mut count = 0usize;
     {
@@ -210,7 +216,8 @@ fn merge_equal(m: &mut Module, changed: &mut [bool]) {
                 .iter()
                 .enumerate()
                 .map(|(i, t)| {
-                    let k = (fi, *t, if sites[fi].is_empty() { i } else { 0 });
+                    let apart = sites[fi].is_empty() || built[fi];
+                    let k = (fi, *t, if apart { i } else { 0 });
                     let len = ids.len();
                     *ids.entry(k).or_insert(len)
                 })
@@ -310,8 +317,12 @@ fn remove_dead(m: &mut Module, changed: &mut [bool]) {
     // (callee, param) -> the (caller, param)s passed to it.
     let mut feeds: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::default();
     let mut work = Vec::new();
+    let built = m.built_funcs();
     for (fi, f) in m.funcs.iter().enumerate() {
         let mut edges = Vec::new();
+        if built[fi] {
+            live[fi].fill(true);
+        }
         param_uses(&f.body, f.params.len(), &mut live[fi], &mut edges);
         for (p, g, j) in edges {
             feeds.entry((g.index(), j)).or_default().push((fi, p));
@@ -487,6 +498,7 @@ mod tests {
         let mut m = Module {
             funcs: vec![main, lp],
             main: Some(FuncId::new(0)),
+            vectors: Default::default(),
             strings: vec!["eof".into()],
             cells: Default::default(),
         };

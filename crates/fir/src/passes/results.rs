@@ -20,6 +20,8 @@
 //! results: a result live in one is live in the other. Every value the
 //! analysis finds dead is also dead for `simplify`'s dead-code removal,
 //! which then drops the instructions that used the results removed.
+//! The results of a function a `VecBuild` calls are the elements of the
+//! vector: all live.
 
 use super::simplify;
 use crate::{Block, FuncId, Module, Op, Term, Val};
@@ -96,6 +98,12 @@ fn live_results(m: &Module) -> Vec<Vec<bool>> {
     let mut work: Vec<Item> = Vec::new();
     for (fi, l) in locals.iter().enumerate() {
         work.extend(l.roots.iter().map(|v| Item::Value(fi, *v)));
+    }
+    // What a function a `VecBuild` calls returns is an element: read.
+    for (fi, built) in m.built_funcs().into_iter().enumerate() {
+        if built {
+            work.extend((0..m.funcs[fi].returns.len()).map(|j| Item::Result(fi, j)));
+        }
     }
     while let Some(item) = work.pop() {
         match item {
@@ -276,6 +284,7 @@ mod tests {
         Module {
             funcs: vec![f, main],
             main: Some(FuncId::new(1)),
+            vectors: Default::default(),
             strings: vec![],
             cells: Default::default(),
         }

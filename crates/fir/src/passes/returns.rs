@@ -207,6 +207,7 @@ mod tests {
         let mut m = Module {
             funcs: vec![f, main],
             main: Some(FuncId::new(1)),
+            vectors: Default::default(),
             strings: vec![],
             cells: Default::default(),
         };

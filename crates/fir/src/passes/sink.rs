@@ -296,6 +296,7 @@ mod tests {
         let m = Module {
             funcs: vec![f],
             main: None,
+            vectors: Default::default(),
             strings: vec![],
             cells: [(1, vec![Ty::Ptr]), (2, vec![Ty::Ptr])].into(),
         };

@@ -14,7 +14,8 @@
 //! cell made here has its own, a load those stored in that slot at the
 //! sites the cell may come from, a parameter those of every call's
 //! argument, a result those of every return, a memo lookup those of what
-//! its table was given. Sites, not tags, since the sensitivity lists of a
+//! its table was given (a `VecBuild`'s calls are calls; what a vector
+//! holds is any cell). Sites, not tags, since the sensitivity lists of a
 //! gradient share the tags of the primal list (their representation) and
 //! hold lazy zeros; per allocation, up to [`SITES_PER_TAG`] per function
 //! and tag (the rest of a function's allocations of a tag share one):
@@ -291,6 +292,17 @@ impl Env {
                         }
                     }
                 }
+                // The calls of a `VecBuild` pass its arguments (and an
+                // index, no pointer); its elements are any cells.
+                Op::VecBuild { func, args, .. } => {
+                    let g = func.index();
+                    for (i, a) in args.iter().enumerate() {
+                        if self.is_ptr(*a) && i < facts.params[g].len() {
+                            facts.param(g, i, self.of(*a));
+                        }
+                    }
+                    self.set(inst.results[0], None);
+                }
                 Op::MemoGet(table, _) => {
                     let t = facts.memos.get(table).cloned();
                     if let Some(r) = inst.results.get(1) {
@@ -490,6 +502,7 @@ mod tests {
         Module {
             funcs: vec![main, f, g],
             main: Some(FuncId::new(0)),
+            vectors: Default::default(),
             strings: vec![],
             cells: [(0, vec![]), (1, vec![Ty::Ptr]), (2, vec![Ty::Ptr])].into(),
         }

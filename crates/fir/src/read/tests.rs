@@ -12,6 +12,10 @@ str s1 = "f.vlad:1:2"
 
 cell #0 = (ptr, f64, bool)
 cell #2 = ()
+cell #3 = (ptr, f64, f64)
+
+vector #0 = (ptr, f64)
+vector #1 = (f64)
 
 func f0 main() -> () {
   v0 = f64 -0.0
@@ -32,6 +36,15 @@ func f0 main() -> () {
   v14 = atan2 v13 v0
   v15 = sqrt v14
   v16 = fge v15 v1
+  v20 = vec_of #0 1(v5, v0)
+  v21 = vec_build #1 v0 f3(v2) at s1
+  v22 = vec_len v21
+  v23 = vec_index_ok v20 v22
+  v24 = is_count v22
+  v25 = vec_load v20 v0 #0.0
+  v26 = alloc #3(v25, v0, v0)
+  v27 = vec_scatter #1 v21 v26 #3
+  v28 = vec_build #1 v0 f3(v23)
   v17 = if v16 {
     print_real v15
     v18, v19 = call f1(v15, v9) at s1
@@ -56,6 +69,10 @@ func f1 pick(v0: f64, v1: bool) -> (ptr, f64) {
 
 func f2 done() -> () {
   error s0
+}
+
+func f3 element(v0: bool, v1: f64) -> (f64) {
+  return v1
 }
 
 main f0
@@ -166,6 +183,11 @@ fn errors_say_where_what_was_expected_and_what_was_found() {
     assert_eq!(
         e.to_string(),
         "4:1: expected `main`, found the end of the input"
+    );
+    let e = err("func f0 g(v0: ptr) -> () {\n  v1 = vec_len v0\n  v2 = vec_load v0 v1 #4.0\n  return\n}\nmain none\n");
+    assert_eq!(
+        e.to_string(),
+        "3:24: expected a slot of a vector layout declared above (`vector #4 = (...)`), found `4.0`"
     );
     let e = err("func f0 g() -> () {\n  v0 = call f0()\n  return\n}\nmain none\n");
     assert_eq!(

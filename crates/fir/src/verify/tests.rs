@@ -61,6 +61,7 @@ fn good() -> Module {
     Module {
         funcs: vec![double, main],
         main: Some(FuncId::new(1)),
+        vectors: Default::default(),
         strings: vec!["error: end of input".into()],
         cells: Default::default(),
     }
@@ -218,6 +219,7 @@ fn cells() -> Module {
     Module {
         funcs: vec![get, main],
         main: Some(FuncId::new(1)),
+        vectors: Default::default(),
         strings: vec!["error: not a #1 cell".into()],
         cells: [(0, vec![]), (1, vec![Ty::Ptr, Ty::F64])].into(),
     }

@@ -477,7 +477,18 @@ impl Fwd {
                     out.push(inst);
                 }
             }
-            Op::MemoGet(..) | Op::MemoPut(..) | Op::Count(_) => {
+            // Vectors: kept as they are (a vector's identity, its length
+            // and its elements are not worth keys).
+            Op::MemoGet(..)
+            | Op::MemoPut(..)
+            | Op::Count(_)
+            | Op::VecOf(..)
+            | Op::VecBuild { .. }
+            | Op::VecLen(_)
+            | Op::VecLoad(..)
+            | Op::VecIndexOk(..)
+            | Op::IsCount(_)
+            | Op::VecScatter { .. } => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 out.push(inst);
             }

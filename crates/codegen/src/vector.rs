@@ -1,0 +1,196 @@
+//! Instruction selection for the vector operations (`fir::Op::VecOf` and
+//! the others): the objects `base::cell_layout` describes, allocated by
+//! the runtime (`rt_alloc_vector`), read and tested inline. Lengths and
+//! indices are `F64`s in the FIR and integers in memory.
+
+use super::*;
+use base::cell_layout::{vector_header, VECTOR_SLOTS_AT};
+
+impl FnBuilder<'_, '_> {
+    /// The slots of one element of vectors `#layout`, and how many of
+    /// them lead as pointers.
+    fn element(&self, layout: u32) -> Result<(usize, usize), String> {
+        let slots = self
+            .cg
+            .m
+            .vectors
+            .get(&layout)
+            .ok_or_else(|| format!("internal error: vector #{layout} has no layout"))?;
+        let pointers = slots.iter().take_while(|t| **t == Ty::Ptr).count();
+        Ok((slots.len(), pointers))
+    }
+
+    /// A new vector of `len` (an `I64`) elements of `layout`, its length
+    /// and header written (and its slots zeroed, if it has pointers).
+    fn alloc_vector(&mut self, layout: u32, len: ClValue) -> Result<ClValue, String> {
+        let (stride, pointers) = self.element(layout)?;
+        let header = self
+            .b
+            .ins()
+            .iconst(types::I64, i64::from(vector_header(stride, pointers)));
+        self.call_import("rt_alloc_vector", &[header, len])?
+            .ok_or_else(|| "internal error: rt_alloc_vector result".to_string())
+    }
+
+    /// `0 <= x`, `x <= max` (if any) and `x` integral: false for a NaN.
+    /// Integral: equal to itself made an unsigned integer and back, which
+    /// saturates beyond 2^64 (the callers bound `x` further).
+    fn is_whole(&mut self, x: ClValue, max: Option<ClValue>) -> ClValue {
+        let zero = self.b.ins().f64const(0.0);
+        let low = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+        let int = self.b.ins().fcvt_to_uint_sat(types::I64, x);
+        let back = self.b.ins().fcvt_from_uint(types::F64, int);
+        let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
+        let ok = self.b.ins().band(low, whole);
+        match max {
+            Some(m) => {
+                let high = self.b.ins().fcmp(FloatCC::LessThanOrEqual, x, m);
+                self.b.ins().band(ok, high)
+            }
+            None => ok,
+        }
+    }
+
+    /// The length of vector `v`, an `I64`.
+    fn vector_len(&mut self, v: ClValue) -> ClValue {
+        self.b.ins().load(types::I64, MemFlagsData::trusted(), v, 8)
+    }
+
+    pub(crate) fn vector_op(&mut self, inst: &fir::Inst) -> Result<(), String> {
+        let flags = MemFlagsData::trusted();
+        let result = match &inst.op {
+            Op::VecOf(layout, n, slots) => {
+                let len = self.b.ins().iconst(types::I64, i64::from(*n));
+                let p = self.alloc_vector(*layout, len)?;
+                let slots = self.vals(slots)?;
+                for (k, x) in slots.into_iter().enumerate() {
+                    let off = (VECTOR_SLOTS_AT + 8 * k) as i32;
+                    self.b.ins().store(flags, x, p, off);
+                }
+                p
+            }
+            Op::VecBuild {
+                layout,
+                len,
+                func,
+                args,
+                at,
+            } => self.vec_build(*layout, *len, *func, args, *at)?,
+            Op::VecLen(v) => {
+                let v = self.val(*v)?;
+                let n = self.vector_len(v);
+                self.b.ins().fcvt_from_uint(types::F64, n)
+            }
+            Op::VecIndexOk(v, i) => {
+                let (v, i) = (self.val(*v)?, self.val(*i)?);
+                let n = self.vector_len(v);
+                let n = self.b.ins().fcvt_from_uint(types::F64, n);
+                let below = self.b.ins().fcmp(FloatCC::LessThan, i, n);
+                let whole = self.is_whole(i, None);
+                self.b.ins().band(below, whole)
+            }
+            Op::IsCount(n) => {
+                let n = self.val(*n)?;
+                let max = self.b.ins().f64const(fir::MAX_VECTOR_LEN);
+                self.is_whole(n, Some(max))
+            }
+            Op::VecLoad(v, i, layout, slot) => {
+                let (stride, _) = self.element(*layout)?;
+                let (v, i) = (self.val(*v)?, self.val(*i)?);
+                // The index was checked: an integer below the length.
+                let i = self.b.ins().fcvt_to_uint_sat(types::I64, i);
+                let off = self.b.ins().imul_imm_s(i, 8 * stride as i64);
+                let at = self.b.ins().iadd(v, off);
+                let r = match inst.results[..] {
+                    [r] => r,
+                    _ => return Err("internal error: `vec_load` gives one result".into()),
+                };
+                let ty = cl_ty(self.f.types[r.index()]);
+                let off = (VECTOR_SLOTS_AT + 8 * *slot as usize) as i32;
+                self.b.ins().load(ty, flags, at, off)
+            }
+            Op::VecScatter {
+                base, entries, tag, ..
+            } => {
+                let (base, entries) = (self.val(*base)?, self.val(*entries)?);
+                let tag = self.b.ins().iconst(types::I64, i64::from(*tag));
+                self.call_import("rt_vec_scatter", &[base, entries, tag])?
+                    .ok_or("internal error: rt_vec_scatter result")?
+            }
+            _ => return Err("internal error: not a vector operation".into()),
+        };
+        match inst.results[..] {
+            [r] => self.set(r, result),
+            _ => Err("internal error: a vector operation gives one result".into()),
+        }
+    }
+
+    /// A loop calling `func(args..., i)` for each element `i`, storing
+    /// what it returns in the element. While it runs, a collection may
+    /// happen and the elements filled so far may point to cells younger
+    /// than the vector: the runtime is told of a vector with pointers
+    /// (`rt_vec_build_begin`, `rt_vec_build_end`), which it then traces
+    /// as if it were new.
+    fn vec_build(
+        &mut self,
+        layout: u32,
+        len: Val,
+        func: FuncId,
+        args: &[Val],
+        at: Option<StrId>,
+    ) -> Result<ClValue, String> {
+        let (stride, pointers) = self.element(layout)?;
+        let flags = MemFlagsData::trusted();
+        let len = self.val(len)?;
+        let args = self.vals(args)?;
+        // The length was checked: a whole number within bounds.
+        let n = self.b.ins().fcvt_to_uint_sat(types::I64, len);
+        let v = self.alloc_vector(layout, n)?;
+        if pointers > 0 {
+            self.call_import("rt_vec_build_begin", &[v])?;
+        }
+        let saved = match at {
+            Some(s) => Some(self.enter_site(s)?),
+            None => None,
+        };
+        let head = self.b.create_block();
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(head, types::I64);
+        self.b.append_block_param(head, types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let first = self.b.ins().iadd_imm_s(v, VECTOR_SLOTS_AT as i64);
+        self.b.ins().jump(head, &block_args(&[zero, first]));
+        self.b.switch_to_block(head);
+        let [i, addr] = self.b.block_params(head)[..] else {
+            return Err("internal error: the loop of `vec_build`".into());
+        };
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
+        self.b.ins().brif(more, body, &[], done, &[]);
+        self.b.switch_to_block(body);
+        let index = self.b.ins().fcvt_from_uint(types::F64, i);
+        let mut argv = args;
+        argv.push(index);
+        let slots = self.call_with(func, argv)?;
+        if slots.len() != stride {
+            return Err(format!(
+                "internal error: `{}` returns no element of vector #{layout}",
+                self.cg.m.func(func).name
+            ));
+        }
+        for (k, x) in slots.into_iter().enumerate() {
+            self.b.ins().store(flags, x, addr, (8 * k) as i32);
+        }
+        let next_i = self.b.ins().iadd_imm_s(i, 1);
+        let next_addr = self.b.ins().iadd_imm_s(addr, 8 * stride as i64);
+        self.b.ins().jump(head, &block_args(&[next_i, next_addr]));
+        self.b.switch_to_block(done);
+        if let Some(saved) = saved {
+            self.leave_site(saved);
+        }
+        if pointers > 0 {
+            self.call_import("rt_vec_build_end", &[v])?;
+        }
+        Ok(v)
+    }
+}

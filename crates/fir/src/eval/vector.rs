@@ -1,0 +1,187 @@
+//! The evaluation of the vector operations ([`Op::VecOf`] and the
+//! others): a vector is an object of the evaluator's heap whose fields
+//! are its slots, element after element.
+
+use super::{get, internal, Cell, Eval, R, V};
+use crate::{Op, Val};
+
+impl Eval<'_> {
+    /// The result of a vector operation.
+    pub(super) fn vector_op(&mut self, op: &Op, env: &[Option<V>]) -> R<Vec<V>> {
+        let real = |v: Val| match get(env, v)? {
+            V::F(x) => Ok(x),
+            _ => internal(format!("{v} is not a real")),
+        };
+        Ok(match op {
+            Op::VecOf(layout, n, slots) => {
+                let fields = slots.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
+                if fields.len() != *n as usize * self.stride(*layout)? {
+                    return internal(format!(
+                        "a vector #{layout} of {n} elements from {} slots",
+                        fields.len()
+                    ));
+                }
+                vec![self.new_vector(*layout, *n as usize, fields)]
+            }
+            Op::VecBuild {
+                layout,
+                len,
+                func,
+                args,
+                at,
+            } => {
+                let n = count(real(*len)?)?;
+                let stride = self.stride(*layout)?;
+                let args = args.iter().map(|v| get(env, *v)).collect::<R<Vec<V>>>()?;
+                let mut fields = Vec::with_capacity(n * stride);
+                if let Some(s) = at {
+                    self.sites.push(*s);
+                }
+                let mut built = Ok(());
+                for i in 0..n {
+                    let mut a = args.clone();
+                    a.push(V::F(i as f64));
+                    match self.call(*func, a) {
+                        Ok(slots) if slots.len() == stride => fields.extend(slots),
+                        Ok(_) => {
+                            built =
+                                internal(format!("{func} gives no element of vector #{layout}"));
+                            break;
+                        }
+                        Err(e) => {
+                            built = Err(e);
+                            break;
+                        }
+                    }
+                }
+                if at.is_some() {
+                    self.sites.pop();
+                }
+                built?;
+                vec![self.new_vector(*layout, n, fields)]
+            }
+            Op::VecLen(v) => vec![V::F(vector(env, *v, &self.heap)?.1 as f64)],
+            Op::VecIndexOk(v, i) => {
+                let n = vector(env, *v, &self.heap)?.1;
+                let i = real(*i)?;
+                vec![V::B(is_index(i, n))]
+            }
+            Op::IsCount(n) => {
+                let n = real(*n)?;
+                vec![V::B(count(n).is_ok())]
+            }
+            Op::VecLoad(v, i, layout, slot) => {
+                let stride = self.stride(*layout)?;
+                let (c, n) = vector(env, *v, &self.heap)?;
+                let i = real(*i)?;
+                if c.vector.map(|(l, _)| l) != Some(*layout) || !is_index(i, n) {
+                    return internal(format!(
+                        "a load of element {i} of a vector #{layout} from {v}"
+                    ));
+                }
+                match c.fields.get(i as usize * stride + *slot as usize) {
+                    Some(x) if (*slot as usize) < stride => vec![*x],
+                    _ => return internal(format!("a load of slot {slot} of a vector #{layout}")),
+                }
+            }
+            Op::VecScatter {
+                layout,
+                base,
+                entries,
+                tag,
+            } => {
+                let stride = self.stride(*layout)?;
+                let (c, n) = vector(env, *base, &self.heap)?;
+                let mut fields = c.fields.clone();
+                // Newest first in the list; added oldest first.
+                let mut list = Vec::new();
+                let mut at = get(env, *entries)?;
+                while let V::P(p) = at {
+                    match self.heap.get(p) {
+                        Some(e) if e.tag == *tag && e.vector.is_none() => {
+                            list.push(&e.fields);
+                            at = e.fields.first().copied().unwrap_or(V::B(false));
+                        }
+                        _ => break,
+                    }
+                }
+                for e in list.into_iter().rev() {
+                    let i = match e.get(1) {
+                        Some(V::F(i)) if is_index(*i, n) => *i as usize,
+                        _ => {
+                            return internal(format!(
+                                "an entry of a scatter into vector #{layout} out of range"
+                            ))
+                        }
+                    };
+                    if e.len() != 2 + stride {
+                        return internal(format!(
+                            "an entry of {} slots for vector #{layout}",
+                            e.len()
+                        ));
+                    }
+                    for (k, x) in e[2..].iter().enumerate() {
+                        match (&mut fields[i * stride + k], x) {
+                            (V::F(a), V::F(b)) => *a = crate::FBin::PlusAdd.scalar().apply(*a, *b),
+                            _ => {
+                                return internal(format!(
+                                    "a scatter into vector #{layout} of a slot that is not a real"
+                                ))
+                            }
+                        }
+                    }
+                }
+                vec![self.new_vector(*layout, n, fields)]
+            }
+            _ => return internal("not a vector operation"),
+        })
+    }
+
+    /// The slots per element of vectors of `layout`.
+    fn stride(&self, layout: u32) -> R<usize> {
+        match self.m.vectors.get(&layout) {
+            Some(slots) => Ok(slots.len()),
+            None => internal(format!("vector #{layout} has no layout")),
+        }
+    }
+
+    fn new_vector(&mut self, layout: u32, len: usize, fields: Vec<V>) -> V {
+        self.heap.push(Cell {
+            tag: base::cell_layout::VECTOR_TAG,
+            zero: false,
+            fields,
+            vector: Some((layout, len)),
+        });
+        V::P(self.heap.len() - 1)
+    }
+}
+
+/// The vector `v` points to, and its length.
+fn vector<'h>(env: &[Option<V>], v: Val, heap: &'h [Cell]) -> R<(&'h Cell, usize)> {
+    match get(env, v)? {
+        V::P(i) => match heap.get(i) {
+            Some(
+                c @ Cell {
+                    vector: Some((_, n)),
+                    ..
+                },
+            ) => Ok((c, *n)),
+            _ => internal(format!("{v} is not a vector")),
+        },
+        _ => internal(format!("{v} is not a pointer")),
+    }
+}
+
+/// A length a vector may have ([`crate::Op::IsCount`]), as a number.
+fn count(n: f64) -> R<usize> {
+    if n.trunc() == n && (0.0..=crate::MAX_VECTOR_LEN).contains(&n) {
+        Ok(n as usize)
+    } else {
+        internal(format!("{n} elements"))
+    }
+}
+
+/// Is `i` an index of a vector of `n` elements ([`crate::Op::VecIndexOk`])?
+fn is_index(i: f64, n: usize) -> bool {
+    i.trunc() == i && 0.0 <= i && i < n as f64
+}

@@ -1,0 +1,335 @@
+//! Vectors in the heap (`fir::Op::VecOf` and the others; the layout is
+//! `base/src/cell_layout.rs`): a header word whose first half is
+//! `VECTOR_TAG` and whose second gives the slots per element and the
+//! leading pointer slots of each, a length word, then the elements' slots.
+//!
+//! A vector is an object of the heap as a cell is, of any size: a large
+//! one gets a chunk of its own (`Heap::alloc`), which a collection that
+//! finds it dead gives back (`Heap::release_large`). The collector scans
+//! only the pointer slots of each element, and nothing of a vector of
+//! reals.
+//!
+//! The one place compiled code writes an object after it made others: a
+//! `VecBuild` fills its vector while the function it calls allocates, and
+//! may collect. The elements filled after a collection may then point to
+//! cells younger than the vector, which a minor collection, keeping the
+//! vector's mark, would not trace from it (see `gc/mod.rs`). So compiled
+//! code says when it starts and ends filling a vector with pointers; the
+//! collector traces the pointer slots of every vector being filled, and of
+//! every vector filled across a collection, at the next one.
+
+use super::*;
+use crate::cell_layout::{vector_shape, VECTOR_SLOTS_AT, VECTOR_TAG};
+
+/// The slots per element, the pointer slots per element and the length of
+/// the vector at `start`, if the object there is one.
+///
+/// # Safety
+/// `start` is an object of the heap below its chunk's `used`.
+pub(super) unsafe fn shape(start: usize) -> Option<(usize, usize, usize)> {
+    let tag = core::ptr::read_volatile(start as *const u32);
+    if tag != VECTOR_TAG {
+        return None;
+    }
+    let (stride, pointers) = vector_shape(core::ptr::read_volatile((start + 4) as *const u32));
+    let len = core::ptr::read_volatile((start + 8) as *const usize);
+    Some((stride, pointers, len))
+}
+
+/// The bytes of a vector of `len` elements of `stride` slots, if that
+/// fits below 2^48 (the heap's addresses).
+fn vector_bytes(stride: usize, len: usize) -> Option<usize> {
+    len.checked_mul(stride)?
+        .checked_mul(8)?
+        .checked_add(VECTOR_SLOTS_AT)
+        .filter(|b| *b < 1 << 48)
+}
+
+impl Heap {
+    /// Pushes, as ranges to scan, the pointer slots of the elements of
+    /// the vector at `start` (of `bytes` bytes of memory): all its slots
+    /// at once when every slot is a pointer, else each element's leading
+    /// ones. A vector of reals has none.
+    pub(super) fn push_vector_slots(&mut self, start: usize, bytes: usize) {
+        // SAFETY: the caller's object was written when it was handed out.
+        let Some((stride, pointers, len)) = (unsafe { shape(start) }) else {
+            return;
+        };
+        // A stale word may point at memory a vector held once: the bounds
+        // keep the scan inside the object's memory.
+        let pointers = pointers.min(stride);
+        let len = len.min(bytes.saturating_sub(VECTOR_SLOTS_AT) / (8 * stride.max(1)));
+        let first = start + VECTOR_SLOTS_AT;
+        if pointers == 0 || len == 0 {
+            return;
+        }
+        if pointers == stride {
+            self.push(first);
+            self.push(first + 8 * stride * len);
+        } else {
+            for i in 0..len {
+                let at = first + 8 * stride * i;
+                self.push(at);
+                self.push(at + 8 * pointers);
+            }
+        }
+    }
+
+    /// Marks from the pointer slots of the vectors being filled, and of
+    /// those filled across the last collection (see the module doc).
+    pub(super) fn scan_filled_vectors(&mut self) {
+        // `building` holds pairs: a vector, and the collections before it.
+        let building = self.building_len / 2;
+        for k in 0..building + self.filled_len {
+            // SAFETY: `k` is below the lengths of the two arrays.
+            let v = unsafe {
+                if k < building {
+                    *self.building.add(2 * k)
+                } else {
+                    *self.filled.add(k - building)
+                }
+            };
+            let Some(i) = self.find(v) else { continue };
+            let cell = self.chunk(i).cell;
+            self.push_vector_slots(v, cell);
+            self.scan(0, 0);
+        }
+        self.filled_len = 0;
+    }
+
+    /// Gives back the memory of the chunk of one object (a large cell or
+    /// vector) that the collection found dead: such a chunk is never
+    /// reused otherwise. Its index (and bitmap) go to the next chunk made
+    /// (`Heap::add_chunk`).
+    pub(super) fn release_large(&mut self, i: usize) {
+        let c = *self.chunk(i);
+        self.own_granules(i, 0);
+        // SAFETY: the chunk's memory was mapped whole granules at a time
+        // (`add_chunk`), and nothing points into it: no mark reached it.
+        unsafe {
+            munmap(
+                c.start as *mut u8,
+                (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
+            );
+        }
+        self.heap_bytes -= c.end - c.start;
+        // Empty: no cells, no memory (`is_released`).
+        let c = self.chunk_mut(i);
+        c.end = c.start;
+        c.used = c.start;
+        c.limit = c.start;
+        c.next = c.start;
+        c.stop = c.start;
+        push_word(
+            (&mut self.dead, &mut self.dead_len, &mut self.dead_cap),
+            16,
+            i,
+        );
+    }
+}
+
+impl Chunk {
+    /// Was its memory given back (`Heap::release_large`)?
+    pub(super) fn is_released(&self) -> bool {
+        self.limit == self.start
+    }
+}
+
+/// A new vector of `len` elements: the header's second half is `shape`
+/// (`cell_layout::vector_header`). The length and header are written; the
+/// slots are zeroed when some are pointers, which the collector may scan
+/// before compiled code fills them.
+#[no_mangle]
+pub extern "C" fn rt_alloc_vector(shape: u64, len: u64) -> *mut u8 {
+    let (stride, pointers) = vector_shape(shape as u32);
+    let Some(bytes) = usize::try_from(len)
+        .ok()
+        .and_then(|n| vector_bytes(stride, n))
+    else {
+        out_of_memory()
+    };
+    let p = rt_alloc(bytes);
+    // SAFETY: `p` is a fresh object of `bytes` bytes, 8-byte aligned.
+    unsafe {
+        (p as *mut u32).write(VECTOR_TAG);
+        (p.add(4) as *mut u32).write(shape as u32);
+        (p.add(8) as *mut u64).write(len);
+        if pointers > 0 {
+            core::ptr::write_bytes(p.add(VECTOR_SLOTS_AT), 0, bytes - VECTOR_SLOTS_AT);
+        }
+    }
+    p
+}
+
+/// Compiled code starts filling the vector `v` (with pointer slots) by
+/// calls that may collect.
+#[no_mangle]
+pub extern "C" fn rt_vec_build_begin(v: usize) {
+    let h = HEAP.get();
+    let collections = h.collections;
+    for w in [v, collections] {
+        push_word(
+            (&mut h.building, &mut h.building_len, &mut h.building_cap),
+            32,
+            w,
+        );
+    }
+}
+
+/// Compiled code has filled the vector `v` (the last one begun): if a
+/// collection ran meanwhile, the next one traces it again.
+#[no_mangle]
+pub extern "C" fn rt_vec_build_end(v: usize) {
+    let h = HEAP.get();
+    if h.building_len < 2 {
+        fail(&[b"error: internal error: a vector filled but never begun"]);
+    }
+    h.building_len -= 2;
+    // SAFETY: the slot was filled by `rt_vec_build_begin`.
+    let before = unsafe { *h.building.add(h.building_len + 1) };
+    if before != h.collections {
+        push_word((&mut h.filled, &mut h.filled_len, &mut h.filled_cap), 16, v);
+    }
+}
+
+/// A copy of the vector `base` (all of whose slots are reals) with the
+/// entries of the list `entries` added, oldest first: cells of member
+/// `tag`, each (next, index, a value per slot), newest first, the list
+/// ending at the first object of another tag or a null pointer (see
+/// `fir::Op::VecScatter`).
+#[no_mangle]
+pub extern "C" fn rt_vec_scatter(base: usize, entries: usize, tag: u64) -> *mut u8 {
+    // SAFETY: `base` is a vector, as the FIR's verifier and lowering make
+    // sure, whose header and length were written when it was made.
+    let (stride, pointers, len) = match unsafe { shape(base) } {
+        Some(s) => s,
+        None => fail(&[b"error: internal error: a scatter into something not a vector"]),
+    };
+    if pointers != 0 {
+        fail(&[b"error: internal error: a scatter into a vector of pointers"]);
+    }
+    let shape = crate::cell_layout::vector_header(stride, pointers);
+    let v = rt_alloc_vector(u64::from(shape), len as u64) as usize;
+    let bytes = 8 * stride * len;
+    // SAFETY: both vectors have `len` elements of `stride` slots.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            (base + VECTOR_SLOTS_AT) as *const u8,
+            (v + VECTOR_SLOTS_AT) as *mut u8,
+            bytes,
+        );
+    }
+    // The list, newest first, into a scratch array to add it oldest first.
+    let h = HEAP.get();
+    let mark = h.scratch_len;
+    let mut e = entries;
+    // SAFETY: `e` is null or a cell (of the list, or the object that
+    // ends it), whose tag is read first; a cell of the list holds the next
+    // one in its first slot.
+    while e != 0 && unsafe { *(e as *const u32) } == tag as u32 {
+        push_word(
+            (&mut h.scratch, &mut h.scratch_len, &mut h.scratch_cap),
+            64,
+            e,
+        );
+        e = unsafe { *((e + 8) as *const usize) };
+    }
+    while h.scratch_len > mark {
+        h.scratch_len -= 1;
+        // SAFETY: filled above; an entry cell has an index and `stride`
+        // values after its `next` slot.
+        unsafe {
+            let e = *h.scratch.add(h.scratch_len);
+            let i = *((e + 16) as *const f64);
+            if !(i >= 0.0 && i < len as f64 && i == (i as usize) as f64) {
+                fail(&[b"error: internal error: a scatter entry out of range"]);
+            }
+            let at = (v + VECTOR_SLOTS_AT + 8 * stride * i as usize) as *mut f64;
+            for k in 0..stride {
+                *at.add(k) += *((e + 24 + 8 * k) as *const f64);
+            }
+        }
+    }
+    v as *mut u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell_layout::vector_header;
+
+    /// A vector of `len` elements of `stride` slots, `pointers` of them
+    /// pointers, made in `h` as `rt_alloc_vector` makes one.
+    fn vector(h: &mut Heap, stride: usize, pointers: usize, len: usize) -> usize {
+        let p = h.alloc(vector_bytes(stride, len).unwrap()) as usize;
+        // SAFETY: a fresh object of that many bytes.
+        unsafe {
+            (p as *mut u32).write(VECTOR_TAG);
+            ((p + 4) as *mut u32).write(vector_header(stride, pointers));
+            ((p + 8) as *mut usize).write(len);
+        }
+        p
+    }
+
+    /// The ranges on the mark stack, taken off it.
+    fn pushed(h: &mut Heap) -> std::vec::Vec<(usize, usize)> {
+        let mut out = std::vec::Vec::new();
+        for k in (0..h.stack_len).step_by(2) {
+            // SAFETY: both words of each pair were pushed.
+            unsafe { out.push((*h.stack.add(k), *h.stack.add(k + 1))) };
+        }
+        h.stack_len = 0;
+        out
+    }
+
+    #[test]
+    fn only_the_pointer_slots_of_the_elements_are_scanned() {
+        let mut h = Heap::EMPTY;
+        let reals = vector(&mut h, 2, 0, 10);
+        h.push_vector_slots(reals, 16 + 160);
+        assert_eq!(pushed(&mut h), []);
+        // (ptr, f64, f64) elements: the first slot of each.
+        let mixed = vector(&mut h, 3, 1, 4);
+        h.push_vector_slots(mixed, 16 + 96);
+        let first = mixed + 16;
+        let want: std::vec::Vec<_> = (0..4)
+            .map(|i| (first + 24 * i, first + 24 * i + 8))
+            .collect();
+        assert_eq!(pushed(&mut h), want);
+        // All pointers: one range. A length beyond the object's memory
+        // (a stale header) is cut to it.
+        let ptrs = vector(&mut h, 2, 2, 5);
+        h.push_vector_slots(ptrs, 16 + 80);
+        assert_eq!(pushed(&mut h), [(ptrs + 16, ptrs + 96)]);
+        h.push_vector_slots(ptrs, 16 + 32);
+        assert_eq!(pushed(&mut h), [(ptrs + 16, ptrs + 48)]);
+    }
+
+    #[test]
+    fn a_large_vector_lives_by_an_interior_pointer_and_its_chunk_goes_when_dead() {
+        // A collection forgets the memo tables.
+        let _globals = crate::TEST_GLOBALS.lock();
+        let mut h = Heap::EMPTY;
+        // 10 MB of reals: a chunk of its own.
+        let n = (10 << 20) / 8;
+        let inner = core::hint::black_box(vector(&mut h, 1, 0, n) + (5 << 20));
+        let i = h.find(inner).unwrap();
+        assert_eq!(h.chunk(i).end - h.chunk(i).start, 16 + 8 * n);
+        // Only a pointer into its middle is on the stack scanned.
+        let roots = [inner];
+        h.stack_top = roots.as_ptr() as usize + 8;
+        h.full_next = true;
+        h.collect();
+        assert_eq!(h.find(inner), Some(i));
+        let bytes = h.heap_bytes;
+        // No root: a full collection gives the chunk back.
+        h.stack_top = 0;
+        h.full_next = true;
+        h.collect();
+        assert_eq!(h.find(inner), None);
+        assert_eq!(h.heap_bytes, bytes - (16 + 8 * n));
+        // The next large object takes its index.
+        let again = vector(&mut h, 1, 0, n);
+        assert_eq!(h.find(again), Some(i));
+    }
+}
