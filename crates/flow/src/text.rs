@@ -86,6 +86,13 @@ impl<'a> printer::Sink<Held<'a>> for Dump<'_> {
                 printer::write(at(*t), self);
                 self.text.push(')');
             }
+            Av::Vector(e, n) => {
+                self.text.push_str("#(");
+                printer::write(at(*e), self);
+                self.text.push_str(" ...");
+                printer::write(at(*n), self);
+                self.text.push(')');
+            }
             Av::Pair(..) | Av::Nil => {}
             Av::Leaf(l, _) => match *l {},
         }
@@ -116,12 +123,24 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
             Av::Real(Some(x)) => Node::Real(f64::from_bits(*x)),
             Av::Bool(Some(b)) => Node::Bool(*b),
             Av::Nil => Node::Nil,
+            // A vector whose every element is known (the same value) is
+            // written out; any other is opaque (its elements are joined).
+            Av::Vector(e, n) => match (self.dom.is_known(*e), self.dom.get(*n)) {
+                (true, Av::Real(Some(n))) if f64::from_bits(*n) <= MAX_SHOWN as f64 => {
+                    Node::Vector(vec![at(*e); f64::from_bits(*n) as usize])
+                }
+                _ => Node::Opaque,
+            },
             Av::Real(None) | Av::Bool(None) | Av::Leaf(..) | Av::Bottom | Av::Union(_) => {
                 Node::Opaque
             }
         }
     }
 }
+
+/// The longest vector of known elements written out in messages (the
+/// interpreter shortens longer text anyway).
+const MAX_SHOWN: usize = 64;
 
 /// Writes the unknown parts of a value in a message; `leaves` is set
 /// when one of them is a leaf ([`Leaf::write_message`]).
@@ -182,6 +201,12 @@ pub(crate) fn site_text(prog: &Program, site: &crate::Site) -> String {
         Site::If(v, c) => format!("the conditional {} ({})", ir::print::var(prog, *v), ctx(*c)),
         Site::Switch(v, c) => format!("the split {} ({})", ir::print::var(prog, *v), ctx(*c)),
         Site::Result(c) => format!("a result ({})", ctx(*c)),
+        Site::Literal(k) => format!("the vectors of constant {k}"),
+        Site::Elements(v, c) => format!(
+            "the elements of the vector {} ({})",
+            ir::print::var(prog, *v),
+            ctx(*c)
+        ),
         Site::Arg(l) => format!("the arguments of {l}"),
         Site::Env(l, i) => format!("environment slot {i} of {l}"),
         Site::Part(u, _) => format!("parts of U{}", u.index()),

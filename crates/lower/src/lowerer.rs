@@ -37,6 +37,8 @@ pub fn layout<L: flow::Leaf>(dom: &flow::Domain<L>, av: AvId, out: &mut Vec<Ty>)
         Av::Real(None) | Av::Leaf(_, LeafKind::Real) => out.push(Ty::F64),
         Av::Bool(None) | Av::Leaf(_, LeafKind::Bool) => out.push(Ty::Bool),
         Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => out.push(Ty::Ptr),
+        // A vector is a pointer to its elements (a known one is nothing).
+        Av::Vector(..) | Av::Leaf(_, LeafKind::Vector(..)) => out.push(Ty::Ptr),
         Av::Pair(a, b) | Av::Bundle(a, b) => {
             layout(dom, *a, out);
             layout(dom, *b, out);

@@ -160,6 +160,7 @@ fn result_layout(dom: &flow::Domain, av: AvId) -> Result<(Vec<Leaf>, String), St
             Av::Bottom => Err("nothing: the call never returns".into()),
             Av::Prim(_) | Av::Closure(..) => Err("a procedure".into()),
             Av::Wrap(..) | Av::Bundle(..) => Err("a value tagged by differentiation".into()),
+            Av::Vector(..) => Err("a vector".into()),
             Av::Leaf(l, _) => match *l {},
         }
     }
