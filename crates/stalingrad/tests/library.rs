@@ -306,7 +306,7 @@ fn a_result_of_no_fixed_shape_is_a_build_error_naming_the_export() {
         ("missing real", "has no top-level definition"),
         (
             "twice integer",
-            "a shape is neither `real` nor a list of shapes",
+            "a shape is neither `real`, `(vector SHAPE)` nor a list of shapes",
         ),
     ] {
         let out = build_lib(&src, &dir.join("libcount.so"), &[spec]);
