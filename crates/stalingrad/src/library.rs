@@ -304,15 +304,34 @@ fn compile_as(
         .into_iter()
         .filter(|f| syntax::expand::defined_name(f).is_some())
         .collect();
-    if !kept
+    let Some(definition) = kept
         .iter()
-        .any(|f| syntax::expand::defined_name(f).as_deref() == Some(spec.name.as_str()))
-    {
+        .find(|f| syntax::expand::defined_name(f).as_deref() == Some(spec.name.as_str()))
+    else {
         return Err(Failure::Message(format!(
             "error: export `{}`: {} has no top-level definition of that name",
             spec.name,
             file.display()
         )));
+    };
+    if let Some(params) = parameters(definition) {
+        if params.len() != spec.args.len() {
+            let example: Vec<&str> = params.iter().map(|_| "real").collect();
+            let message = format!(
+                "export `{}` takes {} ({}), but {} shape{} given: give one shape per argument, as in --export \"{} {}\"",
+                spec.name,
+                match params.len() {
+                    1 => "1 argument".to_string(),
+                    n => format!("{n} arguments"),
+                },
+                params.join(" "),
+                spec.args.len(),
+                if spec.args.len() == 1 { " is" } else { "s are" },
+                spec.name,
+                example.join(" ")
+            );
+            return Err(render(&Diagnostic::at(definition.span, message), &session));
+        }
     }
     let (read_call, doc_call, n_args) = call_texts(spec);
     let main = if dynamic {
@@ -382,6 +401,24 @@ fn compile_as(
         result_text,
         dynamic,
     })
+}
+
+/// The parameters of `(define (NAME p ...) body)`, as written; `None` for
+/// any other definition (a value, a curried head), whose arguments the
+/// analysis finds.
+fn parameters(definition: &syntax::sexp::Sexp) -> Option<Vec<String>> {
+    let form = definition.list()?;
+    let head = form.get(1)?.list()?;
+    head.first()?.symbol()?;
+    Some(
+        head[1..]
+            .iter()
+            .map(|p| match p.symbol() {
+                Some(s) => s.to_string(),
+                None => "...".to_string(),
+            })
+            .collect(),
+    )
 }
 
 /// The abstract value of the result: the value the program's last

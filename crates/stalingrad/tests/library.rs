@@ -305,6 +305,10 @@ fn a_result_of_no_fixed_shape_is_a_build_error_naming_the_export() {
     for (spec, says) in [
         ("missing real", "has no top-level definition"),
         (
+            "twice",
+            "count.vlad:2:1: error: export `twice` takes 1 argument (x), but 0 shapes are given: give one shape per argument, as in --export \"twice real\"",
+        ),
+        (
             "twice integer",
             "a shape is neither `real`, `(vector SHAPE)` nor a list of shapes",
         ),
