@@ -124,6 +124,12 @@ impl<M: Mode> Ops<M> {
         v
     }
 
+    /// The abstract value of a datum inside constant `k`: its vectors'
+    /// elements joined as in the constant's value.
+    pub fn datum_value(&mut self, d: &ConstDatum, k: ConstId) -> AvId {
+        self.datum(d, k)
+    }
+
     fn datum(&mut self, d: &ConstDatum, k: ConstId) -> AvId {
         match d {
             ConstDatum::Real(r) => self.dom.real(*r),
@@ -135,8 +141,6 @@ impl<M: Mode> Ops<M> {
                 self.dom.pair(a, b)
             }
             ConstDatum::Vector(items) => {
-                self.vector_met
-                    .get_or_insert_with(|| "a vector literal".into());
                 let mut e = self.dom.bottom();
                 for x in items {
                     let x = self.datum(x, k);

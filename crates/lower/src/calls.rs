@@ -132,6 +132,10 @@ impl Lowerer<'_> {
                 }
             }
             Plan::Prim(p) => self.lower_prim(fb, b, info, p, arg),
+            Plan::Build(elem) => match self.lower_build(fb, b, info, &elem, arg) {
+                Ok(av) => Flow::Value(av),
+                Err(t) => Flow::Done(t),
+            },
             _ => Flow::Done(Term::Error(
                 self.string("error: internal error: application"),
             )),

@@ -43,6 +43,7 @@ mod sharing;
 mod switch;
 mod symbolic;
 mod union_fns;
+mod vectors;
 
 pub use lowerer::layout;
 
