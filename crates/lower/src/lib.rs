@@ -73,6 +73,7 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         strings: HashMap::new(),
         printers: HashMap::new(),
         union_fns: HashMap::new(),
+        vector_fns: HashMap::new(),
         sharing: sharing::Sharing::default(),
         map,
     };

@@ -95,6 +95,9 @@ pub(crate) struct Lowerer<'m> {
     pub(crate) printers: HashMap<(UnionId, bool), FuncId>,
     /// `zero` and `plus` functions of unions.
     pub(crate) union_fns: HashMap<UnionFn, FuncId>,
+    /// The element functions of vectors that depend only on the elements'
+    /// values (zero, plus, conversion, printing), by what and of what.
+    pub(crate) vector_fns: HashMap<(&'static str, Vec<AvId>), FuncId>,
     /// Representation classes and memo tables of the maps of unions.
     pub(crate) sharing: sharing::Sharing,
     pub(crate) map: &'m SourceMap,

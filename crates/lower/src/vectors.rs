@@ -126,6 +126,22 @@ impl Lowerer<'_> {
         id
     }
 
+    /// [`Self::elem_fn`], made once per `key`.
+    fn shared_elem_fn(
+        &mut self,
+        key: (&'static str, Vec<AvId>),
+        params: Vec<Ty>,
+        e: AvId,
+        body: &mut ElemBody<'_>,
+    ) -> FuncId {
+        if let Some(f) = self.vector_fns.get(&key) {
+            return *f;
+        }
+        let f = self.elem_fn(&format!("vector_{}", key.0), params, e, body);
+        self.vector_fns.insert(key, f);
+        f
+    }
+
     /// A new vector of element `e` and length `len` (checked), element
     /// `i` being `f(args..., i)`.
     pub(crate) fn build(
@@ -183,8 +199,8 @@ impl Lowerer<'_> {
             out.push(p);
             return;
         }
-        let f = self.elem_fn(
-            "vector_convert",
+        let f = self.shared_elem_fn(
+            ("convert", vec![se, te]),
             vec![Ty::Ptr],
             te,
             &mut |this, fb, ps, i| Ok(this.load_elem(fb, ps[0], i, se)),
@@ -256,10 +272,15 @@ impl Lowerer<'_> {
         if self.ops.dom.is_known(z) {
             return Some(z);
         }
-        let f = self.elem_fn("vector_zero", vec![Ty::Ptr], ze, &mut |this, fb, ps, i| {
-            let x = this.load_elem(fb, ps[0], i, e);
-            Ok(this.zero(fb, x))
-        });
+        let f = self.shared_elem_fn(
+            ("zero", vec![e]),
+            vec![Ty::Ptr],
+            ze,
+            &mut |this, fb, ps, i| {
+                let x = this.load_elem(fb, ps[0], i, e);
+                Ok(this.zero(fb, x))
+            },
+        );
         let len = self.vector_len(fb, p, n);
         Some(self.build(fb, ze, n, len, f, vec![p]))
     }
@@ -283,8 +304,8 @@ impl Lowerer<'_> {
             let err = self.plus_mismatch(a, b);
             self.guard(fb, ok, &err);
         }
-        let f = self.elem_fn(
-            "vector_plus",
+        let f = self.shared_elem_fn(
+            ("plus", vec![ea, eb]),
             vec![Ty::Ptr, Ty::Ptr],
             pe,
             &mut |this, fb, ps, i| {
@@ -399,8 +420,8 @@ impl Lowerer<'_> {
             };
             self.print_str(fb, "#(");
             let nil = self.ops.dom.nil();
-            let f = self.elem_fn(
-                "print_vector",
+            let f = self.shared_elem_fn(
+                ("print_forward", vec![e, te]),
                 vec![Ty::Ptr, Ty::Ptr],
                 nil,
                 &mut |this, fb, ps, i| {
@@ -427,10 +448,14 @@ impl Lowerer<'_> {
         let Some((p, e, n)) = self.vector_ptr(fb, v) else {
             return;
         };
+        let mut shown = e;
+        for t in tags.iter().rev() {
+            shown = self.ops.dom.wrap(*t, shown);
+        }
         self.print_str(fb, "#(");
         let nil = self.ops.dom.nil();
-        let f = self.elem_fn(
-            "print_vector",
+        let f = self.shared_elem_fn(
+            ("print", vec![shown]),
             vec![Ty::Ptr],
             nil,
             &mut |this, fb, ps, i| {
@@ -672,15 +697,16 @@ impl Lowerer<'_> {
                     return Err(internal(self));
                 };
                 let len = self.vector_len(fb, pv, n);
-                let mut params = vec![Ty::F64];
+                // Element j is `s` at i, else the zero of v's element j
+                // (made from it: a vector's zero has its length).
+                let mut params = vec![Ty::Ptr, Ty::F64];
                 params.extend(layout_of(&self.ops.dom, s));
-                let mut args = vec![iv];
+                let mut args = vec![pv, iv];
                 self.coerce_same(fb, s, &mut args);
-                let ze = self.ops.zero(e);
                 let func = self.elem_fn("vector_one_hot", params, re, &mut |this, fb, ps, j| {
-                    let mut it = ps[1..].iter().copied();
+                    let mut it = ps[2..].iter().copied();
                     let sv = this.resymbolize(fb, s, &mut it);
-                    let at = fb.emit1(Op::FCmp(Cmp::Eq, j, ps[0]), Ty::Bool);
+                    let at = fb.emit1(Op::FCmp(Cmp::Eq, j, ps[1]), Ty::Bool);
                     let (_, types) = this.vec_layout(re);
                     let tys = cell_layout(&types);
                     fb.blocks.push(Vec::new());
@@ -690,7 +716,9 @@ impl Lowerer<'_> {
                         term: Term::Yield(yes),
                     };
                     fb.blocks.push(Vec::new());
-                    let no = this.elem_slots(fb, ze, re);
+                    let x = this.load_elem(fb, ps[0], j, e);
+                    let z = this.zero(fb, x);
+                    let no = this.elem_slots(fb, z, re);
                     let else_ = Block {
                         insts: fb.blocks.pop().unwrap_or_default(),
                         term: Term::Yield(no),
