@@ -52,8 +52,9 @@ pub struct Ops<M: Mode = Analysing> {
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
     pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
-    /// The first vector operation the analysis met: vectors run in
-    /// `stalingrad run` but are not compiled yet, so the analysis stops.
+    /// The first vector operation the analysis met that lowering does
+    /// not compile yet (`list->vector` of a list of run-time length): the
+    /// analysis then stops (`stalingrad run` runs the program).
     pub(crate) vector_met: Option<String>,
     /// What the operations do where the analysis and lowering differ,
     /// and that one's own state.

@@ -110,6 +110,11 @@ impl Lowerer<'_> {
         };
         let ps: Vec<Val> = (0..params.len()).map(Val::new).collect();
         let term = match body(self, &mut fb, &ps, Val::new(params.len())) {
+            // An element of no value is never made (its vector is empty,
+            // or making it never returns).
+            Ok(x) if x == self.ops.dom.bottom() => {
+                Term::Error(self.string("error: internal error: an element of no value"))
+            }
             Ok(x) => Term::Return(self.elem_slots(&mut fb, x, e)),
             Err(t) => t,
         };
@@ -197,6 +202,12 @@ impl Lowerer<'_> {
         };
         if se == te {
             out.push(p);
+            return;
+        }
+        // Elements of no value: the vector is empty.
+        if se == self.ops.dom.bottom() {
+            let (layout, _) = self.vec_layout(te);
+            out.push(fb.emit1(Op::VecOf(layout, 0, vec![]), Ty::Ptr));
             return;
         }
         let f = self.shared_elem_fn(
@@ -301,7 +312,8 @@ impl Lowerer<'_> {
         if na != nb || self.ops.dom.known_real(na).is_none() {
             let lb = self.vector_len(fb, pb, nb);
             let ok = fb.emit1(Op::FCmp(Cmp::Eq, la, lb), Ty::Bool);
-            let err = self.plus_mismatch(a, b);
+            let msg = ir::message::plus_mismatch(&self.ops.describe(a), &self.ops.describe(b));
+            let err = self.error_term(fb.site, &msg);
             self.guard(fb, ok, &err);
         }
         let f = self.shared_elem_fn(
