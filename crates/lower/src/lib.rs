@@ -31,9 +31,9 @@
 //! `switch` (union switches), `union_fns` (the functions of the maps of
 //! unions), `sharing` (what keeps those maps from walking what they need
 //! not), `identity_maps` (tag maps that only copy cells become the
-//! identity), `vectors` (vectors: literals, the primitives, and the
-//! functions over their elements: building, zero, plus, conversion,
-//! printing) and `print` (printing).
+//! identity), `vectors` (vectors: literals and the functions over their
+//! elements: zero, plus, conversion, printing), `vector_prims` (the
+//! vector primitives and `build-vector`) and `print` (printing).
 //!
 //! Dependencies: `base`, `ir`, `flow` and `fir`, not the front end:
 //! positions and errors are `base::diag`'s, reals print with `base::number`.
@@ -48,6 +48,7 @@ mod sharing;
 mod switch;
 mod symbolic;
 mod union_fns;
+mod vector_prims;
 mod vectors;
 
 pub use lowerer::layout;
