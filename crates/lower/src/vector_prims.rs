@@ -92,20 +92,9 @@ impl Lowerer<'_> {
                 let Some((code, nv)) = pair(arg) else {
                     return Err(internal(self));
                 };
-                let who = self
-                    .ops
-                    .dom
-                    .known_real(code)
-                    .and_then(message::vector_procedure)
-                    .unwrap_or("?");
-                if self.ops.dom.known_real(nv).is_none() {
-                    let Some(len) = self.real(fb, nv) else {
-                        return Err(internal(self));
-                    };
-                    let ok = fb.emit1(Op::IsCount(len), Ty::Bool);
-                    let msg = message::bad_length(who, &self.real_text(fb, nv));
-                    let err = self.error_term(b.span, &msg);
-                    self.guard(fb, ok, &err);
+                let who = self.who(code);
+                if self.check_count(fb, b, who, nv).is_none() {
+                    return Err(internal(self));
                 }
                 Ok(nv)
             }
@@ -113,12 +102,7 @@ impl Lowerer<'_> {
                 let Some((code, mut l)) = pair(arg) else {
                     return Err(internal(self));
                 };
-                let who = self
-                    .ops
-                    .dom
-                    .known_real(code)
-                    .and_then(message::vector_procedure)
-                    .unwrap_or("?");
+                let who = self.who(code);
                 let mut first: Option<AvId> = None;
                 while let Av::Pair(v, rest) = self.ops.dom.get(l).clone() {
                     l = rest;
@@ -160,12 +144,7 @@ impl Lowerer<'_> {
                 let Some((code, v, s, e)) = parts else {
                     return Err(internal(self));
                 };
-                let who = self
-                    .ops
-                    .dom
-                    .known_real(code)
-                    .and_then(message::vector_procedure)
-                    .unwrap_or("?");
+                let who = self.who(code);
                 let Some((pv, _, n)) = self.vector_ptr(fb, v) else {
                     return Err(internal(self));
                 };
@@ -258,6 +237,28 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The procedure a vector check's code names.
+    fn who(&self, code: AvId) -> &'static str {
+        self.ops
+            .dom
+            .known_real(code)
+            .and_then(message::vector_procedure)
+            .unwrap_or("?")
+    }
+
+    /// The length `n` as an `F64`, checked at run time (when the analysis
+    /// does not know it) to be a count, as `who` requires.
+    fn check_count(&mut self, fb: &mut Fb, b: &ir::Binding, who: &str, n: AvId) -> Option<Val> {
+        let len = self.real(fb, n)?;
+        if self.ops.dom.known_real(n).is_none() {
+            let ok = fb.emit1(Op::IsCount(len), Ty::Bool);
+            let msg = message::bad_length(who, &self.real_text(fb, n));
+            let err = self.error_term(b.span, &msg);
+            self.guard(fb, ok, &err);
+        }
+        Some(len)
+    }
+
     /// `(build-vector n f)`: a function per element calling `f`'s
     /// application (`elem`, as the analysis planned it) on the index.
     pub(crate) fn lower_build(
@@ -278,17 +279,11 @@ impl Lowerer<'_> {
                 self.string("error: internal error: build-vector"),
             ));
         };
-        let Some(len) = self.real(fb, nv) else {
+        let Some(len) = self.check_count(fb, b, ir::Prim::BuildVector.name(), nv) else {
             return Err(Term::Error(
                 self.string("error: internal error: build-vector"),
             ));
         };
-        if self.ops.dom.known_real(nv).is_none() {
-            let ok = fb.emit1(Op::IsCount(len), Ty::Bool);
-            let msg = message::bad_length(ir::Prim::BuildVector.name(), &self.real_text(fb, nv));
-            let err = self.error_term(b.span, &msg);
-            self.guard(fb, ok, &err);
-        }
         if self.ops.dom.known_real(nv) == Some(0.0) {
             return Ok(info.av);
         }
