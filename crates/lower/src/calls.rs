@@ -27,6 +27,7 @@ impl Lowerer<'_> {
                 self.check_datum(fb, a, x, err);
                 self.check_datum(fb, b, y, err);
             }
+            (Av::Leaf(..), ir::ConstDatum::Vector(ds)) => self.check_vector_datum(fb, x, ds, err),
             _ => {}
         }
     }

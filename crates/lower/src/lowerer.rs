@@ -425,6 +425,7 @@ impl Lowerer<'_> {
                 pat,
             } => {
                 if info.plan == Plan::Check {
+                    self.show_vectors(fb, v(var));
                     let msg = self.ops.pattern_message(*pat, v(var));
                     let err = self.error_term_at(b.span, &msg, *pat);
                     let mut x = v(var);

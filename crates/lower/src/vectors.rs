@@ -417,6 +417,31 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Emits a run-time check that symbolic vector `v` has the elements
+    /// `ds` (its length first, then each element).
+    pub(crate) fn check_vector_datum(
+        &mut self,
+        fb: &mut Fb,
+        v: AvId,
+        ds: &[ir::ConstDatum],
+        err: &Term,
+    ) {
+        let Some((p, e, n)) = self.vector_ptr(fb, v) else {
+            return;
+        };
+        if self.ops.dom.known_real(n).is_none() {
+            let len = fb.emit1(Op::VecLen(p), Ty::F64);
+            let want = fb.emit1(Op::F64Const(ds.len() as f64), Ty::F64);
+            let ok = fb.emit1(Op::FCmp(Cmp::Eq, len, want), Ty::Bool);
+            self.guard(fb, ok, err);
+        }
+        for (i, d) in ds.iter().enumerate() {
+            let iv = fb.emit1(Op::F64Const(i as f64), Ty::F64);
+            let x = self.load_elem(fb, p, iv, e);
+            self.check_datum(fb, x, d, err);
+        }
+    }
+
     /// Prints a vector: `#(`, its elements separated by spaces, `)`.
     pub(crate) fn print_vector(&mut self, fb: &mut Fb, v: AvId) {
         // A forward vector prints as the vector of its elements' forward
