@@ -52,8 +52,9 @@ pub struct Ops<M: Mode = Analysing> {
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
     pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
-    /// The first vector operation the analysis met: vectors run in
-    /// `stalingrad run` but are not compiled yet, so the analysis stops.
+    /// The first vector operation the analysis met that lowering does
+    /// not compile yet (`list->vector` of a list of run-time length): the
+    /// analysis then stops (`stalingrad run` runs the program).
     pub(crate) vector_met: Option<String>,
     /// What the operations do where the analysis and lowering differ,
     /// and that one's own state.
@@ -124,6 +125,12 @@ impl<M: Mode> Ops<M> {
         v
     }
 
+    /// The abstract value of a datum inside constant `k`: its vectors'
+    /// elements joined as in the constant's value.
+    pub fn datum_value(&mut self, d: &ConstDatum, k: ConstId) -> AvId {
+        self.datum(d, k)
+    }
+
     fn datum(&mut self, d: &ConstDatum, k: ConstId) -> AvId {
         match d {
             ConstDatum::Real(r) => self.dom.real(*r),
@@ -135,8 +142,6 @@ impl<M: Mode> Ops<M> {
                 self.dom.pair(a, b)
             }
             ConstDatum::Vector(items) => {
-                self.vector_met
-                    .get_or_insert_with(|| "a vector literal".into());
                 let mut e = self.dom.bottom();
                 for x in items {
                     let x = self.datum(x, k);

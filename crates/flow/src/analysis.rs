@@ -832,7 +832,6 @@ impl Analyzer {
             });
         }
         let p = Prim::BuildVector;
-        self.ops.vector_met.get_or_insert_with(|| format!("`{p}`"));
         let Av::Pair(n, f) = self.ops.dom.get(arg).clone() else {
             return Ok(error(p.expects(
                 ir::Expects::LengthAndProcedure,

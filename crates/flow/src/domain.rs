@@ -247,6 +247,9 @@ pub struct Domain<L = NoLeaf> {
     /// the walk covered as trees (STALIN∇'s probabilistic-prolog-R: half
     /// of its build).
     erased: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
+    /// The elements of vectors of a mode's leaves as that mode has read
+    /// them, to show in an error message ([`Self::show_items`]).
+    shown: HashMap<AvId, Vec<AvId>>,
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
     site_ids: HashMap<Site, u32>,
@@ -280,6 +283,7 @@ impl Domain {
             known: Vec::new(),
             unions_inside: Vec::new(),
             erased: HashMap::default(),
+            shown: HashMap::new(),
             unions: Vec::new(),
             sites: HashMap::new(),
             site_ids: HashMap::new(),
@@ -305,6 +309,7 @@ impl Domain {
             known: self.known,
             unions_inside: self.unions_inside,
             erased: self.erased,
+            shown: HashMap::new(),
             unions: self.unions,
             sites: self.sites,
             site_ids: self.site_ids,
@@ -395,6 +400,17 @@ impl<L: Leaf> Domain<L> {
     }
     pub fn closure(&mut self, l: LambdaId, env: Vec<AvId>) -> AvId {
         self.intern(Av::Closure(l, env.into_boxed_slice()))
+    }
+
+    /// Records the elements of vector leaf `v`, read by the mode, so that
+    /// an error message shows them ([`crate::text::value_text`]).
+    pub fn show_items(&mut self, v: AvId, items: Vec<AvId>) {
+        self.shown.insert(v, items);
+    }
+
+    /// The elements recorded for vector leaf `v`.
+    pub fn shown_items(&self, v: AvId) -> Option<&[AvId]> {
+        self.shown.get(&v).map(|x| x.as_slice())
     }
 
     /// The value of a known real.

@@ -117,6 +117,14 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
         let at = |v| Shape { dom: self.dom, v };
         match self.dom.get(self.v) {
             Av::Pair(a, b) => Node::Pair(at(*a), at(*b)),
+            // A tagged vector of a mode's leaves is printed element by
+            // element by that mode, the tag on each.
+            Av::Wrap(_, x) if matches!(self.dom.get(*x), Av::Leaf(_, LeafKind::Vector(..))) => {
+                Node::Opaque
+            }
+            Av::Bundle(p, _) if matches!(self.dom.get(*p), Av::Leaf(_, LeafKind::Vector(..))) => {
+                Node::Opaque
+            }
             Av::Wrap(t, x) => Node::Tagged(*t, at(*x)),
             Av::Bundle(p, t) => Node::Bundle(at(*p), at(*t)),
             Av::Prim(_) | Av::Closure(..) => Node::Procedure,
@@ -130,6 +138,10 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
                     Node::Vector(vec![at(*e); f64::from_bits(*n) as usize])
                 }
                 _ => Node::Opaque,
+            },
+            Av::Leaf(_, LeafKind::Vector(..)) => match self.dom.shown_items(self.v) {
+                Some(items) => Node::Vector(items.iter().map(|x| at(*x)).collect()),
+                None => Node::Opaque,
             },
             Av::Real(None) | Av::Bool(None) | Av::Leaf(..) | Av::Bottom | Av::Union(_) => {
                 Node::Opaque

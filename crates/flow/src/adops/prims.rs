@@ -166,7 +166,6 @@ impl<M: Mode> Ops<M> {
                 _ => self.forward_half(arg, false)?,
             },
             PrimKind::Shape | PrimKind::Vector => {
-                self.vector_met.get_or_insert_with(|| format!("`{p}`"));
                 if arg == bottom {
                     return Ok(bottom);
                 }

@@ -121,7 +121,12 @@ impl<M: Mode> Ops<M> {
                     }
                     let n = match n {
                         Some(n) => self.dom.real(n as f64),
-                        None => self.dom.any_real(),
+                        None => {
+                            self.vector_met.get_or_insert_with(|| {
+                                "`list->vector` of a list of run-time length".into()
+                            });
+                            self.dom.any_real()
+                        }
                     };
                     Ok(self.dom.vector(e, n))
                 }
@@ -211,6 +216,9 @@ impl<M: Mode> Ops<M> {
                 }
                 Ok(self.dom.nil())
             }
+            // Applied by the analysis (it calls a procedure); only its
+            // own errors are wanted here, and the analysis has them.
+            Prim::BuildVector => Ok(bottom),
             _ => Err(format!("internal error: `{p}` is not a vector primitive")),
         }
     }
