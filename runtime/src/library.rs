@@ -103,19 +103,19 @@ pub unsafe extern "C" fn rt_lib_begin(
 #[no_mangle]
 pub extern "C" fn rt_lib_end() -> i32 {
     let c = CALL.get();
-    let rc = if !c.capturing || (!c.dynamic && c.written != c.n_results) {
-        c.error.len = 0;
-        c.error
-            .push(b"error: internal error: the export did not produce its result");
-        1
-    } else if c.dynamic && c.reads != c.n_args + 1 {
+    let rc = if c.dynamic && (!c.capturing || c.reads != c.n_args + 1) {
+        // The read that should have ended the arguments took one instead.
         c.error.len = 0;
         let _ = write!(
             c.error,
-            "error: the arguments array holds {} reals, more than the arguments' shapes and lengths take ({})",
-            c.n_args,
-            c.reads - 1
+            "error: the arguments array holds {} reals, more than the arguments' shapes and lengths take",
+            c.n_args
         );
+        1
+    } else if !c.capturing || (!c.dynamic && c.written != c.n_results) {
+        c.error.len = 0;
+        c.error
+            .push(b"error: internal error: the export did not produce its result");
         1
     } else if c.written > c.n_results {
         c.error.len = 0;
@@ -190,7 +190,7 @@ pub fn read_real() -> f64 {
         c.capturing = true;
         return 0.0;
     }
-    if c.dynamic && !c.capturing {
+    if c.dynamic {
         crate::fail(&[b"error: the arguments array holds fewer reals than the arguments' shapes and lengths take"])
     }
     crate::fail(&[b"error: read-real: an exported procedure cannot read input"])

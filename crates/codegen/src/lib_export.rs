@@ -96,7 +96,12 @@ pub fn header(prefix: &str, source: &str, exports: &[Export]) -> String {
     for e in exports.iter().filter(|e| e.dynamic) {
         let _ = write!(
             h,
-            "/* {call}\n *   returns {result}\n              * Over vectors: each vector in `args` and `results` is its length,\n              * then its elements. Returns 2, with *n_results the length needed,\n              * when the result does not fit in `capacity` reals. */\n             int {c_name}(const double *args, size_t n_args, double *results, size_t capacity,\n                 size_t *n_results);\n\n",
+            "/* {call}\n *   returns {result}\n \
+             * Over vectors: each vector in `args` and `results` is its length,\n \
+             * then its elements. Returns 2, with *n_results the length needed,\n \
+             * when the result does not fit in `capacity` reals. */\n\
+             int {c_name}(const double *args, size_t n_args, double *results, size_t capacity,\n    \
+             size_t *n_results);\n\n",
             call = e.call_text,
             result = e.result_text,
             c_name = e.c_name,

@@ -98,16 +98,13 @@ fn call_texts(spec: &Spec) -> (String, String, usize) {
                 doc.push_str(&format!(" args[{n}]"));
                 *n += 1;
             }
-            // Its length, then its elements, read in index order.
+            // Its length, then its elements, read in index order (an
+            // export over vectors documents its shapes instead).
             Shape::Vector(e) => {
                 read.push_str(" (build-vector (read-real) (lambda (i)");
-                doc.push_str(" #(n");
-                let mut elem_doc = String::new();
                 let mut none = 0;
-                go(e, read, &mut elem_doc, &mut none);
+                go(e, read, &mut String::new(), &mut none);
                 read.push_str("))");
-                doc.push_str(&format!(" elements:{elem_doc})"));
-                *n += 1;
             }
             Shape::List(items) => {
                 read.push_str(" (list");
@@ -174,7 +171,7 @@ fn dynamic_layout(dom: &flow::Domain, av: AvId) -> Result<String, String> {
             dynamic_layout(dom, *a)?,
             dynamic_layout(dom, *b)?
         ),
-        Av::Vector(e, _) => format!("#(n elements:{})", dynamic_layout(dom, *e)?),
+        Av::Vector(e, _) => format!("(vector {})", dynamic_layout(dom, *e)?),
         Av::Bool(_) => return Err("a boolean".into()),
         Av::Union(_) => {
             return Err("a value whose shape is only known at run time (a list of run-time length, or a choice of shapes)".into())
@@ -396,11 +393,42 @@ fn compile_as(
         body_symbol,
         object: out.object,
         n_args,
-        call_text: doc_call,
+        call_text: if dynamic { spec_text(spec) } else { doc_call },
         results,
         result_text,
         dynamic,
     })
+}
+
+/// The call an export over vectors documents: its shapes, as given.
+fn spec_text(spec: &Spec) -> String {
+    fn go(s: &Shape, out: &mut String) {
+        match s {
+            Shape::Real => out.push_str("real"),
+            Shape::Vector(e) => {
+                out.push_str("(vector ");
+                go(e, out);
+                out.push(')');
+            }
+            Shape::List(items) => {
+                out.push('(');
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    go(x, out);
+                }
+                out.push(')');
+            }
+        }
+    }
+    let mut out = format!("({}", spec.name);
+    for a in &spec.args {
+        out.push(' ');
+        go(a, &mut out);
+    }
+    out.push(')');
+    out
 }
 
 /// The parameters of `(define (NAME p ...) body)`, as written; `None` for
