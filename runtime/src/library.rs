@@ -23,6 +23,7 @@
 //! so this file, like the rest of the runtime, sees one call at a time.
 
 use crate::{gc, memo, Global, Line};
+use core::fmt::Write as _;
 
 extern "C" {
     /// Leaves the running call: `longjmp`s to the C entry's frame.
@@ -40,6 +41,9 @@ struct Call {
     written: usize,
     /// Past the end marker: printing goes to `results`.
     capturing: bool,
+    /// An export over vectors: as many arguments and results as the
+    /// caller says, `n_results` being the room for them.
+    dynamic: bool,
     /// The message of the error that ended the call.
     error: Line,
 }
@@ -52,12 +56,14 @@ static CALL: Global<Call> = Global::new(Call {
     n_results: 0,
     written: 0,
     capturing: false,
+    dynamic: false,
     error: Line::new(),
 });
 
 /// Starts a call: `args` holds `n_args` reals, `results` room for
-/// `n_results` (the result's reals that are not constants); compiled code
-/// runs below `stack_top` and must stay above `stack_limit`.
+/// `n_results` (the result's reals that are not constants, or, for an
+/// export over vectors (`dynamic`), the room the caller has); compiled
+/// code runs below `stack_top` and must stay above `stack_limit`.
 ///
 /// # Safety
 /// `args` and `results` must be valid for the call's length, and no
@@ -70,8 +76,10 @@ pub unsafe extern "C" fn rt_lib_begin(
     n_results: usize,
     stack_top: usize,
     stack_limit: usize,
+    dynamic: i32,
 ) {
     let c = CALL.get();
+    c.dynamic = dynamic != 0;
     c.args = args;
     c.n_args = n_args;
     c.reads = 0;
@@ -88,18 +96,47 @@ pub unsafe extern "C" fn rt_lib_begin(
 }
 
 /// Ends a call whose code returned: 0 if it wrote every result, else 1
-/// with a message (see [`rt_lib_message`]).
+/// with a message (see [`rt_lib_message`]); for an export over vectors,
+/// 1 also when the call read fewer arguments than the caller gave, and 2
+/// when the result has more reals than the room given ([`rt_lib_written`]
+/// says how many).
 #[no_mangle]
 pub extern "C" fn rt_lib_end() -> i32 {
     let c = CALL.get();
-    let ok = c.capturing && c.written == c.n_results;
-    if !ok {
+    let rc = if c.dynamic && (!c.capturing || c.reads != c.n_args + 1) {
+        // The read that should have ended the arguments took one instead.
+        c.error.len = 0;
+        let _ = write!(
+            c.error,
+            "error: the arguments array holds {} reals, more than the arguments' shapes and lengths take",
+            c.n_args
+        );
+        1
+    } else if !c.capturing || (!c.dynamic && c.written != c.n_results) {
         c.error.len = 0;
         c.error
             .push(b"error: internal error: the export did not produce its result");
-    }
+        1
+    } else if c.written > c.n_results {
+        c.error.len = 0;
+        let _ = write!(
+            c.error,
+            "error: the result has {} reals, more than the results array holds ({})",
+            c.written, c.n_results
+        );
+        2
+    } else {
+        0
+    };
     finish();
-    i32::from(!ok)
+    rc
+}
+
+/// How many reals the last call's result has (for an export over
+/// vectors, whose result's length the caller learns from the call).
+#[no_mangle]
+pub extern "C" fn rt_lib_written() -> usize {
+    CALL.get().written
 }
 
 /// Ends a call left by [`vlad_lib_throw`].
@@ -152,6 +189,9 @@ pub fn read_real() -> f64 {
     if i == c.n_args && !c.capturing {
         c.capturing = true;
         return 0.0;
+    }
+    if c.dynamic {
+        crate::fail(&[b"error: the arguments array holds fewer reals than the arguments' shapes and lengths take"])
     }
     crate::fail(&[b"error: read-real: an exported procedure cannot read input"])
 }

@@ -29,8 +29,9 @@
 #include <ucontext.h>
 
 void rt_lib_begin(const double *args, size_t n_args, double *results, size_t n_results,
-                  uintptr_t stack_top, uintptr_t stack_limit);
+                  uintptr_t stack_top, uintptr_t stack_limit, int dynamic);
 int rt_lib_end(void);
+size_t rt_lib_written(void);
 void rt_lib_abandon(void);
 void rt_lib_message(char *buf, size_t cap);
 
@@ -75,6 +76,9 @@ static struct {
     size_t n_args;
     double *captured;
     size_t n_captured;
+    /* An export over vectors: `n_captured` is the room the caller has. */
+    int dynamic;
+    size_t written;
     int rc;
 } vlad_lib_job;
 static ucontext_t vlad_lib_caller, vlad_lib_callee;
@@ -85,8 +89,9 @@ static void vlad_lib_run(void) {
     if (setjmp(vlad_lib_jump) == 0) {
         rt_lib_begin(vlad_lib_job.args, vlad_lib_job.n_args, vlad_lib_job.captured,
                      vlad_lib_job.n_captured, (uintptr_t)&top,
-                     (uintptr_t)vlad_lib_stack + VLAD_LIB_MARGIN);
+                     (uintptr_t)vlad_lib_stack + VLAD_LIB_MARGIN, vlad_lib_job.dynamic);
         vlad_lib_job.body();
+        vlad_lib_job.written = rt_lib_written();
         vlad_lib_job.rc = rt_lib_end();
     } else {
         rt_lib_abandon();
@@ -97,7 +102,7 @@ static void vlad_lib_run(void) {
 }
 
 static int vlad_lib_call(void (*body)(void), const double *args, size_t n_args,
-                         double *captured, size_t n_captured) {
+                         double *captured, size_t n_captured, int dynamic, size_t *written) {
     int rc = 1;
     pthread_mutex_lock(&vlad_lib_lock);
     if (!vlad_lib_reserve()) {
@@ -110,6 +115,8 @@ static int vlad_lib_call(void (*body)(void), const double *args, size_t n_args,
     vlad_lib_job.n_args = n_args;
     vlad_lib_job.captured = captured;
     vlad_lib_job.n_captured = n_captured;
+    vlad_lib_job.dynamic = dynamic;
+    vlad_lib_job.written = 0;
     vlad_lib_job.rc = 1;
     if (getcontext(&vlad_lib_callee) == 0) {
         vlad_lib_callee.uc_stack.ss_sp = vlad_lib_stack;
@@ -133,6 +140,8 @@ static int vlad_lib_call(void (*body)(void), const double *args, size_t n_args,
         if (deep)
             madvise(vlad_lib_stack, vlad_lib_stack_size - VLAD_LIB_KEEP, MADV_DONTNEED);
     }
+    if (written)
+        *written = vlad_lib_job.written;
     if (rc != 0)
         rt_lib_message(vlad_lib_error, sizeof vlad_lib_error);
     else

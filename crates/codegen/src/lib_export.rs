@@ -48,6 +48,11 @@ pub struct Export {
     pub results: Vec<Leaf>,
     /// The result's shape with `results[i]` for each real.
     pub result_text: String,
+    /// An export over vectors: its arguments and result have as many
+    /// reals as the vectors' lengths make, each vector written as its
+    /// length and then its elements, so the C function takes the
+    /// arrays' lengths (`n_args`, `results` above are unused).
+    pub dynamic: bool,
 }
 
 /// A shared object (`.so`) or a static archive (`.a`).
@@ -86,9 +91,23 @@ pub fn header(prefix: &str, source: &str, exports: &[Export]) -> String {
          \x20* {prefix}_last_error() gives the message (per thread). Calls from\n\
          \x20* several threads are serialised by a lock; each call starts afresh\n\
          \x20* and keeps no memory once it returns. See docs/library.md. */\n\
-         #ifndef {guard}\n#define {guard}\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
+         #ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
     );
-    for e in exports {
+    for e in exports.iter().filter(|e| e.dynamic) {
+        let _ = write!(
+            h,
+            "/* {call}\n *   returns {result}\n \
+             * Over vectors: each vector in `args` and `results` is its length,\n \
+             * then its elements. Returns 2, with *n_results the length needed,\n \
+             * when the result does not fit in `capacity` reals. */\n\
+             int {c_name}(const double *args, size_t n_args, double *results, size_t capacity,\n    \
+             size_t *n_results);\n\n",
+            call = e.call_text,
+            result = e.result_text,
+            c_name = e.c_name,
+        );
+    }
+    for e in exports.iter().filter(|e| !e.dynamic) {
         let upper = e.c_name.to_ascii_uppercase();
         let _ = write!(
             h,
@@ -119,14 +138,26 @@ pub fn entries_c(prefix: &str, exports: &[Export]) -> String {
         c,
         "\nconst char *{prefix}_last_error(void) {{ return vlad_lib_error; }}\n"
     );
-    for e in exports {
+    for e in exports.iter().filter(|e| e.dynamic) {
+        let _ = write!(
+            c,
+            "\nvoid {body}(void);\n\
+             int {name}(const double *args, size_t n_args, double *results, size_t capacity,\n\
+             \x20   size_t *n_results) {{\n\
+             \x20   return vlad_lib_call({body}, args, n_args, results, capacity, 1, n_results);\n\
+             }}\n",
+            body = e.body_symbol,
+            name = e.c_name,
+        );
+    }
+    for e in exports.iter().filter(|e| !e.dynamic) {
         let computed = e.results.iter().filter(|l| **l == Leaf::Computed).count();
         let _ = write!(
             c,
             "\nvoid {body}(void);\n\
              int {name}(const double *args, double *results) {{\n\
              \x20   double computed[{cap}];\n\
-             \x20   int rc = vlad_lib_call({body}, args, {n_args}, computed, {computed});\n\
+             \x20   int rc = vlad_lib_call({body}, args, {n_args}, computed, {computed}, 0, NULL);\n\
              \x20   if (rc != 0)\n\
              \x20       return rc;\n",
             body = e.body_symbol,
@@ -276,9 +307,10 @@ mod tests {
             call_text: "(f args[0])".into(),
             results: vec![Leaf::Computed, Leaf::Constant(1.5f64.to_bits())],
             result_text: "(results[0] results[1])".into(),
+            dynamic: false,
         };
         let c = entries_c("p", std::slice::from_ref(&e));
-        assert!(c.contains("vlad_lib_call(vlad_export_0, args, 1, computed, 1)"));
+        assert!(c.contains("vlad_lib_call(vlad_export_0, args, 1, computed, 1, 0, NULL)"));
         assert!(c.contains("results[0] = computed[0];"));
         assert!(c.contains("results[1] = vlad_lib_bits(0x3ff8000000000000ull);"));
         let h = header("p", "f.vlad", &[e]);

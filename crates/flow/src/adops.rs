@@ -20,9 +20,11 @@ mod conform;
 mod mode;
 mod prims;
 mod sum;
+mod vector;
 
 pub use mode::{Analysing, Mode, UnionMap};
 use sum::Sums;
+pub use vector::is_count;
 
 /// The program, its AD memo tables and the abstract domain, with the
 /// structural operations on abstract values. Lowering keeps using these
@@ -50,8 +52,9 @@ pub struct Ops<M: Mode = Analysing> {
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
     pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
-    /// The first vector operation the analysis met: vectors run in
-    /// `stalingrad run` but are not compiled yet, so the analysis stops.
+    /// The first vector operation the analysis met that lowering does
+    /// not compile yet (`list->vector` of a list of run-time length): the
+    /// analysis then stops (`stalingrad run` runs the program).
     pub(crate) vector_met: Option<String>,
     /// What the operations do where the analysis and lowering differ,
     /// and that one's own state.
@@ -107,7 +110,7 @@ impl<M: Mode> Ops<M> {
             return *a;
         }
         let c = self.prog.consts[k].clone();
-        let mut v = self.datum(&c.datum);
+        let mut v = self.datum(&c.datum, k);
         for tag in c.tags.iter().rev() {
             v = match tag {
                 Tag::Forward => {
@@ -122,20 +125,30 @@ impl<M: Mode> Ops<M> {
         v
     }
 
-    fn datum(&mut self, d: &ConstDatum) -> AvId {
+    /// The abstract value of a datum inside constant `k`: its vectors'
+    /// elements joined as in the constant's value.
+    pub fn datum_value(&mut self, d: &ConstDatum, k: ConstId) -> AvId {
+        self.datum(d, k)
+    }
+
+    fn datum(&mut self, d: &ConstDatum, k: ConstId) -> AvId {
         match d {
             ConstDatum::Real(r) => self.dom.real(*r),
             ConstDatum::Bool(b) => self.dom.boolean(Some(*b)),
             ConstDatum::Nil => self.dom.nil(),
             ConstDatum::Prim(p) => self.dom.intern(Av::Prim(*p)),
             ConstDatum::Pair(a, b) => {
-                let (a, b) = (self.datum(a), self.datum(b));
+                let (a, b) = (self.datum(a, k), self.datum(b, k));
                 self.dom.pair(a, b)
             }
-            ConstDatum::Vector(_) => {
-                self.vector_met
-                    .get_or_insert_with(|| "a vector literal".into());
-                self.dom.bottom()
+            ConstDatum::Vector(items) => {
+                let mut e = self.dom.bottom();
+                for x in items {
+                    let x = self.datum(x, k);
+                    e = self.dom.join_at(Site::Literal(k.index() as u32), e, x);
+                }
+                let n = self.dom.real(items.len() as f64);
+                self.dom.vector(e, n)
             }
         }
     }
@@ -296,7 +309,12 @@ impl<M: Mode> Ops<M> {
             (Av::Bool(a), Av::Bool(b)) => a.is_none() || b.is_none() || a == b,
             (Av::Wrap(t1, _), Av::Wrap(t2, _)) => t1 == t2,
             (Av::Bundle(..), Av::Bundle(..)) => true,
-            _ => false,
+            _ => match (self.vector_parts(p), self.vector_parts(t)) {
+                (Some((_, n)), Some((_, m))) => {
+                    n == m || self.dom.known_real(n).is_none() || self.dom.known_real(m).is_none()
+                }
+                _ => false,
+            },
         }
     }
 
@@ -609,6 +627,13 @@ impl<M: Mode> Ops<M> {
             (Av::Bool(Some(x)), ConstDatum::Bool(y)) => Some(x == y),
             (Av::Bool(None), ConstDatum::Bool(_)) => None,
             (Av::Nil, ConstDatum::Nil) => Some(true),
+            // Vector patterns are compared at run time (crate `lower`).
+            (Av::Vector(_, n) | Av::Leaf(_, LeafKind::Vector(_, n)), ConstDatum::Vector(ds)) => {
+                match self.dom.known_real(*n) {
+                    Some(n) if n != ds.len() as f64 => Some(false),
+                    _ => None,
+                }
+            }
             // A `car` that cannot match decides: the `cdr` is not looked
             // at, so that no union in it is split on (a split per member
             // of every union the constant reaches would multiply).

@@ -118,6 +118,9 @@ pub enum Plan {
     Call(SpecId),
     /// A primitive on the argument's representation.
     Prim(Prim),
+    /// `build-vector`: how each element is made (an application of the
+    /// procedure to an index known only at run time).
+    Build(Box<BindInfo>),
     /// `if-procedure`: the specialisations of the thunks that may run.
     If {
         then_: Option<SpecId>,
@@ -783,6 +786,7 @@ impl Analyzer {
                 })
             }
             Av::Prim(Prim::IfProcedure) => self.if_procedure(site, arg),
+            Av::Prim(Prim::BuildVector) => self.build_vector(site, arg),
             Av::Union(_) => {
                 self.ops.hit("application", f);
                 Ok(BindInfo {
@@ -790,21 +794,93 @@ impl Analyzer {
                     plan: Plan::Dead,
                 })
             }
-            Av::Prim(p) => Ok(match self.ops.prim(p, arg) {
-                Ok(av) => BindInfo {
-                    av,
-                    plan: Plan::Prim(p),
+            Av::Prim(p) => Ok(
+                match self
+                    .ops
+                    .prim_at(p, arg, Some(Site::Elements(site, self.ctx)))
+                {
+                    Ok(av) => BindInfo {
+                        av,
+                        plan: Plan::Prim(p),
+                    },
+                    Err(m) => BindInfo {
+                        av: bottom,
+                        plan: Plan::Error(m),
+                    },
                 },
-                Err(m) => BindInfo {
-                    av: bottom,
-                    plan: Plan::Error(m),
-                },
-            }),
+            ),
             _ => Ok(BindInfo {
                 av: bottom,
                 plan: Plan::Error(ir::message::not_a_procedure(&self.ops.describe(f))),
             }),
         }
+    }
+
+    /// `(build-vector n f)`: `f` applied to an index known only at run
+    /// time; the vector's element is its result ([`Plan::Build`]).
+    fn build_vector(&mut self, site: Var, arg: AvId) -> R<BindInfo> {
+        let bottom = self.ops.dom.bottom();
+        let error = |m: String| BindInfo {
+            av: bottom,
+            plan: Plan::Error(m),
+        };
+        self.ops.hit("a primitive", arg);
+        if self.ops.union_hit.get().is_some() {
+            return Ok(BindInfo {
+                av: bottom,
+                plan: Plan::Dead,
+            });
+        }
+        let p = Prim::BuildVector;
+        let Av::Pair(n, f) = self.ops.dom.get(arg).clone() else {
+            return Ok(error(p.expects(
+                ir::Expects::LengthAndProcedure,
+                &self.ops.describe(arg),
+            )));
+        };
+        self.ops.hit("a primitive", n);
+        if self.ops.union_hit.get().is_some() {
+            return Ok(BindInfo {
+                av: bottom,
+                plan: Plan::Dead,
+            });
+        }
+        let known = match self.ops.dom.get(n) {
+            Av::Real(Some(x)) if crate::adops::is_count(f64::from_bits(*x)) => {
+                Some(f64::from_bits(*x))
+            }
+            Av::Real(None) => None,
+            Av::Bottom => {
+                return Ok(BindInfo {
+                    av: bottom,
+                    plan: Plan::Dead,
+                })
+            }
+            _ => {
+                return Ok(error(ir::message::bad_length(
+                    p.name(),
+                    &self.ops.describe(n),
+                )))
+            }
+        };
+        if known == Some(0.0) {
+            return Ok(BindInfo {
+                av: self.ops.dom.vector(bottom, n),
+                plan: Plan::Build(Box::new(BindInfo {
+                    av: bottom,
+                    plan: Plan::Dead,
+                })),
+            });
+        }
+        let i = self.ops.dom.any_real();
+        let elem = self.apply(site, f, i)?;
+        if let (Plan::Error(m), Some(_)) = (&elem.plan, known) {
+            return Ok(error(m.clone()));
+        }
+        Ok(BindInfo {
+            av: self.ops.dom.vector(elem.av, n),
+            plan: Plan::Build(Box::new(elem)),
+        })
     }
 
     fn if_procedure(&mut self, site: Var, arg: AvId) -> R<BindInfo> {

@@ -52,6 +52,10 @@ pub enum Site {
     Part(UnionId, Kind),
     /// `zero` of the values of a union.
     Zero(UnionId),
+    /// The elements of the vector literals of a constant.
+    Literal(u32),
+    /// The elements of the vector made by this binding.
+    Elements(Var, u32),
     /// `plus` of the values of two unions.
     Plus(UnionId, UnionId),
     /// A structural operation on the values of a union (of two, for
@@ -92,6 +96,7 @@ pub enum Kind {
     Closure(LambdaId),
     Wrap(Tag),
     Bundle,
+    Vector,
 }
 
 /// Where the mismatched parts of a join go: the union of a site and the
@@ -149,6 +154,9 @@ pub enum Av<L = NoLeaf> {
     Wrap(Tag, AvId),
     /// A forward value: primal and tangent.
     Bundle(AvId, AvId),
+    /// A vector: the join of its elements and its length (a real, known
+    /// or not).
+    Vector(AvId, AvId),
     /// A value of any of the shapes of a union (see the module
     /// documentation); read its members with [`Domain::members`].
     Union(UnionId),
@@ -167,6 +175,9 @@ pub enum LeafKind {
     Real,
     Bool,
     Union(UnionId),
+    /// The pointer to a vector of these element and length values
+    /// (stands for `Vector(elem, len)`).
+    Vector(AvId, AvId),
 }
 
 /// The identity of the leaves a mode adds to the domain (lowering's is
@@ -205,6 +216,7 @@ impl Av {
             Av::Closure(l, env) => Av::Closure(l, env),
             Av::Wrap(t, x) => Av::Wrap(t, x),
             Av::Bundle(p, t) => Av::Bundle(p, t),
+            Av::Vector(e, n) => Av::Vector(e, n),
             Av::Union(u) => Av::Union(u),
             Av::Leaf(l, _) => match l {},
         }
@@ -235,6 +247,9 @@ pub struct Domain<L = NoLeaf> {
     /// the walk covered as trees (STALIN∇'s probabilistic-prolog-R: half
     /// of its build).
     erased: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
+    /// The elements of vectors of a mode's leaves as that mode has read
+    /// them, to show in an error message ([`Self::show_items`]).
+    shown: HashMap<AvId, Vec<AvId>>,
     unions: Vec<UnionData>,
     sites: HashMap<Site, UnionId>,
     site_ids: HashMap<Site, u32>,
@@ -268,6 +283,7 @@ impl Domain {
             known: Vec::new(),
             unions_inside: Vec::new(),
             erased: HashMap::default(),
+            shown: HashMap::new(),
             unions: Vec::new(),
             sites: HashMap::new(),
             site_ids: HashMap::new(),
@@ -293,6 +309,7 @@ impl Domain {
             known: self.known,
             unions_inside: self.unions_inside,
             erased: self.erased,
+            shown: HashMap::new(),
             unions: self.unions,
             sites: self.sites,
             site_ids: self.site_ids,
@@ -310,7 +327,10 @@ impl<L: Leaf> Domain<L> {
             return *id;
         }
         let depth = 1 + match &av {
-            Av::Pair(a, b) | Av::Bundle(a, b) => self.depth(*a).max(self.depth(*b)),
+            Av::Pair(a, b) | Av::Bundle(a, b) | Av::Vector(a, b) => {
+                self.depth(*a).max(self.depth(*b))
+            }
+            Av::Leaf(_, LeafKind::Vector(a, b)) => self.depth(*a).max(self.depth(*b)),
             Av::Closure(_, env) => env.iter().map(|x| self.depth(*x)).max().unwrap_or(0),
             Av::Wrap(_, x) => self.depth(*x),
             _ => 0,
@@ -320,13 +340,16 @@ impl<L: Leaf> Domain<L> {
             Av::Bool(b) => b.is_some(),
             Av::Leaf(..) | Av::Union(_) => false,
             Av::Bottom | Av::Nil | Av::Prim(_) => true,
-            Av::Pair(a, b) | Av::Bundle(a, b) => self.is_known(*a) && self.is_known(*b),
+            Av::Pair(a, b) | Av::Bundle(a, b) | Av::Vector(a, b) => {
+                self.is_known(*a) && self.is_known(*b)
+            }
             Av::Closure(_, env) => env.iter().all(|x| self.is_known(*x)),
             Av::Wrap(_, x) => self.is_known(*x),
         };
         let unions_inside = match &av {
             Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => true,
             Av::Pair(a, b) | Av::Bundle(a, b) => self.has_union(*a) || self.has_union(*b),
+            Av::Vector(e, _) | Av::Leaf(_, LeafKind::Vector(e, _)) => self.has_union(*e),
             Av::Wrap(_, x) => self.has_union(*x),
             Av::Closure(_, env) => env.iter().any(|x| self.has_union(*x)),
             _ => false,
@@ -372,8 +395,30 @@ impl<L: Leaf> Domain<L> {
     pub fn bundle(&mut self, p: AvId, t: AvId) -> AvId {
         self.intern(Av::Bundle(p, t))
     }
+    pub fn vector(&mut self, elem: AvId, len: AvId) -> AvId {
+        self.intern(Av::Vector(elem, len))
+    }
     pub fn closure(&mut self, l: LambdaId, env: Vec<AvId>) -> AvId {
         self.intern(Av::Closure(l, env.into_boxed_slice()))
+    }
+
+    /// Records the elements of vector leaf `v`, read by the mode, so that
+    /// an error message shows them ([`crate::text::value_text`]).
+    pub fn show_items(&mut self, v: AvId, items: Vec<AvId>) {
+        self.shown.insert(v, items);
+    }
+
+    /// The elements recorded for vector leaf `v`.
+    pub fn shown_items(&self, v: AvId) -> Option<&[AvId]> {
+        self.shown.get(&v).map(|x| x.as_slice())
+    }
+
+    /// The value of a known real.
+    pub fn known_real(&self, id: AvId) -> Option<f64> {
+        match self.get(id) {
+            Av::Real(Some(x)) => Some(f64::from_bits(*x)),
+            _ => None,
+        }
     }
 
     /// Does the value carry no run-time information at all?
@@ -417,6 +462,10 @@ impl<L: Leaf> Domain<L> {
                 let x = self.widen(x);
                 self.wrap(t, x)
             }
+            Av::Vector(e, n) | Av::Leaf(_, LeafKind::Vector(e, n)) => {
+                let (e, n) = (self.widen(e), self.widen(n));
+                self.vector(e, n)
+            }
             Av::Closure(l, env) => {
                 let env = env.iter().map(|x| self.widen(*x)).collect();
                 self.closure(l, env)
@@ -446,6 +495,10 @@ impl<L: Leaf> Domain<L> {
             (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
                 let (a, b) = (self.widen_changed(a1, a2), self.widen_changed(b1, b2));
                 self.bundle(a, b)
+            }
+            (Av::Vector(a1, b1), Av::Vector(a2, b2)) => {
+                let (a, b) = (self.widen_changed(a1, a2), self.widen_changed(b1, b2));
+                self.vector(a, b)
             }
             (Av::Wrap(t1, x1), Av::Wrap(t2, x2)) if t1 == t2 => {
                 let x = self.widen_changed(x1, x2);
@@ -533,6 +586,7 @@ impl<L: Leaf> Domain<L> {
             Av::Closure(l, _) => Kind::Closure(*l),
             Av::Wrap(t, _) => Kind::Wrap(*t),
             Av::Bundle(..) => Kind::Bundle,
+            Av::Vector(..) | Av::Leaf(_, LeafKind::Vector(..)) => Kind::Vector,
             Av::Bottom | Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => return None,
         })
     }
@@ -737,6 +791,10 @@ impl<L: Leaf> Domain<L> {
                 let (x, y) = (j(self, 0, a1, a2), j(self, 1, b1, b2));
                 self.bundle(x, y)
             }
+            (Av::Vector(a1, b1), Av::Vector(a2, b2)) => {
+                let (x, y) = (j(self, 0, a1, a2), j(self, 1, b1, b2));
+                self.vector(x, y)
+            }
             (Av::Wrap(t1, x1), Av::Wrap(t2, x2)) if t1 == t2 => {
                 let x = j(self, 0, x1, x2);
                 self.wrap(t1, x)
@@ -785,7 +843,9 @@ impl<L: Leaf> Domain<L> {
         match (self.get(a), self.get(b)) {
             (Av::Real(_) | Av::Leaf(_, LeafKind::Real), Av::Real(None)) => true,
             (Av::Bool(_) | Av::Leaf(_, LeafKind::Bool), Av::Bool(None)) => true,
-            (Av::Pair(a1, b1), Av::Pair(a2, b2)) | (Av::Bundle(a1, b1), Av::Bundle(a2, b2)) => {
+            (Av::Pair(a1, b1), Av::Pair(a2, b2))
+            | (Av::Bundle(a1, b1), Av::Bundle(a2, b2))
+            | (Av::Vector(a1, b1) | Av::Leaf(_, LeafKind::Vector(a1, b1)), Av::Vector(a2, b2)) => {
                 self.leq(*a1, *a2) && self.leq(*b1, *b2)
             }
             (Av::Wrap(t1, x1), Av::Wrap(t2, x2)) => t1 == t2 && self.leq(*x1, *x2),
@@ -824,6 +884,10 @@ impl<L: Leaf> Domain<L> {
             Av::Wrap(t, x) => {
                 let x = self.erase_unions(x);
                 self.wrap(t, x)
+            }
+            Av::Vector(e, n) => {
+                let e = self.erase_unions(e);
+                self.vector(e, n)
             }
             Av::Closure(l, env) => {
                 let env = env.iter().map(|x| self.erase_unions(*x)).collect();

@@ -9,6 +9,12 @@
 //! symbolic values in a [`Mode`] of its own. Every call in the output has
 //! a known target and every AD transformation has already been done.
 //!
+//! A vector's abstract value is [`Av::Vector`]: the join of its elements
+//! and its length (a real, known or not); `build-vector` applies its
+//! procedure to an index known only at run time ([`Plan::Build`]).
+//! `list->vector` of a list of run-time length is not compiled yet: the
+//! analysis stops with an error saying so (`stalingrad run` runs it).
+//!
 //! Invariants of the output: every binding of every live specialisation
 //! ([`Analysis::is_live`]) has an abstract value and a plan; a union's
 //! member list is final and a member's index is its run-time tag; the

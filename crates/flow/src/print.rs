@@ -18,6 +18,10 @@ fn plan_text(p: &Plan) -> String {
             };
             format!("  ; if then {} else {}", f(then_), f(else_))
         }
+        Plan::Build(elem) => format!(
+            "  ; build-vector, each element: {}",
+            plan_text(&elem.plan).trim_start_matches("  ; ")
+        ),
         Plan::Check => "  ; checked at run time".into(),
         Plan::Error(m) => format!("  ; run-time error: {m}"),
         Plan::Dead => "  ; never reached".into(),

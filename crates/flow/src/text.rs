@@ -86,6 +86,13 @@ impl<'a> printer::Sink<Held<'a>> for Dump<'_> {
                 printer::write(at(*t), self);
                 self.text.push(')');
             }
+            Av::Vector(e, n) => {
+                self.text.push_str("#(");
+                printer::write(at(*e), self);
+                self.text.push_str(" ...");
+                printer::write(at(*n), self);
+                self.text.push(')');
+            }
             Av::Pair(..) | Av::Nil => {}
             Av::Leaf(l, _) => match *l {},
         }
@@ -110,18 +117,42 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
         let at = |v| Shape { dom: self.dom, v };
         match self.dom.get(self.v) {
             Av::Pair(a, b) => Node::Pair(at(*a), at(*b)),
+            // A tagged vector of a mode's leaves is printed element by
+            // element by that mode, the tag on each.
+            Av::Wrap(_, x) if matches!(self.dom.get(*x), Av::Leaf(_, LeafKind::Vector(..))) => {
+                Node::Opaque
+            }
+            Av::Bundle(p, _) if matches!(self.dom.get(*p), Av::Leaf(_, LeafKind::Vector(..))) => {
+                Node::Opaque
+            }
             Av::Wrap(t, x) => Node::Tagged(*t, at(*x)),
             Av::Bundle(p, t) => Node::Bundle(at(*p), at(*t)),
             Av::Prim(_) | Av::Closure(..) => Node::Procedure,
             Av::Real(Some(x)) => Node::Real(f64::from_bits(*x)),
             Av::Bool(Some(b)) => Node::Bool(*b),
             Av::Nil => Node::Nil,
+            // A vector whose every element is known (the same value) is
+            // written out; any other is opaque (its elements are joined).
+            Av::Vector(e, n) => match (self.dom.is_known(*e), self.dom.get(*n)) {
+                (true, Av::Real(Some(n))) if f64::from_bits(*n) <= MAX_SHOWN as f64 => {
+                    Node::Vector(vec![at(*e); f64::from_bits(*n) as usize])
+                }
+                _ => Node::Opaque,
+            },
+            Av::Leaf(_, LeafKind::Vector(..)) => match self.dom.shown_items(self.v) {
+                Some(items) => Node::Vector(items.iter().map(|x| at(*x)).collect()),
+                None => Node::Opaque,
+            },
             Av::Real(None) | Av::Bool(None) | Av::Leaf(..) | Av::Bottom | Av::Union(_) => {
                 Node::Opaque
             }
         }
     }
 }
+
+/// The longest vector of known elements written out in messages (the
+/// interpreter shortens longer text anyway).
+const MAX_SHOWN: usize = 64;
 
 /// Writes the unknown parts of a value in a message; `leaves` is set
 /// when one of them is a leaf ([`Leaf::write_message`]).
@@ -182,6 +213,12 @@ pub(crate) fn site_text(prog: &Program, site: &crate::Site) -> String {
         Site::If(v, c) => format!("the conditional {} ({})", ir::print::var(prog, *v), ctx(*c)),
         Site::Switch(v, c) => format!("the split {} ({})", ir::print::var(prog, *v), ctx(*c)),
         Site::Result(c) => format!("a result ({})", ctx(*c)),
+        Site::Literal(k) => format!("the vectors of constant {k}"),
+        Site::Elements(v, c) => format!(
+            "the elements of the vector {} ({})",
+            ir::print::var(prog, *v),
+            ctx(*c)
+        ),
         Site::Arg(l) => format!("the arguments of {l}"),
         Site::Env(l, i) => format!("environment slot {i} of {l}"),
         Site::Part(u, _) => format!("parts of U{}", u.index()),

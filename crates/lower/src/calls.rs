@@ -27,6 +27,7 @@ impl Lowerer<'_> {
                 self.check_datum(fb, a, x, err);
                 self.check_datum(fb, b, y, err);
             }
+            (Av::Leaf(..), ir::ConstDatum::Vector(ds)) => self.check_vector_datum(fb, x, ds, err),
             _ => {}
         }
     }
@@ -132,6 +133,10 @@ impl Lowerer<'_> {
                 }
             }
             Plan::Prim(p) => self.lower_prim(fb, b, info, p, arg),
+            Plan::Build(elem) => match self.lower_build(fb, b, info, &elem, arg) {
+                Ok(av) => Flow::Value(av),
+                Err(t) => Flow::Done(t),
+            },
             _ => Flow::Done(Term::Error(
                 self.string("error: internal error: application"),
             )),

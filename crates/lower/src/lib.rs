@@ -10,8 +10,11 @@
 //!
 //! Invariants: every value has the representation its abstract value calls
 //! for ([`layout`]): constants no scalars, an unknown real one `F64`, an
-//! unknown boolean one `Bool`, a union one `Ptr` to a cell, pairs and
-//! closures their parts' scalars. A member's cell tag is one number per
+//! unknown boolean one `Bool`, a union one `Ptr` to a cell, a vector
+//! (unless the analysis knows it all) one `Ptr` to a vector object whose
+//! elements have the scalar layout of its element value, pointers first
+//! (declared in `fir::Module::vectors`), pairs and closures their parts'
+//! scalars. A member's cell tag is one number per
 //! member of a representation class across the module (`sharing.rs`).
 //! Lowering decides nothing the analysis decided: it follows its plans and
 //! splits, and runs flow's shape operations on *symbolic* values
@@ -28,7 +31,9 @@
 //! `switch` (union switches), `union_fns` (the functions of the maps of
 //! unions), `sharing` (what keeps those maps from walking what they need
 //! not), `identity_maps` (tag maps that only copy cells become the
-//! identity) and `print` (printing).
+//! identity), `vectors` (vectors: literals and the functions over their
+//! elements: zero, plus, conversion, printing), `vector_prims` (the
+//! vector primitives and `build-vector`) and `print` (printing).
 //!
 //! Dependencies: `base`, `ir`, `flow` and `fir`, not the front end:
 //! positions and errors are `base::diag`'s, reals print with `base::number`.
@@ -43,6 +48,8 @@ mod sharing;
 mod switch;
 mod symbolic;
 mod union_fns;
+mod vector_prims;
+mod vectors;
 
 pub use lowerer::layout;
 
@@ -72,6 +79,7 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         strings: HashMap::new(),
         printers: HashMap::new(),
         union_fns: HashMap::new(),
+        vector_fns: HashMap::new(),
         sharing: sharing::Sharing::default(),
         map,
     };

@@ -37,6 +37,8 @@ pub fn layout<L: flow::Leaf>(dom: &flow::Domain<L>, av: AvId, out: &mut Vec<Ty>)
         Av::Real(None) | Av::Leaf(_, LeafKind::Real) => out.push(Ty::F64),
         Av::Bool(None) | Av::Leaf(_, LeafKind::Bool) => out.push(Ty::Bool),
         Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => out.push(Ty::Ptr),
+        // A vector is a pointer to its elements (a known one is nothing).
+        Av::Vector(..) | Av::Leaf(_, LeafKind::Vector(..)) => out.push(Ty::Ptr),
         Av::Pair(a, b) | Av::Bundle(a, b) => {
             layout(dom, *a, out);
             layout(dom, *b, out);
@@ -93,6 +95,9 @@ pub(crate) struct Lowerer<'m> {
     pub(crate) printers: HashMap<(UnionId, bool), FuncId>,
     /// `zero` and `plus` functions of unions.
     pub(crate) union_fns: HashMap<UnionFn, FuncId>,
+    /// The element functions of vectors that depend only on the elements'
+    /// values (zero, plus, conversion, printing), by what and of what.
+    pub(crate) vector_fns: HashMap<(&'static str, Vec<AvId>), FuncId>,
     /// Representation classes and memo tables of the maps of unions.
     pub(crate) sharing: sharing::Sharing,
     pub(crate) map: &'m SourceMap,
@@ -182,6 +187,7 @@ impl Lowerer<'_> {
         match (dom.get(src).clone(), dom.get(target).clone()) {
             (_, Av::Bottom) => {}
             (Av::Leaf(Sym(v), LeafKind::Union(_)), Av::Union(_)) => out.push(Val::from_number(v)),
+            (_, Av::Vector(..)) => self.coerce_vector(fb, src, target, out),
             (_, Av::Union(u)) => {
                 let Some(k) = dom.member_index(u, src) else {
                     // Not a value of the union: the analysis never lets
@@ -358,6 +364,9 @@ impl Lowerer<'_> {
                 ))
             }
             Plan::Error(m) => {
+                for x in b.rhs.uses() {
+                    self.show_vectors(fb, v(&x));
+                }
                 let m = self.error_message(b, vals, m);
                 let pat = match &b.rhs {
                     Rhs::Car { pat, .. } | Rhs::Cdr { pat, .. } | Rhs::Check { pat, .. } => *pat,
@@ -375,7 +384,13 @@ impl Lowerer<'_> {
             Err(m) => Flow::Done(this.error_term(b.span, &m)),
         };
         match &b.rhs {
-            Rhs::Const(k) => Flow::Value(self.ops.const_value(*k)),
+            Rhs::Const(k) => {
+                let av = self.ops.const_value(*k);
+                if self.ops.dom.is_known(av) {
+                    return Flow::Value(av);
+                }
+                Flow::Value(self.const_tagged(fb, *k))
+            }
             Rhs::Copy(x) => Flow::Value(v(x)),
             Rhs::Closure { lambda, env } => {
                 let e = env.iter().map(v).collect();
@@ -410,6 +425,7 @@ impl Lowerer<'_> {
                 pat,
             } => {
                 if info.plan == Plan::Check {
+                    self.show_vectors(fb, v(var));
                     let msg = self.ops.pattern_message(*pat, v(var));
                     let err = self.error_term_at(b.span, &msg, *pat);
                     let mut x = v(var);

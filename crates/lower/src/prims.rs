@@ -28,6 +28,12 @@ impl Lowerer<'_> {
         p: Prim,
         arg: AvId,
     ) -> Flow {
+        if matches!(p.kind(), PrimKind::Shape | PrimKind::Vector) {
+            return match self.vector_prim(fb, b, info, p, arg) {
+                Ok(av) => Flow::Value(av),
+                Err(t) => Flow::Done(t),
+            };
+        }
         // Whatever the analysis already knows needs no code.
         if self.ops.dom.is_known(info.av)
             && !matches!(p, Prim::Write | Prim::WriteReal | Prim::ReadReal)
@@ -143,7 +149,7 @@ impl Lowerer<'_> {
                 }
             }
             PrimKind::Shape | PrimKind::Vector => Flow::Done(Term::Error(
-                self.string("error: internal error: vectors are not lowered yet"),
+                self.string("error: internal error: a vector primitive"),
             )),
         }
     }

@@ -101,8 +101,9 @@ impl Lowerer<'_> {
                     text.push_str(&s);
                     continue;
                 }
-                Piece::Op(op) => op,
-                Piece::Union(u, v, tail) => Op::Call(self.printer(u, tail), vec![v]),
+                Piece::Op(op) => Ok(op),
+                Piece::Union(u, v, tail) => Ok(Op::Call(self.printer(u, tail), vec![v])),
+                Piece::Vector(v) => Err(v),
             };
             ops.push((std::mem::take(&mut text), op));
         }
@@ -110,7 +111,12 @@ impl Lowerer<'_> {
             if !before.is_empty() {
                 self.print_str(fb, &before);
             }
-            fb.emit(op, &[]);
+            match op {
+                Ok(op) => {
+                    fb.emit(op, &[]);
+                }
+                Err(v) => self.print_vector(fb, v),
+            }
         }
         if !text.is_empty() {
             self.print_str(fb, &text);
@@ -125,6 +131,8 @@ enum Piece {
     Text(String),
     Op(Op),
     Union(UnionId, Val, bool),
+    /// A vector, printed by a loop over its elements.
+    Vector(AvId),
 }
 
 /// Collects the pieces of a printed value, for `ir::printer`.
@@ -142,6 +150,9 @@ impl printer::Sink<Shape<'_, Sym>> for Pieces {
             Av::Leaf(Sym(v), LeafKind::Union(u)) => Piece::Union(u, Val::from_number(v), false),
             Av::Leaf(Sym(v), LeafKind::Real) => Piece::Op(Op::PrintReal(Val::from_number(v))),
             Av::Leaf(Sym(v), LeafKind::Bool) => Piece::Op(Op::PrintBool(Val::from_number(v))),
+            Av::Leaf(_, LeafKind::Vector(..)) | Av::Vector(..) | Av::Wrap(..) | Av::Bundle(..) => {
+                Piece::Vector(x.v)
+            }
             // Not a value of a binding that runs.
             _ => return,
         };

@@ -131,6 +131,10 @@ impl Lowerer<'_> {
                 let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Ptr));
                 dom.intern(Av::Leaf(Sym(v.number()), LeafKind::Union(u)))
             }
+            Av::Vector(e, n) => {
+                let v = vals.next().unwrap_or_else(|| fb.new_val(Ty::Ptr));
+                dom.intern(Av::Leaf(Sym(v.number()), LeafKind::Vector(e, n)))
+            }
             Av::Pair(a, b) => {
                 let a = self.symbolize(fb, a, vals);
                 let b = self.symbolize(fb, b, vals);

@@ -13,7 +13,10 @@ impl Lowerer<'_> {
     /// `zero` of a symbolic value: no code, but for the unions inside,
     /// whose zeros are made at run time by a function per union.
     pub(super) fn zero(&mut self, fb: &mut Fb, v: AvId) -> AvId {
-        if !self.ops.dom.has_union(v) {
+        if let Some(z) = self.zero_vector(fb, v) {
+            return z;
+        }
+        if !self.ops.dom.has_union(v) && !self.holds_vector(v) {
             return self.ops.zero(v);
         }
         match self.ops.dom.get(v).clone() {
@@ -243,6 +246,9 @@ impl Lowerer<'_> {
             (Some(u), None) => return self.plus_member(fb, u, a, b, true),
             (None, Some(w)) => return self.plus_member(fb, w, b, a, false),
             (None, None) => {}
+        }
+        if let Some(r) = self.plus_vectors(fb, a, b) {
+            return r;
         }
         let dom = &self.ops.dom;
         match (dom.get(a).clone(), dom.get(b).clone()) {

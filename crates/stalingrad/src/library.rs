@@ -27,11 +27,23 @@ use driver::Session;
 use flow::{Av, AvId};
 use std::path::{Path, PathBuf};
 
-/// The shape of an argument: one real, or a list of shapes.
+/// The shape of an argument: one real, a list of shapes, or a vector of
+/// run-time length whose elements have one shape.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
     Real,
     List(Vec<Shape>),
+    Vector(Box<Shape>),
+}
+
+impl Shape {
+    fn has_vector(&self) -> bool {
+        match self {
+            Shape::Real => false,
+            Shape::List(items) => items.iter().any(Shape::has_vector),
+            Shape::Vector(_) => true,
+        }
+    }
 }
 
 /// One `--export` as given: the procedure and its arguments' shapes.
@@ -44,7 +56,7 @@ pub struct Spec {
 /// Reads `NAME SHAPE...`, where a shape is `real` or `(SHAPE ...)`.
 pub fn parse_spec(text: &str) -> Result<Spec, String> {
     let bad = |why: &str| {
-        format!("error: --export `{text}`: {why} (expected `NAME SHAPE...`, each shape `real` or a parenthesised list of shapes, as in `saddle (real real)`)")
+        format!("error: --export `{text}`: {why} (expected `NAME SHAPE...`, each shape `real`, `(vector SHAPE)` or a parenthesised list of shapes, as in `saddle (real real)`)")
     };
     let forms = syntax::reader::read_str(text, base::diag::FileId(0))
         .map_err(|d| bad(d.message.as_str()))?;
@@ -56,6 +68,11 @@ pub fn parse_spec(text: &str) -> Result<Spec, String> {
     fn shape(f: &syntax::sexp::Sexp) -> Option<Shape> {
         match &f.kind {
             syntax::sexp::SexpKind::Symbol(s) if s == "real" => Some(Shape::Real),
+            syntax::sexp::SexpKind::List(items)
+                if items.len() == 2 && items[0].symbol() == Some("vector") =>
+            {
+                shape(&items[1]).map(|e| Shape::Vector(Box::new(e)))
+            }
             syntax::sexp::SexpKind::List(items) => items
                 .iter()
                 .map(shape)
@@ -67,7 +84,7 @@ pub fn parse_spec(text: &str) -> Result<Spec, String> {
     let args = forms
         .map(|f| shape(&f))
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| bad("a shape is neither `real` nor a list of shapes"))?;
+        .ok_or_else(|| bad("a shape is neither `real`, `(vector SHAPE)` nor a list of shapes"))?;
     Ok(Spec { name, args })
 }
 
@@ -80,6 +97,14 @@ fn call_texts(spec: &Spec) -> (String, String, usize) {
                 read.push_str(" (read-real)");
                 doc.push_str(&format!(" args[{n}]"));
                 *n += 1;
+            }
+            // Its length, then its elements, read in index order (an
+            // export over vectors documents its shapes instead).
+            Shape::Vector(e) => {
+                read.push_str(" (build-vector (read-real) (lambda (i)");
+                let mut none = 0;
+                go(e, read, &mut String::new(), &mut none);
+                read.push_str("))");
             }
             Shape::List(items) => {
                 read.push_str(" (list");
@@ -109,6 +134,54 @@ fn call_texts(spec: &Spec) -> (String, String, usize) {
 /// The generated definitions' names.
 const RESULT: &str = "stalingrad-export-result";
 const END: &str = "stalingrad-export-end";
+const WRITE: &str = "stalingrad-export-write";
+
+/// What [`result_layout`] calls a vector: a result that makes the export
+/// one over vectors.
+const VECTOR: &str = "a vector";
+
+/// The main of an export over vectors: its result is written real by real
+/// with `write-real`, each vector as its length and then its elements, by
+/// the last top-level expression (whose own value, `()`, prints no real).
+/// `real` keeps reals the analysis knows from being printed as text,
+/// which the library would not capture.
+fn dynamic_main(read_call: &str) -> String {
+    format!(
+        "(define {RESULT} {read_call})\n\
+         (define {END} (read-real))\n\
+         (define ({WRITE} v)\n\
+         \x20 (cond ((real? v) (let ((x (write-real (real v)))) '()))\n\
+         \x20       ((pair? v) (let ((a ({WRITE} (car v)))) ({WRITE} (cdr v))))\n\
+         \x20       ((vector? v)\n\
+         \x20        (let ((n (write-real (real (vector-length v)))))\n\
+         \x20          (vector-fold (lambda (acc x) ({WRITE} x)) '() v)))\n\
+         \x20       (else '())))\n\
+         ({WRITE} {RESULT})\n"
+    )
+}
+
+/// The result of an export over vectors, as the header shows it, or what
+/// it is instead: reals, `()`, pairs and vectors of such.
+fn dynamic_layout(dom: &flow::Domain, av: AvId) -> Result<String, String> {
+    Ok(match dom.get(av) {
+        Av::Real(_) => "real".into(),
+        Av::Nil => "()".into(),
+        Av::Pair(a, b) => format!(
+            "(cons {} {})",
+            dynamic_layout(dom, *a)?,
+            dynamic_layout(dom, *b)?
+        ),
+        Av::Vector(e, _) => format!("(vector {})", dynamic_layout(dom, *e)?),
+        Av::Bool(_) => return Err("a boolean".into()),
+        Av::Union(_) => {
+            return Err("a value whose shape is only known at run time (a list of run-time length, or a choice of shapes)".into())
+        }
+        Av::Bottom => return Err("nothing: the call never returns".into()),
+        Av::Prim(_) | Av::Closure(..) => return Err("a procedure".into()),
+        Av::Wrap(..) | Av::Bundle(..) => return Err("a value tagged by differentiation".into()),
+        Av::Leaf(l, _) => match *l {},
+    })
+}
 
 /// The result's reals and its shape's text, or what it is instead.
 fn result_layout(dom: &flow::Domain, av: AvId) -> Result<(Vec<Leaf>, String), String> {
@@ -160,6 +233,7 @@ fn result_layout(dom: &flow::Domain, av: AvId) -> Result<(Vec<Leaf>, String), St
             Av::Bottom => Err("nothing: the call never returns".into()),
             Av::Prim(_) | Av::Closure(..) => Err("a procedure".into()),
             Av::Wrap(..) | Av::Bundle(..) => Err("a value tagged by differentiation".into()),
+            Av::Vector(..) => Err(VECTOR.into()),
             Av::Leaf(l, _) => match *l {},
         }
     }
@@ -168,7 +242,8 @@ fn result_layout(dom: &flow::Domain, av: AvId) -> Result<(Vec<Leaf>, String), St
     Ok((leaves, text))
 }
 
-/// Compiles one export to an object whose entry is `body_symbol`.
+/// Compiles one export to an object whose entry is `body_symbol`: over
+/// vectors when its arguments hold one, or when its result turns out to.
 fn compile_export(
     file: &Path,
     include: &[PathBuf],
@@ -177,10 +252,45 @@ fn compile_export(
     index: usize,
 ) -> Result<Export, String> {
     let _export = base::timing::span(format!("export {}", spec.name));
+    let dynamic = spec.args.iter().any(Shape::has_vector);
+    match compile_as(file, include, spec, prefix, index, dynamic) {
+        Err(Failure::ResultHasVector) => compile_as(file, include, spec, prefix, index, true),
+        other => other,
+    }
+    .map_err(|f| match f {
+        Failure::Message(m) => m,
+        Failure::ResultHasVector => format!(
+            "error: internal error: export `{}`: its result holds a vector",
+            spec.name
+        ),
+    })
+}
+
+/// Why an export did not compile.
+enum Failure {
+    Message(String),
+    /// Compiled with a result of fixed length, it returns a vector.
+    ResultHasVector,
+}
+
+/// What an export's result is, as the C entry writes it.
+enum Layout {
+    Fixed(Vec<Leaf>, String),
+    Dynamic(String),
+}
+
+fn compile_as(
+    file: &Path,
+    include: &[PathBuf],
+    spec: &Spec,
+    prefix: &str,
+    index: usize,
+    dynamic: bool,
+) -> Result<Export, Failure> {
     let mut session = Session::for_forms(include.to_vec());
-    let render = |d: &Diagnostic, session: &Session| session.render(d);
+    let render = |d: &Diagnostic, session: &Session| Failure::Message(session.render(d));
     let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("error: cannot read {}: {e}", file.display()))?;
+        .map_err(|e| Failure::Message(format!("error: cannot read {}: {e}", file.display())))?;
     let forms = session
         .read_forms(file.to_path_buf(), text)
         .map_err(|d| render(&d, &session))?;
@@ -191,18 +301,41 @@ fn compile_export(
         .into_iter()
         .filter(|f| syntax::expand::defined_name(f).is_some())
         .collect();
-    if !kept
+    let Some(definition) = kept
         .iter()
-        .any(|f| syntax::expand::defined_name(f).as_deref() == Some(spec.name.as_str()))
-    {
-        return Err(format!(
+        .find(|f| syntax::expand::defined_name(f).as_deref() == Some(spec.name.as_str()))
+    else {
+        return Err(Failure::Message(format!(
             "error: export `{}`: {} has no top-level definition of that name",
             spec.name,
             file.display()
-        ));
+        )));
+    };
+    if let Some(params) = parameters(definition) {
+        if params.len() != spec.args.len() {
+            let example: Vec<&str> = params.iter().map(|_| "real").collect();
+            let message = format!(
+                "export `{}` takes {} ({}), but {} shape{} given: give one shape per argument, as in --export \"{} {}\"",
+                spec.name,
+                match params.len() {
+                    1 => "1 argument".to_string(),
+                    n => format!("{n} arguments"),
+                },
+                params.join(" "),
+                spec.args.len(),
+                if spec.args.len() == 1 { " is" } else { "s are" },
+                spec.name,
+                example.join(" ")
+            );
+            return Err(render(&Diagnostic::at(definition.span, message), &session));
+        }
     }
     let (read_call, doc_call, n_args) = call_texts(spec);
-    let main = format!("(define {RESULT} {read_call})\n(define {END} (read-real))\n{RESULT}\n");
+    let main = if dynamic {
+        dynamic_main(&read_call)
+    } else {
+        format!("(define {RESULT} {read_call})\n(define {END} (read-real))\n{RESULT}\n")
+    };
     let main_name = PathBuf::from(format!("<export {}>", spec.name));
     kept.extend(
         session
@@ -211,8 +344,9 @@ fn compile_export(
     );
     let ast = session.expand(&kept).map_err(|d| render(&d, &session))?;
     let prog = session.core(&ast).map_err(|d| render(&d, &session))?;
+    let mut needs_dynamic = false;
     let check = |analysis: &flow::Analysis| {
-        let result = result_av(analysis).ok_or_else(|| {
+        let result = result_av(analysis, dynamic).ok_or_else(|| {
             Diagnostic::new(
                 None,
                 format!(
@@ -221,52 +355,127 @@ fn compile_export(
                 ),
             )
         })?;
-        result_layout(&analysis.ops.dom, result).map_err(|what| {
+        let dom = &analysis.ops.dom;
+        let layout = if dynamic {
+            dynamic_layout(dom, result).map(Layout::Dynamic)
+        } else {
+            result_layout(dom, result).map(|(leaves, text)| Layout::Fixed(leaves, text))
+        };
+        layout.map_err(|what| {
+            if what == VECTOR {
+                needs_dynamic = true;
+            }
             Diagnostic::new(None, format!(
-                "export `{}`: its result must be reals in lists of fixed shape, but for arguments of the shapes given it is {what}",
+                "export `{}`: its result must be reals in lists of fixed shape and vectors of them, but for arguments of the shapes given it is {what}",
                 spec.name
             ))
         })
     };
-    let (module, (results, result_text)) = session
-        .compile_checked(prog, check)
-        .map_err(|d| render(&d, &session))?;
+    let compiled = session.compile_checked(prog, check);
+    if needs_dynamic {
+        return Err(Failure::ResultHasVector);
+    }
+    let (module, layout) = compiled.map_err(|d| render(&d, &session))?;
     let body_symbol = format!(
         "vlad_export{index}_{}",
         lib_export::c_identifier(&spec.name)
     );
     let out = session
         .codegen_export(&module, &body_symbol)
-        .map_err(|e| format!("error: {e}"))?;
+        .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    let (results, result_text) = match layout {
+        Layout::Fixed(leaves, text) => (leaves, text),
+        Layout::Dynamic(text) => (Vec::new(), text),
+    };
     Ok(Export {
         name: spec.name.clone(),
         c_name: format!("{prefix}_{}", lib_export::c_identifier(&spec.name)),
         body_symbol,
         object: out.object,
         n_args,
-        call_text: doc_call,
+        call_text: if dynamic { spec_text(spec) } else { doc_call },
         results,
         result_text,
+        dynamic,
     })
 }
 
-/// The abstract value of the result: of the binding the program's last
-/// top-level expression (the generated `result`) shows.
-fn result_av(a: &flow::Analysis) -> Option<AvId> {
+/// The call an export over vectors documents: its shapes, as given.
+fn spec_text(spec: &Spec) -> String {
+    fn go(s: &Shape, out: &mut String) {
+        match s {
+            Shape::Real => out.push_str("real"),
+            Shape::Vector(e) => {
+                out.push_str("(vector ");
+                go(e, out);
+                out.push(')');
+            }
+            Shape::List(items) => {
+                out.push('(');
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    go(x, out);
+                }
+                out.push(')');
+            }
+        }
+    }
+    let mut out = format!("({}", spec.name);
+    for a in &spec.args {
+        out.push(' ');
+        go(a, &mut out);
+    }
+    out.push(')');
+    out
+}
+
+/// The parameters of `(define (NAME p ...) body)`, as written; `None` for
+/// any other definition (a value, a curried head), whose arguments the
+/// analysis finds.
+fn parameters(definition: &syntax::sexp::Sexp) -> Option<Vec<String>> {
+    let form = definition.list()?;
+    let head = form.get(1)?.list()?;
+    head.first()?.symbol()?;
+    Some(
+        head[1..]
+            .iter()
+            .map(|p| match p.symbol() {
+                Some(s) => s.to_string(),
+                None => "...".to_string(),
+            })
+            .collect(),
+    )
+}
+
+/// The abstract value of the result: the value the program's last
+/// top-level expression shows (the generated `result`), or, for an export
+/// over vectors, its argument (`(write result)`).
+fn result_av(a: &flow::Analysis, dynamic: bool) -> Option<AvId> {
     let prog = &a.ops.prog;
     let shown = prog.main.iter().rev().find_map(|s| match s {
         ir::Stmt::Show { var, .. } => Some(*var),
         _ => None,
     })?;
-    let i = prog
+    let binds: Vec<&ir::Binding> = prog
         .main
         .iter()
         .filter_map(|s| match s {
-            ir::Stmt::Bind(b) => Some(b.var),
+            ir::Stmt::Bind(b) => Some(b),
             _ => None,
         })
-        .position(|v| v == shown)?;
-    a.main.get(i).map(|info| info.av)
+        .collect();
+    let position = |v: ir::Var| binds.iter().position(|b| b.var == v);
+    let var = if dynamic {
+        match &binds[position(shown)?].rhs {
+            ir::Rhs::App { arg, .. } => *arg,
+            _ => return None,
+        }
+    } else {
+        shown
+    };
+    a.main.get(position(var)?).map(|info| info.av)
 }
 
 /// The library's name prefix: the output's file name without `lib` and
@@ -364,6 +573,25 @@ mod tests {
         assert_eq!(read, "(saddle (list (read-real) (read-real)) (read-real))");
         assert_eq!(doc, "(saddle (args[0] args[1]) args[2])");
         assert_eq!(n, 3);
+        let v = parse_spec("lse (vector real) (vector (real real))").unwrap();
+        assert_eq!(
+            v.args,
+            vec![
+                Shape::Vector(Box::new(Shape::Real)),
+                Shape::Vector(Box::new(Shape::List(vec![Shape::Real, Shape::Real])))
+            ]
+        );
+        let (read, doc, _) = call_texts(&v);
+        assert_eq!(
+            read,
+            "(lse (build-vector (read-real) (lambda (i) (read-real))) \
+             (build-vector (read-real) (lambda (i) (list (read-real) (read-real)))))"
+        );
+        assert_eq!(
+            doc,
+            "(lse #(n elements: args[0]) #(n elements: (args[0] args[1])))"
+        );
+        assert!(parse_spec("f (vector)").is_err());
         assert!(parse_spec("f int").is_err());
         assert!(parse_spec("(f) real").is_err());
         assert!(parse_spec("").is_err());

@@ -166,6 +166,29 @@ fn a_session_over_the_nine_functions() {
         }
     }
 
+    // An eval over arrays: lse's primal and gradient (the softmax).
+    assert_eq!(tool.define("lse").get("success"), Some(&Json::Bool(true)));
+    let out = tool.evaluate("lse", "primal", "{\"x\":[1,2,3],\"min_runs\":2}", 2);
+    assert_eq!(out.as_f64(), Some(3.4076059644443806));
+    let out = tool.evaluate("lse", "gradient", "{\"x\":[1,2,3],\"min_runs\":2}", 2);
+    let Json::Arr(g) = &out else {
+        panic!("lse gradient: {out:?}")
+    };
+    let g: Vec<f64> = g.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect();
+    assert_eq!(
+        g,
+        [0.09003057317038045, 0.2447284710547976, 0.6652409557748219]
+    );
+    // A gradient longer than the driver's first buffer (64 reals).
+    let xs: Vec<String> = (0..1000)
+        .map(|i| format!("{}", f64::from(i) / 1000.0))
+        .collect();
+    let input = format!("{{\"x\":[{}],\"min_runs\":1}}", xs.join(","));
+    let Json::Arr(g) = tool.evaluate("lse", "gradient", &input, 1) else {
+        panic!("lse gradient of 1000")
+    };
+    assert_eq!(g.len(), 1000);
+
     // What the tool has not: an answer, not a crash.
     let d = tool.define("gmm");
     assert_eq!(d.get("success"), Some(&Json::Bool(false)));

@@ -3,7 +3,8 @@
 //! library) and from Python's `ctypes` (when `python3` is present) return
 //! the very bits the compiled program prints; a VLAD run-time error is a
 //! return code and the compiled program's message, and the next call works;
-//! a result of no fixed shape is a build error naming the export.
+//! a result of no fixed shape is a build error naming the export; exports
+//! over vectors take and return arrays of run-time length.
 
 mod common;
 
@@ -305,8 +306,12 @@ fn a_result_of_no_fixed_shape_is_a_build_error_naming_the_export() {
     for (spec, says) in [
         ("missing real", "has no top-level definition"),
         (
+            "twice",
+            "count.vlad:2:1: error: export `twice` takes 1 argument (x), but 0 shapes are given: give one shape per argument, as in --export \"twice real\"",
+        ),
+        (
             "twice integer",
-            "a shape is neither `real` nor a list of shapes",
+            "a shape is neither `real`, `(vector SHAPE)` nor a list of shapes",
         ),
     ] {
         let out = build_lib(&src, &dir.join("libcount.so"), &[spec]);
@@ -318,5 +323,131 @@ fn a_result_of_no_fixed_shape_is_a_build_error_naming_the_export() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("must end in .so (shared) or .a (static)")
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const VECTOR_EXPORTS: &[&str] = &[
+    "primal (vector real)",
+    "gradient (vector real)",
+    "scale real (vector real)",
+    "rows (vector (vector real))",
+];
+
+const VECTOR_MAIN: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include <stdint.h>
+#include "libvec.h"
+
+static void show(int rc, const double *r, size_t n) {
+    if (rc != 0) {
+        printf("rc=%d %s\n", rc, vec_last_error());
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, &r[i], 8);
+        printf(i ? " %016llx" : "%016llx", (unsigned long long)u);
+    }
+    printf("\n");
+}
+
+int main(void) {
+    double r[16];
+    size_t n = 0;
+    int rc;
+    /* The call first: C evaluates a call's arguments in no fixed order. */
+    double x[4] = {3, 0.5, -1, 2};
+    rc = vec_primal(x, 4, r, 16, &n);
+    show(rc, r, n);
+    rc = vec_gradient(x, 4, r, 16, &n);
+    show(rc, r, n);
+    double s[5] = {1.5, 3, 1, 2, 3};
+    rc = vec_scale(s, 5, r, 16, &n);
+    show(rc, r, n);
+    double m[9] = {2, 3, 1, 2, 3, 3, 4, 5, 6};
+    rc = vec_rows(m, 9, r, 16, &n);
+    show(rc, r, n);
+    rc = vec_gradient(x, 4, r, 2, &n);
+    printf("small rc=%d n=%zu\n", rc, n);
+    rc = vec_primal(x, 3, r, 16, &n);
+    show(rc, r, n);
+    rc = vec_primal(x, 4, r, 16, &n);
+    show(rc, r, n);
+    return 0;
+}
+"#;
+
+/// Exports over vectors: arrays of run-time length in and out, each
+/// vector its length then its elements; the bits are the program's; a
+/// result that does not fit, or arguments of the wrong length, are return
+/// codes, and the next call works.
+#[test]
+fn exports_over_vectors_take_and_return_arrays_of_run_time_length() {
+    let dir = scratch("vectors");
+    let src = repo_root().join("tests/library/vectors.vlad");
+    let printed = check(
+        &Command::new(binary())
+            .arg("run")
+            .arg(&src)
+            .output()
+            .expect("run stalingrad"),
+        "run",
+    );
+    // What the program prints, as the library writes it: a vector as its
+    // length, then its elements.
+    let bits = |text: &str| -> String {
+        text.replace(['(', ')', '#'], " ")
+            .split_whitespace()
+            .map(|w| format!("{:016x}", w.parse::<f64>().expect("a real").to_bits()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), 4, "{printed}");
+    let len = |n: f64| format!("{:016x}", n.to_bits());
+    let want = [
+        bits(lines[0]),
+        format!("{} {}", len(3.0), bits(lines[1])),
+        format!("{} {}", len(3.0), bits(lines[2])),
+        format!("{} {}", len(2.0), bits(lines[3])),
+    ];
+    check(
+        &build_lib(&src, &dir.join("libvec.so"), VECTOR_EXPORTS),
+        "build --lib",
+    );
+    let header = std::fs::read_to_string(dir.join("libvec.h")).expect("header");
+    assert!(
+        header.contains("/* (rows (vector (vector real)))\n *   returns (vector real)"),
+        "{header}"
+    );
+    assert!(header.contains(
+        "int vec_gradient(const double *args, size_t n_args, double *results, size_t capacity,"
+    ));
+    std::fs::write(dir.join("main.c"), VECTOR_MAIN).expect("write main.c");
+    let exe = dir.join("main");
+    check(
+        &Command::new("cc")
+            .arg(dir.join("main.c"))
+            .arg("-I")
+            .arg(&dir)
+            .arg("-o")
+            .arg(&exe)
+            .arg(dir.join("libvec.so"))
+            .arg(format!("-Wl,-rpath,{}", dir.display()))
+            .output()
+            .expect("run cc"),
+        "cc",
+    );
+    let out = check(&Command::new(&exe).output().expect("run main"), "main");
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(&got[..4], &want, "{out}");
+    assert_eq!(got[4], "small rc=2 n=4");
+    assert!(
+        got[5].starts_with("rc=1 error: the arguments array holds fewer reals"),
+        "{}",
+        got[5]
+    );
+    assert_eq!(got[6], want[0]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -164,6 +164,17 @@ impl<M: Mode> Ops<M> {
                 all(&mut e1.iter().copied().zip(e2.iter().copied()))
             }
             (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => self.conforms(*x, *y),
+            (
+                Av::Vector(e1, n1) | Av::Leaf(_, LeafKind::Vector(e1, n1)),
+                Av::Vector(e2, n2) | Av::Leaf(_, LeafKind::Vector(e2, n2)),
+            ) => match (self.dom.known_real(*n1), self.dom.known_real(*n2)) {
+                (Some(x), Some(y)) if x != y => Some(false),
+                // An empty vector has no elements to compare.
+                (Some(0.0), Some(_)) => Some(true),
+                (Some(_), Some(_)) => self.conforms(*e1, *e2),
+                // Lengths known only at run time: `plus` checks them.
+                _ => None,
+            },
             _ => Some(self.nil_like(a) && self.nil_like(b)),
         }
     }

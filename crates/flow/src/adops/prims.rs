@@ -4,7 +4,7 @@
 //! its result; otherwise the result is the widest value of its kind.
 
 use super::{Mode, Op, Ops};
-use crate::domain::{Av, AvId};
+use crate::domain::{Av, AvId, LeafKind, Site};
 use ir::{Expects, Prim, PrimKind, Scalar, Tag};
 
 impl<M: Mode> Ops<M> {
@@ -17,8 +17,15 @@ impl<M: Mode> Ops<M> {
         }
     }
 
-    /// An untagged primitive applied to an abstract argument.
+    /// An untagged primitive applied to an abstract argument (elements
+    /// of vectors that differ in shape are not joined: only what fails is
+    /// wanted).
     pub fn prim(&mut self, p: Prim, arg: AvId) -> Op<AvId> {
+        self.prim_at(p, arg, None)
+    }
+
+    /// [`Self::prim`], the elements of a vector it makes joined at `site`.
+    pub fn prim_at(&mut self, p: Prim, arg: AvId, site: Option<Site>) -> Op<AvId> {
         let bottom = self.dom.bottom();
         // Arithmetic, comparisons and predicates look at their argument,
         // and all but the predicates of shape at the two parts of a pair
@@ -27,7 +34,10 @@ impl<M: Mode> Ops<M> {
         // the cdr made every step of a loop over a list dispatch on the
         // next element too. (`write` prints any value; the AD operations
         // handle unions, or record the ones they cannot, themselves.)
-        if p.kind() != PrimKind::Ad && p != Prim::Write {
+        // A list made a vector is walked whatever its length: splitting
+        // on its union would peel it one element per split.
+        let whole_list = matches!(p, Prim::ListToVector | Prim::VectorCheckLengths);
+        if p.kind() != PrimKind::Ad && p != Prim::Write && !whole_list {
             let name = "a primitive";
             self.hit(name, arg);
             let of_shape = p.kind() == PrimKind::Predicate
@@ -107,6 +117,10 @@ impl<M: Mode> Ops<M> {
                     Prim::IsReal => known(matches!(a, Av::Real(_))),
                     Prim::IsPair => known(matches!(a, Av::Pair(..))),
                     Prim::IsProcedure => known(matches!(a, Av::Closure(..) | Av::Prim(_))),
+                    Prim::IsVector => known(matches!(
+                        a,
+                        Av::Vector(..) | Av::Leaf(_, LeafKind::Vector(..))
+                    )),
                     Prim::IsPerturbation => known(self.has_tag(arg, Tag::Perturb)),
                     Prim::IsForward => known(self.has_tag(arg, Tag::Forward)),
                     Prim::IsSensitivity => known(self.has_tag(arg, Tag::Sensitize)),
@@ -152,8 +166,10 @@ impl<M: Mode> Ops<M> {
                 _ => self.forward_half(arg, false)?,
             },
             PrimKind::Shape | PrimKind::Vector => {
-                self.vector_met.get_or_insert_with(|| format!("`{p}`"));
-                bottom
+                if arg == bottom {
+                    return Ok(bottom);
+                }
+                self.vector_prim(p, arg, site)?
             }
         })
     }

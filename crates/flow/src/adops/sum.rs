@@ -107,6 +107,10 @@ impl<M: Mode> Ops<M> {
                 let x = self.zero(x);
                 self.dom.wrap(t, x)
             }
+            Av::Vector(e, n) | Av::Leaf(_, LeafKind::Vector(e, n)) => {
+                let e = self.zero(e);
+                self.dom.vector(e, n)
+            }
             Av::Closure(l, env) => match self.prog.prim_chain(l) {
                 Some(tags) if env.is_empty() => {
                     let mut z = self.dom.nil();
@@ -308,6 +312,22 @@ impl<M: Mode> Ops<M> {
             (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => {
                 let z = self.plus_inner(x, y)?;
                 Ok(self.dom.wrap(t1, z))
+            }
+            // Elementwise; lengths known to differ do not conform (else
+            // the check is at run time).
+            (
+                Av::Vector(e1, n1) | Av::Leaf(_, LeafKind::Vector(e1, n1)),
+                Av::Vector(e2, n2) | Av::Leaf(_, LeafKind::Vector(e2, n2)),
+            ) => {
+                if self.dom.known_real(n1).is_some()
+                    && self.dom.known_real(n2).is_some()
+                    && n1 != n2
+                {
+                    return Err(String::new());
+                }
+                let e = self.plus_inner(e1, e2)?;
+                let n = if n1 == n2 { n1 } else { self.dom.any_real() };
+                Ok(self.dom.vector(e, n))
             }
             _ => self.nil_sum(a, b).ok_or_else(String::new),
         }

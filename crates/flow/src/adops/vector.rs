@@ -1,0 +1,259 @@
+//! The vector primitives on abstract values: the compile-time twin of
+//! `interp/src/vector.rs`. A vector is [`Av::Vector`]: the join of its
+//! elements and its length (a real, known or not). What the lengths and
+//! indices decide at compile time is decided here, with the interpreter's
+//! messages; the rest is checked by the compiled code (crate `lower`).
+//! `build-vector` applies a procedure, so the analysis applies it
+//! (`analysis.rs`); the element joins of `list->vector` and
+//! `vector-one-hot` happen at a site the caller gives.
+
+use super::{Mode, Op, Ops};
+use crate::domain::{Av, AvId, LeafKind, Site, UnionId};
+use ir::{message, Expects, Prim};
+use std::collections::HashSet;
+
+/// Is `x` a length or an index: an integral real, at least 0 (as the
+/// interpreter's `is_count`)?
+pub fn is_count(x: f64) -> bool {
+    x >= 0.0 && x.fract() == 0.0 && x < 9.007_199_254_740_992e15
+}
+
+impl<M: Mode> Ops<M> {
+    /// The element and length of a vector value, `None` for any other.
+    pub fn vector_parts(&self, v: AvId) -> Option<(AvId, AvId)> {
+        match self.dom.get(v) {
+            Av::Vector(e, n) | Av::Leaf(_, LeafKind::Vector(e, n)) => Some((*e, *n)),
+            _ => None,
+        }
+    }
+
+    /// The pair `(a . b)` of `v`.
+    fn pair_parts(&self, v: AvId) -> Option<(AvId, AvId)> {
+        match self.dom.get(v) {
+            Av::Pair(a, b) => Some((*a, *b)),
+            _ => None,
+        }
+    }
+
+    /// The procedure a check's code names, and the rest of its argument.
+    fn who(&self, p: Prim, arg: AvId) -> Op<(&'static str, AvId)> {
+        if let Some((code, rest)) = self.pair_parts(arg) {
+            if let Some(who) = self
+                .dom
+                .known_real(code)
+                .and_then(message::vector_procedure)
+            {
+                return Ok((who, rest));
+            }
+        }
+        Err(format!("internal error: `{p}` needs a procedure's code"))
+    }
+
+    /// An index `i` into a vector of length `n`: an error when both are
+    /// known and it is not one.
+    fn check_index(&self, who: &str, n: AvId, i: AvId) -> Op<()> {
+        if let (Some(n), Some(i)) = (self.dom.known_real(n), self.dom.known_real(i)) {
+            if !(is_count(i) && i < n) {
+                return Err(message::bad_index(
+                    who,
+                    &base::number::format_real(n),
+                    &base::number::format_real(i),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A vector primitive other than `build-vector` on an untagged
+    /// argument. `site` is where elements of different shapes meet; with
+    /// `None` (lowering re-deriving a message) no join is made.
+    pub fn vector_prim(&mut self, p: Prim, arg: AvId, site: Option<Site>) -> Op<AvId> {
+        let bottom = self.dom.bottom();
+        match p {
+            Prim::VectorLength => match self.vector_parts(arg) {
+                Some((_, n)) => Ok(n),
+                None => Err(p.expects(Expects::Vector, &self.describe(arg))),
+            },
+            Prim::VectorRef => {
+                let bad = |s: &Self| Err(p.expects(Expects::VectorAndIndex, &s.describe(arg)));
+                let Some((v, i)) = self.pair_parts(arg) else {
+                    return bad(self);
+                };
+                let (Some((e, n)), true) = (
+                    self.vector_parts(v),
+                    matches!(self.dom.get(i), Av::Real(_) | Av::Leaf(_, LeafKind::Real)),
+                ) else {
+                    return bad(self);
+                };
+                self.check_index(p.name(), n, i)?;
+                Ok(e)
+            }
+            Prim::VectorOneHot => {
+                let bad = |s: &Self| Err(p.expects(Expects::VectorAndIndex, &s.describe(arg)));
+                let Some((v, is)) = self.pair_parts(arg) else {
+                    return bad(self);
+                };
+                let Some((i, s)) = self.pair_parts(is) else {
+                    return bad(self);
+                };
+                let (Some((e, n)), true) = (
+                    self.vector_parts(v),
+                    matches!(self.dom.get(i), Av::Real(_) | Av::Leaf(_, LeafKind::Real)),
+                ) else {
+                    return bad(self);
+                };
+                self.check_index(p.name(), n, i)?;
+                let z = self.zero(e);
+                let e = match site {
+                    Some(site) => self.dom.join_at(site, z, s),
+                    None => bottom,
+                };
+                Ok(self.dom.vector(e, n))
+            }
+            Prim::ListToVector => match self.list_elements(arg) {
+                None => Err(p.expects(Expects::List, &self.describe(arg))),
+                Some((items, n)) => {
+                    let mut e = bottom;
+                    if let Some(site) = site {
+                        for x in items {
+                            e = self.dom.join_at(site, e, x);
+                        }
+                    }
+                    let n = match n {
+                        Some(n) => self.dom.real(n as f64),
+                        None => {
+                            self.vector_met.get_or_insert_with(|| {
+                                "`list->vector` of a list of run-time length".into()
+                            });
+                            self.dom.any_real()
+                        }
+                    };
+                    Ok(self.dom.vector(e, n))
+                }
+            },
+            Prim::VectorCheckLength => {
+                let (who, n) = self.who(p, arg)?;
+                match self.dom.get(n) {
+                    Av::Real(Some(x)) if is_count(f64::from_bits(*x)) => Ok(n),
+                    Av::Real(None) | Av::Leaf(_, LeafKind::Real) => Ok(n),
+                    _ => Err(message::bad_length(who, &self.describe(n))),
+                }
+            }
+            Prim::VectorCheckLengths => {
+                let (who, vs) = self.who(p, arg)?;
+                let Some((items, count)) = self.list_elements(vs) else {
+                    return Err(p.expects(Expects::List, &self.describe(vs)));
+                };
+                let mut len: Option<AvId> = None;
+                let mut known = count.is_some();
+                for x in items {
+                    let Some((_, n)) = self.vector_parts(x) else {
+                        if count.is_some() {
+                            return Err(message::not_a_vector(who, &self.describe(x)));
+                        }
+                        continue;
+                    };
+                    match (
+                        len.and_then(|m| self.dom.known_real(m)),
+                        self.dom.known_real(n),
+                    ) {
+                        (Some(m), Some(k)) if m != k && known => {
+                            return Err(message::different_lengths(
+                                who,
+                                &base::number::format_real(m),
+                                &base::number::format_real(k),
+                            ))
+                        }
+                        (_, None) => known = false,
+                        _ => {}
+                    }
+                    if len.is_none() {
+                        len = Some(n);
+                    }
+                }
+                Ok(match (known, len) {
+                    (true, Some(n)) => n,
+                    (true, None) => self.dom.real(0.0),
+                    _ => self.dom.any_real(),
+                })
+            }
+            Prim::VectorCheckRange => {
+                let (who, rest) = self.who(p, arg)?;
+                let parts = self
+                    .pair_parts(rest)
+                    .and_then(|(v, se)| self.pair_parts(se).map(|(s, e)| (v, s, e)));
+                let Some((v, start, end)) = parts else {
+                    return Err(p.expects(Expects::VectorAndIndex, &self.describe(arg)));
+                };
+                let Some((_, n)) = self.vector_parts(v) else {
+                    return Err(message::not_a_vector(who, &self.describe(v)));
+                };
+                let real =
+                    |x: AvId| matches!(self.dom.get(x), Av::Real(_) | Av::Leaf(_, LeafKind::Real));
+                let known = (
+                    self.dom.known_real(n),
+                    self.dom.known_real(start),
+                    self.dom.known_real(end),
+                );
+                let fits = match known {
+                    (Some(n), Some(s), Some(e)) => {
+                        Some(is_count(s) && is_count(e) && s <= e && e <= n)
+                    }
+                    _ if !(real(start) && real(end)) => Some(false),
+                    _ => None,
+                };
+                if fits == Some(false) {
+                    let n = match known.0 {
+                        Some(n) => base::number::format_real(n),
+                        None => "R".into(),
+                    };
+                    return Err(message::bad_range(
+                        who,
+                        &n,
+                        &self.describe(start),
+                        &self.describe(end),
+                    ));
+                }
+                Ok(self.dom.nil())
+            }
+            // Applied by the analysis (it calls a procedure); only its
+            // own errors are wanted here, and the analysis has them.
+            Prim::BuildVector => Ok(bottom),
+            _ => Err(format!("internal error: `{p}` is not a vector primitive")),
+        }
+    }
+
+    /// The elements of a proper list (every car of a list of run-time
+    /// length, its unions walked), and its length when it is known; `None`
+    /// when no value of `v` is a proper list.
+    pub fn list_elements(&self, v: AvId) -> Option<(Vec<AvId>, Option<usize>)> {
+        let mut items = Vec::new();
+        let mut seen: HashSet<UnionId> = HashSet::new();
+        let mut work = vec![v];
+        let mut fixed = true;
+        let mut proper = false;
+        while let Some(x) = work.pop() {
+            match self.dom.get(x) {
+                Av::Nil => proper = true,
+                Av::Bottom => {}
+                Av::Pair(a, b) => {
+                    items.push(*a);
+                    work.push(*b);
+                }
+                Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => {
+                    fixed = false;
+                    if seen.insert(self.dom.find(*u)) {
+                        work.extend(self.dom.members(*u).iter().copied());
+                    }
+                }
+                _ if fixed => return None,
+                _ => {}
+            }
+        }
+        if !proper && v != self.dom.bottom() {
+            return None;
+        }
+        let n = fixed.then_some(items.len());
+        Some((items, n))
+    }
+}
