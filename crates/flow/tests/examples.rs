@@ -13,9 +13,8 @@ fn analyze_file(path: &Path) -> Result<flow::Analysis, String> {
 }
 
 /// Programs that need what the analysis does not handle yet: it must
-/// reject them with a clear message, not hang. The vector example, while
-/// vectors are not compiled (issue 36).
-const NEEDS_UNIONS: &[&str] = &["20-vectors.vlad"];
+/// reject them with a clear message, not hang. None at the moment.
+const NEEDS_UNIONS: &[&str] = &[];
 
 #[test]
 fn every_example_analyses() {

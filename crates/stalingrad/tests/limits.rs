@@ -64,13 +64,6 @@ fn examples_run_build_and_run_compiled_under_a_1_gib_cap() {
             None,
             GIB,
         );
-        // Vectors run in `run` while their lowering is written (issue 36).
-        if !build.success()
-            && name.ends_with("20-vectors.vlad")
-            && build.stderr.contains("not compiled yet")
-        {
-            continue;
-        }
         if !build.success() {
             failures.add(format!(
                 "{name}: `build` under 1 GiB failed:\n{}",
