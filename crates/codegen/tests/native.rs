@@ -667,6 +667,9 @@ fn gc_stats(exe: &PathBuf) -> (String, usize, usize) {
 fn every_vector_operation_as_evaluated() {
     let m = read_fir("../fir/tests/filetests/eval/vectors.fir");
     check(&m, "vector-ops", "");
+    // An error in a `vec_build`'s callee names the build's position.
+    let m = read_fir("../fir/tests/filetests/eval/build-error-at-site.fir");
+    check(&m, "vector-build-error", "");
 }
 
 #[test]

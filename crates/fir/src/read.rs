@@ -251,6 +251,26 @@ impl<'a> Reader<'a> {
         ))
     }
 
+    /// `fN(vA, vB, ...)`: a callee and the arguments, which take the types
+    /// of its parameters.
+    fn callee_and_args(&mut self, p: &mut Pending) -> R<(FuncId, Vec<Val>)> {
+        let g = self.func_id()?;
+        let args = self.list(Self::val)?;
+        for (i, a) in args.iter().enumerate() {
+            p.used(*a, Src::Param(g, i));
+        }
+        Ok((g, args))
+    }
+
+    /// `at sN` after a call, if there.
+    fn at_site(&mut self) -> R<Option<StrId>> {
+        if !self.is_word("at") {
+            return Ok(None);
+        }
+        self.next();
+        self.str_id().map(Some)
+    }
+
     /// `#N.K`: a tag or layout, a slot, and where they were written.
     fn numbered_slot(&mut self, what: &str) -> R<(u32, u32, Token<'a>)> {
         self.punct('#')?;
@@ -594,16 +614,10 @@ impl<'a> Reader<'a> {
             }
             "not" => (Op::Not(self.val()?), Some(vec![Bool])),
             "call" => {
-                let g = self.func_id()?;
-                let args = self.list(Self::val)?;
-                for (i, a) in args.iter().enumerate() {
-                    p.used(*a, Src::Param(g, i));
-                }
-                let op = if self.is_word("at") {
-                    self.next();
-                    Op::CallAt(g, args, self.str_id()?)
-                } else {
-                    Op::Call(g, args)
+                let (g, args) = self.callee_and_args(p)?;
+                let op = match self.at_site()? {
+                    Some(s) => Op::CallAt(g, args, s),
+                    None => Op::Call(g, args),
                 };
                 for (i, (v, t)) in results.iter().zip(&result_toks).enumerate() {
                     p.define(*v, Src::Ret(g, i), t);
@@ -697,17 +711,8 @@ impl<'a> Reader<'a> {
                 let (layout, _) = self.vector_layout()?;
                 let len = self.val()?;
                 p.used(len, Src::Known(F64));
-                let func = self.func_id()?;
-                let args = self.list(Self::val)?;
-                for (i, a) in args.iter().enumerate() {
-                    p.used(*a, Src::Param(func, i));
-                }
-                let at = if self.is_word("at") {
-                    self.next();
-                    Some(self.str_id()?)
-                } else {
-                    None
-                };
+                let (func, args) = self.callee_and_args(p)?;
+                let at = self.at_site()?;
                 let op = Op::VecBuild {
                     layout,
                     len,
