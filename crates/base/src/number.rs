@@ -14,6 +14,17 @@
 
 pub use crate::number_core::parse_numeral;
 
+/// The longest vector: a length or an index is a real with an integral
+/// value from 0 up to this. The interpreter, the analysis and compiled code
+/// (`fir::Op::IsCount`) all ask [`is_count`], so that a length is refused
+/// alike in every mode.
+pub const MAX_COUNT: f64 = (1u64 << 40) as f64;
+
+/// Is `x` a length or an index: an integral real from 0 to [`MAX_COUNT`]?
+pub fn is_count(x: f64) -> bool {
+    x.trunc() == x && (0.0..=MAX_COUNT).contains(&x)
+}
+
 /// Prints a real the way docs/reference.md asks: the shortest digits that
 /// read back to the same `f64`, laid out as JavaScript's
 /// `Number.prototype.toString` lays them out.

@@ -215,8 +215,9 @@ pub enum Op {
 }
 
 /// The longest vector: lengths are `F64`s, and code generation makes them
-/// integers; `IsCount` holds what may be a length to this.
-pub const MAX_VECTOR_LEN: f64 = (1u64 << 40) as f64;
+/// integers; `IsCount` holds what may be a length to this
+/// (`base::number::MAX_COUNT`, what every stage calls a length).
+pub const MAX_VECTOR_LEN: f64 = base::number::MAX_COUNT;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Inst {

@@ -125,10 +125,7 @@ fn leaves(parts: &Option<Rc<Rope>>, count: usize) -> Vec<(usize, &Value)> {
     out
 }
 
-/// Is `x` a length or an index: an integral real, at least 0?
-pub fn is_count(x: f64) -> bool {
-    x >= 0.0 && x.fract() == 0.0 && x < 9.007_199_254_740_992e15
-}
+use base::number::is_count;
 
 impl Interp<'_> {
     /// The elements of a vector, made if it is a sum; `None` for any

@@ -148,9 +148,10 @@ pub fn out_of_memory() -> String {
     "out of memory: a vector too large to make".to_string()
 }
 
-/// The error of a length that is not a non-negative integer.
+/// The error of a length that is not an integer from 0 to
+/// `base::number::MAX_COUNT`.
 pub fn bad_length(who: &str, found: &str) -> String {
-    format!("`{who}` expects a length that is a non-negative integer, found {found}")
+    format!("`{who}` expects a length that is an integer from 0 to 2^40, found {found}")
 }
 
 /// The error of an index that is not an integer below the length `len`.

@@ -135,6 +135,27 @@ impl Chunk {
     }
 }
 
+/// The bytes of memory the machine has (`usize::MAX` if it cannot say).
+fn physical_memory() -> usize {
+    extern "C" {
+        fn sysconf(name: i32) -> i64;
+    }
+    #[cfg(target_os = "macos")]
+    const SC_PHYS_PAGES: i32 = 200;
+    #[cfg(target_os = "macos")]
+    const SC_PAGESIZE: i32 = 29;
+    #[cfg(not(target_os = "macos"))]
+    const SC_PHYS_PAGES: i32 = 85;
+    #[cfg(not(target_os = "macos"))]
+    const SC_PAGESIZE: i32 = 30;
+    // SAFETY: `sysconf` only reads system configuration.
+    let (pages, size) = unsafe { (sysconf(SC_PHYS_PAGES), sysconf(SC_PAGESIZE)) };
+    match (usize::try_from(pages), usize::try_from(size)) {
+        (Ok(p), Ok(s)) if p > 0 && s > 0 => p.saturating_mul(s),
+        _ => usize::MAX,
+    }
+}
+
 /// A new vector of `len` elements: the header's second half is `shape`
 /// (`cell_layout::vector_header`). The length and header are written; the
 /// slots are zeroed when some are pointers, which the collector may scan
@@ -148,6 +169,12 @@ pub extern "C" fn rt_alloc_vector(shape: u64, len: u64) -> *mut u8 {
     else {
         out_of_memory()
     };
+    // A vector larger than the machine's memory would be mapped (the
+    // system may promise address space it cannot back) and then filled
+    // until the system kills the program: refuse it as `run` does.
+    if bytes > physical_memory() {
+        out_of_memory()
+    }
     let p = rt_alloc(bytes);
     // SAFETY: `p` is a fresh object of `bytes` bytes, 8-byte aligned.
     unsafe {

@@ -174,7 +174,7 @@ fn vector<'h>(env: &[Option<V>], v: Val, heap: &'h [Cell]) -> R<(&'h Cell, usize
 
 /// A length a vector may have ([`crate::Op::IsCount`]), as a number.
 fn count(n: f64) -> R<usize> {
-    if n.trunc() == n && (0.0..=crate::MAX_VECTOR_LEN).contains(&n) {
+    if base::number::is_count(n) {
         Ok(n as usize)
     } else {
         internal(format!("{n} elements"))

@@ -12,11 +12,7 @@ use crate::domain::{Av, AvId, LeafKind, Site, UnionId};
 use ir::{message, Expects, Prim};
 use std::collections::HashSet;
 
-/// Is `x` a length or an index: an integral real, at least 0 (as the
-/// interpreter's `is_count`)?
-pub fn is_count(x: f64) -> bool {
-    x >= 0.0 && x.fract() == 0.0 && x < 9.007_199_254_740_992e15
-}
+pub use base::number::is_count;
 
 impl<M: Mode> Ops<M> {
     /// The element and length of a vector value, `None` for any other.
