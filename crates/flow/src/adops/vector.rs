@@ -15,6 +15,13 @@ use std::collections::HashSet;
 pub use base::number::is_count;
 
 impl<M: Mode> Ops<M> {
+    /// The element and length of `v`, when it is a vector and `i` a real
+    /// (the operands of `vector-ref` and `vector-one-hot`).
+    fn vector_at(&self, v: AvId, i: AvId) -> Option<(AvId, AvId)> {
+        let real = matches!(self.dom.get(i), Av::Real(_) | Av::Leaf(_, LeafKind::Real));
+        self.vector_parts(v).filter(|_| real)
+    }
+
     /// The element and length of a vector value, `None` for any other.
     pub fn vector_parts(&self, v: AvId) -> Option<(AvId, AvId)> {
         match self.dom.get(v) {
@@ -75,10 +82,7 @@ impl<M: Mode> Ops<M> {
                 let Some((v, i)) = self.pair_parts(arg) else {
                     return bad(self);
                 };
-                let (Some((e, n)), true) = (
-                    self.vector_parts(v),
-                    matches!(self.dom.get(i), Av::Real(_) | Av::Leaf(_, LeafKind::Real)),
-                ) else {
+                let Some((e, n)) = self.vector_at(v, i) else {
                     return bad(self);
                 };
                 self.check_index(p.name(), n, i)?;
@@ -92,10 +96,7 @@ impl<M: Mode> Ops<M> {
                 let Some((i, s)) = self.pair_parts(is) else {
                     return bad(self);
                 };
-                let (Some((e, n)), true) = (
-                    self.vector_parts(v),
-                    matches!(self.dom.get(i), Av::Real(_) | Av::Leaf(_, LeafKind::Real)),
-                ) else {
+                let Some((e, n)) = self.vector_at(v, i) else {
                     return bad(self);
                 };
                 self.check_index(p.name(), n, i)?;
