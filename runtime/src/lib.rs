@@ -24,11 +24,14 @@
 //!   `gc/mod.rs`, marking and sweeping in `gc/collect.rs`); compiled code
 //!   bumps small cells inline through the regions of `rt_bump` and calls
 //!   `rt_alloc` when one is used up;
-//! - `rt_alloc_vector(shape, len) -> ptr`, `rt_vec_scatter(base,
-//!   entries, tag) -> ptr`: a vector (see `fir::Op::VecOf`), and one with
-//!   sensitivities added (`fir::Op::VecScatter`); `rt_vec_build_begin(v)`
-//!   and `rt_vec_build_end(v)` bracket the filling of a vector with
-//!   pointers by a `VecBuild` (`gc/vector.rs`);
+//! - `rt_alloc_vector(shape, len) -> ptr`: a vector (see
+//!   `fir::Op::VecOf`); `rt_vec_build_begin(v)` and `rt_vec_build_end(v)`
+//!   bracket the filling of a vector with pointers by a `VecBuild`
+//!   (`gc/vector.rs`);
+//! - `rt_vec_zero(shape, len)`, `rt_vec_one_hot(shape, len, i, slots)`,
+//!   `rt_vec_plus(a, b)` -> ptr: reverse mode's sums of vectors of reals,
+//!   and `rt_vec_dense(v) -> ptr`, the elements of a vector or a sum
+//!   (`gc/vector_sum.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.

@@ -47,3 +47,27 @@ pub const fn vector_header(stride: usize, pointers: usize) -> u32 {
 pub const fn vector_shape(header: u32) -> (usize, usize) {
     ((header >> 16) as usize, ((header >> 1) & 0x7fff) as usize)
 }
+
+/// A sum of vectors of reals (reverse mode's sensitivities: `fir::Op::
+/// VecZero`, `VecOneHot`, `VecPlus`; the runtime's `gc/vector_sum.rs`):
+/// a header whose first four bytes are this tag and whose next four are
+/// [`vector_header`] (no pointers), the length word where a vector has
+/// it (so that compiled code reads either's length alike), then the
+/// words of [`SUM_COUNT_AT`] and the pointers that follow it. Compiled
+/// code reads the elements of a vector whose tag is not [`VECTOR_TAG`]
+/// through `rt_vec_dense`.
+pub const SUM_TAG: u32 = u32::MAX - 1;
+
+/// A sum's number of additions (leaves), then its three pointers: the
+/// vector it adds to (0: a zero), its newest leaf (0: none), and the
+/// vector of its elements once made (0: not yet).
+pub const SUM_COUNT_AT: usize = 16;
+pub const SUM_BASE_AT: usize = 24;
+pub const SUM_LEAVES_AT: usize = 32;
+pub const SUM_DENSE_AT: usize = 40;
+pub const SUM_BYTES: usize = 48;
+
+/// A sum's addition: a cell of this tag with one pointer slot (the leaf
+/// made before it, or 0), the index (an integer) and the element's
+/// slots.
+pub const SUM_LEAF_TAG: u32 = u32::MAX - 2;

@@ -435,7 +435,9 @@ impl FnBuilder<'_, '_> {
             | Op::VecLoad(..)
             | Op::VecIndexOk(..)
             | Op::IsCount(_)
-            | Op::VecScatter { .. } => self.vector_op(inst)?,
+            | Op::VecZero(..)
+            | Op::VecOneHot { .. }
+            | Op::VecPlus(..) => self.vector_op(inst)?,
             Op::Load(p, _, n) => {
                 let p = self.val(*p)?;
                 let r = one(&inst.results)?;

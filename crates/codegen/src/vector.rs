@@ -1,10 +1,12 @@
 //! Instruction selection for the vector operations (`fir::Op::VecOf` and
 //! the others): the objects `base::cell_layout` describes, allocated by
-//! the runtime (`rt_alloc_vector`), read and tested inline. Lengths and
+//! the runtime (`rt_alloc_vector`), read and tested inline; the sums of
+//! vectors (`VecZero`, `VecOneHot`, `VecPlus`) are the runtime's, and a
+//! read of an element tests for one first. Lengths and
 //! indices are `F64`s in the FIR and integers in memory.
 
 use super::*;
-use base::cell_layout::{vector_header, VECTOR_SLOTS_AT};
+use base::cell_layout::{vector_header, VECTOR_SLOTS_AT, VECTOR_TAG};
 
 impl FnBuilder<'_, '_> {
     /// The slots of one element of vectors `#layout`, and how many of
@@ -49,6 +51,40 @@ impl FnBuilder<'_, '_> {
             }
             None => ok,
         }
+    }
+
+    /// The header's second half of the sums of vectors `#layout`.
+    fn sum_header(&mut self, layout: u32) -> Result<ClValue, String> {
+        let (stride, _) = self.element(layout)?;
+        Ok(self
+            .b
+            .ins()
+            .iconst(types::I64, i64::from(vector_header(stride, 0))))
+    }
+
+    /// The vector of the elements of `v`: `v` itself, unless it is a sum
+    /// of vectors (reverse mode's sensitivities), whose elements the
+    /// runtime makes the first time they are read.
+    fn dense(&mut self, v: ClValue) -> Result<ClValue, String> {
+        let tag = self.b.ins().load(types::I32, MemFlagsData::trusted(), v, 0);
+        let is_vector = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, tag, i64::from(VECTOR_TAG as i32));
+        let sum = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, types::I64);
+        self.b
+            .ins()
+            .brif(is_vector, done, &block_args(&[v]), sum, &[]);
+        self.b.set_cold_block(sum);
+        self.b.switch_to_block(sum);
+        let d = self
+            .call_import("rt_vec_dense", &[v])?
+            .ok_or("internal error: rt_vec_dense result")?;
+        self.b.ins().jump(done, &block_args(&[d]));
+        self.b.switch_to_block(done);
+        Ok(self.b.block_params(done)[0])
     }
 
     /// The length of vector `v`, an `I64`.
@@ -97,6 +133,7 @@ impl FnBuilder<'_, '_> {
             Op::VecLoad(v, i, layout, slot) => {
                 let (stride, _) = self.element(*layout)?;
                 let (v, i) = (self.val(*v)?, self.val(*i)?);
+                let v = self.dense(v)?;
                 // The index was checked: an integer below the length.
                 let i = self.b.ins().fcvt_to_uint_sat(types::I64, i);
                 let off = self.b.ins().imul_imm_s(i, 8 * stride as i64);
@@ -109,13 +146,41 @@ impl FnBuilder<'_, '_> {
                 let off = (VECTOR_SLOTS_AT + 8 * *slot as usize) as i32;
                 self.b.ins().load(ty, flags, at, off)
             }
-            Op::VecScatter {
-                base, entries, tag, ..
+            Op::VecZero(layout, len) => {
+                let header = self.sum_header(*layout)?;
+                let len = self.val(*len)?;
+                let n = self.b.ins().fcvt_to_uint_sat(types::I64, len);
+                self.call_import("rt_vec_zero", &[header, n])?
+                    .ok_or("internal error: rt_vec_zero result")?
+            }
+            Op::VecOneHot {
+                layout,
+                len,
+                i,
+                vals,
             } => {
-                let (base, entries) = (self.val(*base)?, self.val(*entries)?);
-                let tag = self.b.ins().iconst(types::I64, i64::from(*tag));
-                self.call_import("rt_vec_scatter", &[base, entries, tag])?
-                    .ok_or("internal error: rt_vec_scatter result")?
+                let header = self.sum_header(*layout)?;
+                let (len, i) = (self.val(*len)?, self.val(*i)?);
+                let n = self.b.ins().fcvt_to_uint_sat(types::I64, len);
+                let vals = self.vals(vals)?;
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    (8 * vals.len().max(1)) as u32,
+                    3,
+                ));
+                for (k, x) in vals.into_iter().enumerate() {
+                    self.b
+                        .ins()
+                        .stack_store(types::I64, x, slot, (8 * k) as i32);
+                }
+                let at = self.b.ins().stack_addr(types::I64, slot, 0);
+                self.call_import("rt_vec_one_hot", &[header, n, i, at])?
+                    .ok_or("internal error: rt_vec_one_hot result")?
+            }
+            Op::VecPlus(_, a, b) => {
+                let (a, b) = (self.val(*a)?, self.val(*b)?);
+                self.call_import("rt_vec_plus", &[a, b])?
+                    .ok_or("internal error: rt_vec_plus result")?
             }
             _ => return Err("internal error: not a vector operation".into()),
         };

@@ -685,6 +685,9 @@ fn large_vectors_and_collections_while_filling() {
     assert_eq!(lines[2], "249999750000");
     // Elements 3 and 999999 got 1.75 and 2.
     assert_eq!(lines[3], "249999750003.75 3.25 500001.5 1.5");
+    // The sum of the one-hot vectors alone, read before and after
+    // collections.
+    assert_eq!(lines[4], "1.75 3.75");
     let (_, collections, _) = gc_stats(&build(&m, "vectors-gc", false));
     assert!(collections >= 5, "{collections} collections");
 }

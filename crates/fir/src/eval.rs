@@ -295,7 +295,9 @@ impl Eval<'_> {
             | Op::VecIndexOk(..)
             | Op::IsCount(_)
             | Op::VecLoad(..)
-            | Op::VecScatter { .. } => self.vector_op(op, env)?,
+            | Op::VecZero(..)
+            | Op::VecOneHot { .. }
+            | Op::VecPlus(..) => self.vector_op(op, env)?,
             Op::TagIs(p, tag) => vec![V::B(cell(env, *p, &self.heap)?.tag == *tag)],
             Op::IsZero(p) => vec![V::B(cell(env, *p, &self.heap)?.zero)],
             Op::MemoGet(n, key) => {

@@ -37,9 +37,9 @@
 //!   (an element's slot types, pointers first); a `VecOf` gives values of
 //!   its elements' slot types, a `VecLoad` names a slot of its layout and
 //!   gives its type, a `VecBuild`'s callee takes its arguments and then
-//!   the index (`F64`) and returns an element's slots, and a `VecScatter`
-//!   adds cells (`Ptr`, `F64`, then a real per slot) into a vector of
-//!   reals; lengths and indices are `F64`s, checked (`IsCount`,
+//!   the index (`F64`) and returns an element's slots, and a `VecZero`,
+//!   `VecOneHot` or `VecPlus` names a layout whose slots are all `F64`
+//!   (a one-hot's values, one per slot); lengths and indices are `F64`s, checked (`IsCount`,
 //!   `VecIndexOk`) before an operation takes them;
 //! - a `Load` from a cell reads the member the cell holds: code tests the
 //!   tag (`TagIs`) first, or knows it otherwise (the last member of a

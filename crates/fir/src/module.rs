@@ -198,20 +198,29 @@ pub enum Op {
     /// Is the `F64` a length a vector may have: integral, `0 <= n <=`
     /// [`MAX_VECTOR_LEN`]? Gives a `Bool`.
     IsCount(Val),
-    /// A new vector: a copy of `base` (of layout `layout`, whose slots are
-    /// all `F64`) with the sensitivities of the list `entries` added to
-    /// its elements, oldest first. `entries` is a cell of tag `tag`, laid
-    /// out (next, index, value of each slot): `Ptr`, `F64`, then the
-    /// layout's `F64`s, and the newest entry; `next` is the one made
-    /// before it, and the list ends at the first cell of another tag.
-    /// Element `index` gets `slot k += value k` (`FBin::PlusAdd`). Gives a
-    /// `Ptr`.
-    VecScatter {
+    /// A new vector of `len` elements (a count, checked before) of layout
+    /// `layout`, whose slots are all `F64`: every element zero. Zeros and
+    /// the two operations below are reverse mode's sensitivities of
+    /// vectors; compiled code keeps them as sums (the runtime's
+    /// `vector_sum.rs`), so that a gradient that reads a vector k times
+    /// costs O(n + k), not O(n k), and a read of their elements makes them
+    /// first.
+    VecZero(u32, Val),
+    /// A new vector of `len` elements of layout `layout` (all `F64`), zero
+    /// but element `i` (an index, checked before), whose slots are `vals`.
+    VecOneHot {
         layout: u32,
-        base: Val,
-        entries: Val,
-        tag: u32,
+        len: Val,
+        i: Val,
+        vals: Vec<Val>,
     },
+    /// The elementwise sum of two vectors of layout `layout` (all `F64`)
+    /// of one length (checked before): each slot the `FBin::PlusAdd` of
+    /// the two. Where one operand's element was never given a value (a
+    /// zero's, or a one-hot's but at its index), the sum may be the other
+    /// operand's element itself, as the interpreter's sums of vectors
+    /// give it: the two differ only in the sign of a zero. Gives a `Ptr`.
+    VecPlus(u32, Val, Val),
 }
 
 /// The longest vector: lengths are `F64`s, and code generation makes them

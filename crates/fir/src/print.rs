@@ -294,13 +294,19 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::IsCount(n) => {
             let _ = write!(out, "is_count {n}");
         }
-        Op::VecScatter {
+        Op::VecZero(layout, len) => {
+            let _ = write!(out, "vec_zero #{layout} {len}");
+        }
+        Op::VecOneHot {
             layout,
-            base,
-            entries,
-            tag,
+            len,
+            i,
+            vals: vs,
         } => {
-            let _ = write!(out, "vec_scatter #{layout} {base} {entries} #{tag}");
+            let _ = write!(out, "vec_one_hot #{layout} {len} {i}({})", vals(vs));
+        }
+        Op::VecPlus(layout, a, b) => {
+            let _ = write!(out, "vec_plus #{layout} {a} {b}");
         }
     }
     out.push('\n');

@@ -743,17 +743,30 @@ impl<'a> Reader<'a> {
                 };
                 (Op::VecLoad(v, i, layout, slot), Some(vec![ty]))
             }
-            "vec_scatter" => {
+            "vec_zero" => {
                 let (layout, _) = self.vector_layout()?;
-                let (base, entries) = (self.val()?, self.val()?);
-                let tag = self.tag()?;
-                let op = Op::VecScatter {
+                let len = self.val()?;
+                (Op::VecZero(layout, len), Some(vec![Ptr]))
+            }
+            "vec_one_hot" => {
+                let (layout, _) = self.vector_layout()?;
+                let (len, i) = (self.val()?, self.val()?);
+                let vals = self.list(Self::val)?;
+                for v in &vals {
+                    p.used(*v, Src::Known(F64));
+                }
+                let op = Op::VecOneHot {
                     layout,
-                    base,
-                    entries,
-                    tag,
+                    len,
+                    i,
+                    vals,
                 };
                 (op, Some(vec![Ptr]))
+            }
+            "vec_plus" => {
+                let (layout, _) = self.vector_layout()?;
+                let (a, b) = (self.val()?, self.val()?);
+                (Op::VecPlus(layout, a, b), Some(vec![Ptr]))
             }
             _ => {
                 let op = if let Some(op) = [
@@ -979,9 +992,14 @@ fn operand_uses(op: &Op, p: &mut Pending) {
             one(v, Ptr);
             one(i, F64);
         }
-        Op::VecScatter { base, entries, .. } => {
-            one(base, Ptr);
-            one(entries, Ptr);
+        Op::VecZero(_, len) => one(len, F64),
+        Op::VecOneHot { len, i, .. } => {
+            one(len, F64);
+            one(i, F64);
+        }
+        Op::VecPlus(_, a, b) => {
+            one(a, Ptr);
+            one(b, Ptr);
         }
         Op::MemoGet(_, vs) | Op::MemoPut(_, vs) => vs.iter().for_each(|v| one(v, Ptr)),
         _ => {}

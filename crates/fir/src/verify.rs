@@ -20,8 +20,8 @@
 //! elements times the layout's slots, of their types; a `VecBuild`'s
 //! callee takes the arguments and then the index (`F64`) and returns one
 //! element's slots; a `VecLoad` names a slot of its layout and gives its
-//! type; a `VecScatter`'s layout is all `F64`, its entries' tag has the
-//! layout (`Ptr`, `F64`, then the element's `F64`s). That a vector has
+//! type; a `VecZero`'s, `VecOneHot`'s or `VecPlus`'s layout is all
+//! `F64`, and a one-hot gives one value per slot. That a vector has
 //! the layout an operation names is not checked (as a `Load`'s member).
 //!
 //! Cells: every layout of [`Module::cells`] has its pointers first; every
@@ -412,6 +412,19 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The slots of layout `layout`, which a sum of vectors
+    /// (`VecZero`, `VecOneHot`, `VecPlus`) needs all `F64`.
+    fn sum_layout(&self, layout: u32) -> Result<&'a [Ty], VerifyError> {
+        let slots = self.vector_layout(layout)?;
+        if slots.iter().any(|t| *t != Ty::F64) {
+            return self.err(format!(
+                "a sum of vectors #{layout} {}, whose slots are not all reals",
+                print::cell(slots)
+            ));
+        }
+        Ok(slots)
+    }
+
     /// Checks the operands of a vector operation and gives its result
     /// types.
     fn vector_op(&mut self, op: &Op) -> Result<Vec<Ty>, VerifyError> {
@@ -487,33 +500,27 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
-            Op::VecScatter {
+            Op::VecZero(layout, len) => {
+                self.sum_layout(*layout)?;
+                self.use_val(*len, Some(F64))?;
+                vec![Ptr]
+            }
+            Op::VecOneHot {
                 layout,
-                base,
-                entries,
-                tag,
+                len,
+                i,
+                vals,
             } => {
-                let slots = self.vector_layout(*layout)?;
-                if slots.iter().any(|t| *t != F64) {
-                    return self.err(format!(
-                        "a scatter into vector #{layout} {}, whose slots are not all reals",
-                        print::cell(slots)
-                    ));
-                }
-                let entry = self.layout(*tag)?;
-                let want: Vec<Ty> = [Ptr, F64]
-                    .into_iter()
-                    .chain(slots.iter().copied())
-                    .collect();
-                if entry != want {
-                    return self.err(format!(
-                        "a scatter into vector #{layout} of cells #{tag} {}, not {}",
-                        print::cell(entry),
-                        print::cell(&want)
-                    ));
-                }
-                self.use_val(*base, Some(Ptr))?;
-                self.use_val(*entries, Some(Ptr))?;
+                let slots = self.sum_layout(*layout)?;
+                self.use_val(*len, Some(F64))?;
+                self.use_val(*i, Some(F64))?;
+                self.use_vals(vals, slots, &format!("a one-hot vector #{layout}"))?;
+                vec![Ptr]
+            }
+            Op::VecPlus(layout, a, b) => {
+                self.sum_layout(*layout)?;
+                self.use_val(*a, Some(Ptr))?;
+                self.use_val(*b, Some(Ptr))?;
                 vec![Ptr]
             }
             _ => return self.err("internal error: not a vector operation".into()),
@@ -634,7 +641,9 @@ impl<'a> Checker<'a> {
             | Op::VecIndexOk(..)
             | Op::IsCount(_)
             | Op::VecLoad(..)
-            | Op::VecScatter { .. } => self.vector_op(op)?,
+            | Op::VecZero(..)
+            | Op::VecOneHot { .. }
+            | Op::VecPlus(..) => self.vector_op(op)?,
         }))
     }
 

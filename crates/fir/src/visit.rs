@@ -32,9 +32,15 @@ impl Op {
                 f(*a);
                 f(*b);
             }
-            Op::VecScatter { base, entries, .. } => {
-                f(*base);
-                f(*entries);
+            Op::VecZero(_, a) => f(*a),
+            Op::VecOneHot { len, i, vals, .. } => {
+                f(*len);
+                f(*i);
+                vals.iter().for_each(|v| f(*v));
+            }
+            Op::VecPlus(_, a, b) => {
+                f(*a);
+                f(*b);
             }
             Op::VecBuild { len, args, .. } => {
                 f(*len);
@@ -76,9 +82,15 @@ impl Op {
                 f(a);
                 f(b);
             }
-            Op::VecScatter { base, entries, .. } => {
-                f(base);
-                f(entries);
+            Op::VecZero(_, a) => f(a),
+            Op::VecOneHot { len, i, vals, .. } => {
+                f(len);
+                f(i);
+                vals.iter_mut().for_each(f);
+            }
+            Op::VecPlus(_, a, b) => {
+                f(a);
+                f(b);
             }
             Op::VecBuild { len, args, .. } => {
                 f(len);
@@ -114,11 +126,7 @@ impl Op {
     /// tests for or reads from have that tag's layout.
     pub fn tag(&self) -> Option<u32> {
         match self {
-            Op::Alloc(t, _)
-            | Op::AllocZero(t, _)
-            | Op::TagIs(_, t)
-            | Op::Load(_, t, _)
-            | Op::VecScatter { tag: t, .. } => Some(*t),
+            Op::Alloc(t, _) | Op::AllocZero(t, _) | Op::TagIs(_, t) | Op::Load(_, t, _) => Some(*t),
             _ => None,
         }
     }
@@ -130,7 +138,9 @@ impl Op {
             Op::VecOf(l, _, _)
             | Op::VecBuild { layout: l, .. }
             | Op::VecLoad(_, _, l, _)
-            | Op::VecScatter { layout: l, .. } => Some(*l),
+            | Op::VecZero(l, _)
+            | Op::VecOneHot { layout: l, .. }
+            | Op::VecPlus(l, _, _) => Some(*l),
             _ => None,
         }
     }
@@ -153,7 +163,9 @@ impl Op {
                     | Op::VecLen(_)
                     | Op::VecLoad(..)
                     | Op::VecIndexOk(..)
-                    | Op::VecScatter { .. }
+                    | Op::VecZero(..)
+                    | Op::VecOneHot { .. }
+                    | Op::VecPlus(..)
             )
     }
 }

@@ -329,11 +329,7 @@ fn memo_reads(b: &Block, f: &mut impl FnMut(u32)) {
 fn retag_block(b: &mut Block, tags: &Tags) {
     for inst in &mut b.insts {
         match &mut inst.op {
-            Op::Alloc(t, _)
-            | Op::AllocZero(t, _)
-            | Op::TagIs(_, t)
-            | Op::Load(_, t, _)
-            | Op::VecScatter { tag: t, .. } => {
+            Op::Alloc(t, _) | Op::AllocZero(t, _) | Op::TagIs(_, t) | Op::Load(_, t, _) => {
                 *t = tags.rep(*t);
             }
             Op::If { then_, else_, .. } => {

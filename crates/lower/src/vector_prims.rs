@@ -189,6 +189,17 @@ impl Lowerer<'_> {
                     return Err(internal(self));
                 };
                 let len = self.vector_len(fb, pv, n);
+                if let Some(layout) = self.sum_layout(re) {
+                    let vals = self.elem_slots(fb, s, re);
+                    let op = Op::VecOneHot {
+                        layout,
+                        len,
+                        i: iv,
+                        vals,
+                    };
+                    let p = fb.emit1(op, Ty::Ptr);
+                    return Ok(self.vector_sym(p, re, rn));
+                }
                 // Element j is `s` at i, else the zero of v's element j
                 // (made from it: a vector's zero has its length).
                 let mut params = vec![Ty::Ptr, Ty::F64];

@@ -5,7 +5,10 @@
 //! symbolic vector is `Av::Leaf(Sym(ptr), LeafKind::Vector(element,
 //! length))`. Elements are made by a function per element (`VecBuild`),
 //! read by `VecLoad`s, and the loops over elements (zero, plus, printing,
-//! conversion to a less precise element) are such functions.
+//! conversion to a less precise element) are such functions, but for
+//! vectors whose elements are reals (all `F64` slots): their zeros,
+//! one-hot vectors and sums are the runtime's sums of vectors, so that
+//! reverse mode adds the sensitivity of each `vector-ref` in O(1).
 
 use crate::lowerer::*;
 use base::EntityRef;
@@ -30,6 +33,14 @@ impl Lowerer<'_> {
         let k = self.module.vectors.len() as u32;
         self.module.vectors.insert(k, slots);
         (k, types)
+    }
+
+    /// The layout of vectors of element `elem` when its slots are all
+    /// `F64`: such vectors' zeros, one-hot vectors and sums are the
+    /// runtime's sums of vectors (`fir::Op::VecPlus`), O(1) to make.
+    pub(crate) fn sum_layout(&mut self, elem: AvId) -> Option<u32> {
+        let (layout, types) = self.vec_layout(elem);
+        types.iter().all(|t| *t == Ty::F64).then_some(layout)
     }
 
     /// The pointer, element and length of a symbolic vector; a vector the
@@ -200,9 +211,25 @@ impl Lowerer<'_> {
         let Some((p, se, sn)) = self.vector_ptr(fb, src) else {
             return;
         };
-        if se == te {
+        // The same elements, or elements the analysis knows (the
+        // pointer stands for the length: see `zero_vector`).
+        if se == te || self.ops.dom.is_known(te) {
             out.push(p);
             return;
+        }
+        // Zeros (a vector's `zero`, with reals for elements): a zero of
+        // the target's elements, made in O(1).
+        let zero = self
+            .ops
+            .dom
+            .known_real(se)
+            .is_some_and(|x| x.to_bits() == 0);
+        if zero {
+            if let Some(layout) = self.sum_layout(te) {
+                let len = self.vector_len(fb, p, sn);
+                out.push(fb.emit1(Op::VecZero(layout, len), Ty::Ptr));
+                return;
+            }
         }
         // Elements of no value: the vector is empty.
         if se == self.ops.dom.bottom() {
@@ -283,6 +310,11 @@ impl Lowerer<'_> {
         if self.ops.dom.is_known(z) {
             return Some(z);
         }
+        // Elements the analysis knows: no code, the vector's pointer
+        // standing for its length (its elements are never read).
+        if self.ops.dom.is_known(ze) {
+            return Some(self.vector_sym(p, ze, n));
+        }
         let f = self.shared_elem_fn(
             ("zero", vec![e]),
             vec![Ty::Ptr],
@@ -309,12 +341,39 @@ impl Lowerer<'_> {
             return None;
         };
         let la = self.vector_len(fb, pa, na);
+        // A vector of zeros (a `zero`'s: see `zero_vector`) adds nothing.
+        let zeros = |this: &mut Self, e: AvId| this.ops.dom.is_known(e) && this.ops.zero(e) == e;
+        let skip = if zeros(self, ea) {
+            Some(b)
+        } else if zeros(self, eb) {
+            Some(a)
+        } else {
+            None
+        };
         if na != nb || self.ops.dom.known_real(na).is_none() {
             let lb = self.vector_len(fb, pb, nb);
             let ok = fb.emit1(Op::FCmp(Cmp::Eq, la, lb), Ty::Bool);
             let msg = ir::message::plus_mismatch(&self.ops.describe(a), &self.ops.describe(b));
             let err = self.error_term(fb.site, &msg);
             self.guard(fb, ok, &err);
+        }
+        if let Some(other) = skip {
+            let target = self.ops.dom.vector(pe, pn);
+            let mut ps = Vec::new();
+            self.coerce_vector(fb, other, target, &mut ps);
+            if let [p] = ps[..] {
+                return Some(self.vector_sym(p, pe, pn));
+            }
+        }
+        if let Some(layout) = self.sum_layout(pe) {
+            let target = self.ops.dom.vector(pe, pn);
+            let mut ps = Vec::new();
+            self.coerce_vector(fb, a, target, &mut ps);
+            self.coerce_vector(fb, b, target, &mut ps);
+            if let [x, y] = ps[..] {
+                let p = fb.emit1(Op::VecPlus(layout, x, y), Ty::Ptr);
+                return Some(self.vector_sym(p, pe, pn));
+            }
         }
         let f = self.shared_elem_fn(
             ("plus", vec![ea, eb]),

@@ -46,9 +46,32 @@ impl Heap {
             self.push_vector_slots(start, c.cell);
             return None;
         }
+        if header as u32 == crate::cell_layout::SUM_TAG {
+            use crate::cell_layout::{SUM_BASE_AT, SUM_BYTES};
+            return Some((start + SUM_BASE_AT, start + SUM_BYTES));
+        }
         let header = (header >> 32) as u32;
         let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);
         (slots > 0).then_some((start + 8, start + 8 + 8 * slots))
+    }
+
+    /// Keeps "a marked object points only to marked ones" when the
+    /// runtime writes `young`, an object without pointers, into `old`
+    /// after making it (a sum's elements, made when first read): a minor
+    /// collection would not trace `young` from an old `old`, so it is
+    /// marked with it.
+    pub(super) fn written_into(&mut self, old: usize, young: usize) {
+        let Some(i) = self.find(old) else { return };
+        let c = *self.chunk(i);
+        if old >= c.used {
+            return;
+        }
+        let n = c.cell_index(old);
+        // SAFETY: `n` is a cell of this chunk, whose bitmap covers all.
+        let word = unsafe { *c.marks.add(n / 64) };
+        if word & (1u64 << (n % 64)) != 0 {
+            self.mark(young);
+        }
     }
 
     /// Marks from every word in `[from, to)`, and from the slots of every

@@ -67,6 +67,7 @@
 
 mod collect;
 mod vector;
+mod vector_sum;
 
 use crate::cell_layout::{bump_slot, BUMP_WORDS};
 use crate::{fail, Global};
@@ -240,10 +241,6 @@ struct Heap {
     dead: *mut usize,
     dead_len: usize,
     dead_cap: usize,
-    /// Room for `rt_vec_scatter`'s list of entries.
-    scratch: *mut usize,
-    scratch_len: usize,
-    scratch_cap: usize,
 }
 
 static HEAP: Global<Heap> = Global::new(Heap::EMPTY);
@@ -287,9 +284,6 @@ impl Heap {
         dead: core::ptr::null_mut(),
         dead_len: 0,
         dead_cap: 0,
-        scratch: core::ptr::null_mut(),
-        scratch_len: 0,
-        scratch_cap: 0,
     };
 }
 
@@ -808,7 +802,6 @@ pub fn release_all() {
     h.building_len = 0;
     h.filled_len = 0;
     h.dead_len = 0;
-    h.scratch_len = 0;
 }
 
 /// Where compiled code allocates small cells without a call: for cells of
@@ -830,6 +823,18 @@ fn bump_entries(w: usize) -> (usize, usize) {
         let r = &raw const rt_bump;
         ((*r)[bump_slot(w)], (*r)[bump_slot(w) + 1])
     }
+}
+
+/// An object of `words` words (fewer than `BUMP_WORDS`) for the runtime
+/// itself (`vector_sum.rs`): bumped through the region compiled code
+/// bumps for that size, as compiled code does, else from `rt_alloc`.
+pub(crate) fn alloc_small(words: usize) -> usize {
+    let (next, end) = bump_entries(words);
+    if next != 0 && end - next >= 8 * words {
+        set_bump_entries(words, next + 8 * words, end);
+        return next;
+    }
+    rt_alloc(8 * words) as usize
 }
 
 fn set_bump_entries(w: usize, next: usize, end: usize) {

@@ -38,7 +38,7 @@ pub(super) unsafe fn shape(start: usize) -> Option<(usize, usize, usize)> {
 
 /// The bytes of a vector of `len` elements of `stride` slots, if that
 /// fits below 2^48 (the heap's addresses).
-fn vector_bytes(stride: usize, len: usize) -> Option<usize> {
+pub(super) fn vector_bytes(stride: usize, len: usize) -> Option<usize> {
     len.checked_mul(stride)?
         .checked_mul(8)?
         .checked_add(VECTOR_SLOTS_AT)
@@ -217,67 +217,6 @@ pub extern "C" fn rt_vec_build_end(v: usize) {
     if before != h.collections {
         push_word((&mut h.filled, &mut h.filled_len, &mut h.filled_cap), 16, v);
     }
-}
-
-/// A copy of the vector `base` (all of whose slots are reals) with the
-/// entries of the list `entries` added, oldest first: cells of member
-/// `tag`, each (next, index, a value per slot), newest first, the list
-/// ending at the first object of another tag or a null pointer (see
-/// `fir::Op::VecScatter`).
-#[no_mangle]
-pub extern "C" fn rt_vec_scatter(base: usize, entries: usize, tag: u64) -> *mut u8 {
-    // SAFETY: `base` is a vector, as the FIR's verifier and lowering make
-    // sure, whose header and length were written when it was made.
-    let (stride, pointers, len) = match unsafe { shape(base) } {
-        Some(s) => s,
-        None => fail(&[b"error: internal error: a scatter into something not a vector"]),
-    };
-    if pointers != 0 {
-        fail(&[b"error: internal error: a scatter into a vector of pointers"]);
-    }
-    let shape = crate::cell_layout::vector_header(stride, pointers);
-    let v = rt_alloc_vector(u64::from(shape), len as u64) as usize;
-    let bytes = 8 * stride * len;
-    // SAFETY: both vectors have `len` elements of `stride` slots.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            (base + VECTOR_SLOTS_AT) as *const u8,
-            (v + VECTOR_SLOTS_AT) as *mut u8,
-            bytes,
-        );
-    }
-    // The list, newest first, into a scratch array to add it oldest first.
-    let h = HEAP.get();
-    let mark = h.scratch_len;
-    let mut e = entries;
-    // SAFETY: `e` is null or a cell (of the list, or the object that
-    // ends it), whose tag is read first; a cell of the list holds the next
-    // one in its first slot.
-    while e != 0 && unsafe { *(e as *const u32) } == tag as u32 {
-        push_word(
-            (&mut h.scratch, &mut h.scratch_len, &mut h.scratch_cap),
-            64,
-            e,
-        );
-        e = unsafe { *((e + 8) as *const usize) };
-    }
-    while h.scratch_len > mark {
-        h.scratch_len -= 1;
-        // SAFETY: filled above; an entry cell has an index and `stride`
-        // values after its `next` slot.
-        unsafe {
-            let e = *h.scratch.add(h.scratch_len);
-            let i = *((e + 16) as *const f64);
-            if !(i >= 0.0 && i < len as f64 && i == (i as usize) as f64) {
-                fail(&[b"error: internal error: a scatter entry out of range"]);
-            }
-            let at = (v + VECTOR_SLOTS_AT + 8 * stride * i as usize) as *mut f64;
-            for k in 0..stride {
-                *at.add(k) += *((e + 24 + 8 * k) as *const f64);
-            }
-        }
-    }
-    v as *mut u8
 }
 
 #[cfg(test)]

@@ -84,51 +84,44 @@ impl Eval<'_> {
                     _ => return internal(format!("a load of slot {slot} of a vector #{layout}")),
                 }
             }
-            Op::VecScatter {
-                layout,
-                base,
-                entries,
-                tag,
-            } => {
+            Op::VecZero(layout, len) => {
+                let n = count(real(*len)?)?;
                 let stride = self.stride(*layout)?;
-                let (c, n) = vector(env, *base, &self.heap)?;
-                let mut fields = c.fields.clone();
-                // Newest first in the list; added oldest first.
-                let mut list = Vec::new();
-                let mut at = get(env, *entries)?;
-                while let V::P(p) = at {
-                    match self.heap.get(p) {
-                        Some(e) if e.tag == *tag && e.vector.is_none() => {
-                            list.push(&e.fields);
-                            at = e.fields.first().copied().unwrap_or(V::B(false));
-                        }
-                        _ => break,
-                    }
+                vec![self.new_vector(*layout, n, vec![V::F(0.0); n * stride])]
+            }
+            Op::VecOneHot {
+                layout,
+                len,
+                i,
+                vals,
+            } => {
+                let n = count(real(*len)?)?;
+                let stride = self.stride(*layout)?;
+                let i = real(*i)?;
+                if !is_index(i, n) || vals.len() != stride {
+                    return internal(format!("a one-hot vector #{layout} at {i} of {n}"));
                 }
-                for e in list.into_iter().rev() {
-                    let i = match e.get(1) {
-                        Some(V::F(i)) if is_index(*i, n) => *i as usize,
-                        _ => {
-                            return internal(format!(
-                                "an entry of a scatter into vector #{layout} out of range"
-                            ))
+                let mut fields = vec![V::F(0.0); n * stride];
+                for (k, v) in vals.iter().enumerate() {
+                    fields[i as usize * stride + k] = get(env, *v)?;
+                }
+                vec![self.new_vector(*layout, n, fields)]
+            }
+            // Densely: compiled code may keep the sign of a zero this
+            // loses (see the operation's documentation).
+            Op::VecPlus(layout, a, b) => {
+                let (x, n) = vector(env, *a, &self.heap)?;
+                let (y, m) = vector(env, *b, &self.heap)?;
+                if n != m {
+                    return internal(format!("a sum of vectors #{layout} of {n} and {m}"));
+                }
+                let mut fields = Vec::with_capacity(x.fields.len());
+                for (u, v) in x.fields.iter().zip(&y.fields) {
+                    match (u, v) {
+                        (V::F(u), V::F(v)) => {
+                            fields.push(V::F(crate::FBin::PlusAdd.scalar().apply(*u, *v)))
                         }
-                    };
-                    if e.len() != 2 + stride {
-                        return internal(format!(
-                            "an entry of {} slots for vector #{layout}",
-                            e.len()
-                        ));
-                    }
-                    for (k, x) in e[2..].iter().enumerate() {
-                        match (&mut fields[i * stride + k], x) {
-                            (V::F(a), V::F(b)) => *a = crate::FBin::PlusAdd.scalar().apply(*a, *b),
-                            _ => {
-                                return internal(format!(
-                                    "a scatter into vector #{layout} of a slot that is not a real"
-                                ))
-                            }
-                        }
+                        _ => return internal(format!("a sum of vectors #{layout} not of reals")),
                     }
                 }
                 vec![self.new_vector(*layout, n, fields)]

@@ -17,8 +17,6 @@
 //!   over a list held the list and its `car` and `cdr` (sumsq-R's, 40 ->
 //!   24 bytes per element).
 //!
-//! The entries a `VecScatter` adds into a vector keep every slot.
-//!
 //! The loads are renumbered, and the values no longer stored are dead code
 //! for `simplify`. Pointers still lead a cell, since dropping keeps the
 //! order.
@@ -106,19 +104,12 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
         scan(&f.body, &defs, &mut read, &mut sites);
     }
     let mut fates: HashMap<(u32, u32), Fate> = HashMap::default();
-    let scattered = scattered_tags(m);
     for (tag, mut slots) in read {
         slots.sort_unstable();
         slots.dedup();
         let sites = sites.remove(&tag).unwrap_or_default();
         let width = m.cells.get(&tag).map_or(0, Vec::len);
-        // A `VecScatter` reads every slot of its entries, at its place.
-        let these: Vec<(u32, Fate)> = if scattered.contains(&tag) {
-            (0..width as u32).map(|s| (s, Fate::Slot(s))).collect()
-        } else {
-            fates_of(&slots, &sites, width)
-        };
-        for (slot, fate) in these {
+        for (slot, fate) in fates_of(&slots, &sites, width) {
             fates.insert((tag, slot), fate);
         }
     }
@@ -133,19 +124,6 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
         .iter_mut()
         .map(|f| rewrite(&mut f.body, &fates, &mut f.types))
         .collect()
-}
-
-/// The tags of the entries some `VecScatter` adds into a vector.
-fn scattered_tags(m: &Module) -> std::collections::BTreeSet<u32> {
-    let mut out = std::collections::BTreeSet::new();
-    for f in &m.funcs {
-        f.body.for_each_inst(&mut |i| {
-            if let Op::VecScatter { tag, .. } = i.op {
-                out.insert(tag);
-            }
-        });
-    }
-    out
 }
 
 /// The tags the operations of `m` name.
@@ -319,10 +297,6 @@ fn scan(
     for i in &b.insts {
         match &i.op {
             Op::Load(_, tag, slot) => read.entry(*tag).or_default().push(*slot),
-            // Every slot, kept where it is (`scattered_tags`).
-            Op::VecScatter { tag, .. } => {
-                read.entry(*tag).or_default();
-            }
             Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
                 let site = fields
                     .iter()

@@ -43,7 +43,9 @@ func f0 main() -> () {
   v24 = is_count v22
   v25 = vec_load v20 v0 #0.0
   v26 = alloc #3(v25, v0, v0)
-  v27 = vec_scatter #1 v21 v26 #3
+  v27 = vec_plus #1 v21 v21
+  v29 = vec_zero #1 v0
+  v30 = vec_one_hot #1 v0 v1(v1)
   v28 = vec_build #1 v0 f3(v23)
   v17 = if v16 {
     print_real v15

@@ -488,7 +488,9 @@ impl Fwd {
             | Op::VecLoad(..)
             | Op::VecIndexOk(..)
             | Op::IsCount(_)
-            | Op::VecScatter { .. } => {
+            | Op::VecZero(..)
+            | Op::VecOneHot { .. }
+            | Op::VecPlus(..) => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 out.push(inst);
             }
