@@ -123,7 +123,7 @@ const PROGRAMS: &[Program] = &[
         baseline: Some("sumsq-R"),
         reference: Some((
             "sumsq-R-vector",
-            "the same adjoint over a vector of reals (VLAD's own over a vector, sumsq-vector-R, joins the table once compiled reverse mode over vectors is linear)",
+            "the same adjoint over a vector of reals, the baseline of sumsq-vector-R",
         )),
     },
     Program {
@@ -150,14 +150,29 @@ const PROGRAMS: &[Program] = &[
         baseline: None,
         reference: None,
     },
-    // Vectors (issue 36). The reverse-mode programs over vectors
-    // (sumsq-vector-R, lse-R, matvec-R) join once compiled reverse mode
-    // accumulates sensitivities in place: today it is O(n) per vector-ref,
-    // minutes per repetition at their sizes.
+    // Vectors (issue 36).
+    Program {
+        name: "sumsq-vector-R",
+        kind: Kind::Reps,
+        baseline: Some("sumsq-R-vector"),
+        reference: None,
+    },
     Program {
         name: "lse-F",
         kind: Kind::Reps,
         baseline: Some("lse-F"),
+        reference: None,
+    },
+    Program {
+        name: "lse-R",
+        kind: Kind::Reps,
+        baseline: Some("lse-R"),
+        reference: None,
+    },
+    Program {
+        name: "matvec-R",
+        kind: Kind::Reps,
+        baseline: Some("matvec-R"),
         reference: None,
     },
 ];

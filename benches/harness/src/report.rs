@@ -147,7 +147,8 @@ Compiled code and the hand-written Rust baselines (`benches/baselines`, derivati
 nested dual numbers for FF, hand-written adjoints where the outer level is reverse mode: \
 of the inner adjoint for RR, of the inner dual numbers for RF, of plain code for backprop R and \
 sumsq R; dual numbers over a Rust vector for lse-F, the directional derivative of log-sum-exp \
-over 10^6 reals) run with a workload scaled \
+over 10^6 reals; adjoints over Rust vectors for sumsq-vector-R, lse-R (10^6 reals) and matvec-R \
+(n = 1000)) run with a workload scaled \
 until one run takes at least 0.2 s, then time / workload. The interpreter (`stalingrad run`) \
 runs the small workload of the \"ops workload\" column (with `--count-ops=json`), minus the \
 start-up time of the same input with N = 0, scaled to one repetition; it stops repeating \

@@ -2,11 +2,10 @@
 //! over 10^5 reals by a hand-written adjoint. Reads N; prints the sum of
 //! the gradient's elements (100000.99999999997) N times.
 //!
-//! A second reference for benches/programs/sumsq-R.vlad beside its
-//! baseline (`sumsq-R`, the same loop over a linked list): the data is a
-//! vector, as a numeric programmer would write it in Rust and as VLAD,
-//! whose only sequences are lists, cannot; the harness reports it under
-//! the table. The adjoint follows the reverse rule of `*` in the VLAD prelude (each
+//! The baseline of benches/programs/sumsq-vector-R.vlad, and a second
+//! reference for benches/programs/sumsq-R.vlad beside its baseline
+//! (`sumsq-R`, the same loop over a linked list), which the harness
+//! reports under the table. The adjoint follows the reverse rule of `*` in the VLAD prelude (each
 //! factor's sensitivity is the other factor times the product's) and sums
 //! the gradient in the order of the program's `total` (a right fold), so
 //! it prints what sumsq-R.vlad prints.
