@@ -357,6 +357,11 @@ impl Lowerer<'_> {
             let err = self.error_term(fb.site, &msg);
             self.guard(fb, ok, &err);
         }
+        // Elements the analysis knows: the pointer stands for the length
+        // (see `zero_vector`).
+        if self.ops.dom.is_known(pe) {
+            return Some(self.vector_sym(pa, pe, pn));
+        }
         if let Some(other) = skip {
             let target = self.ops.dom.vector(pe, pn);
             let mut ps = Vec::new();

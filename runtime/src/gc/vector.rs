@@ -135,8 +135,23 @@ impl Chunk {
     }
 }
 
-/// The bytes of memory the machine has (`usize::MAX` if it cannot say).
+/// The bytes of memory the machine has (`usize::MAX` if it cannot say),
+/// asked of the system once: two `sysconf` calls per vector made cost
+/// more than making a short vector.
 fn physical_memory() -> usize {
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    static KNOWN: AtomicUsize = AtomicUsize::new(0);
+    match KNOWN.load(Ordering::Relaxed) {
+        0 => {
+            let m = ask_physical_memory();
+            KNOWN.store(m, Ordering::Relaxed);
+            m
+        }
+        m => m,
+    }
+}
+
+fn ask_physical_memory() -> usize {
     extern "C" {
         fn sysconf(name: i32) -> i64;
     }
