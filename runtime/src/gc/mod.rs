@@ -98,6 +98,12 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// its time. Below it, a chunk is its own mapping, so a small program
 /// stays small (a huge page is resident whole once touched).
 const HUGE_AFTER: usize = 8 << 20;
+/// How many dead large chunks' mappings are kept for reuse: a program
+/// that makes a few vectors of megabytes per step (forward mode over a
+/// vector: the vector of forward values, its primals, its tangents) would
+/// otherwise map them afresh each step, and the kernel zero each page
+/// (lse-F: 46% of its time in `clear_page`).
+const SPARE_LARGE: usize = 8;
 const ARENA_BYTES: usize = 8 << 20;
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 #[cfg(target_os = "linux")]
@@ -241,6 +247,10 @@ struct Heap {
     dead: *mut usize,
     dead_len: usize,
     dead_cap: usize,
+    /// Mappings of large chunks found dead (start, bytes; 0 bytes: none),
+    /// kept for the next large object of the same size
+    /// (`Heap::release_large`).
+    spare_large: [(usize, usize); SPARE_LARGE],
 }
 
 static HEAP: Global<Heap> = Global::new(Heap::EMPTY);
@@ -284,6 +294,7 @@ impl Heap {
         dead: core::ptr::null_mut(),
         dead_len: 0,
         dead_cap: 0,
+        spare_large: [(0, 0); SPARE_LARGE],
     };
 }
 
@@ -467,7 +478,14 @@ impl Heap {
         } else {
             (CHUNK_BYTES - CHUNK_BYTES % cell, CHUNK_BYTES)
         };
-        let start = if self.heap_bytes >= HUGE_AFTER {
+        let spare = self
+            .spare_large
+            .iter_mut()
+            .find(|s| s.1 == owned && cell > CHUNK_BYTES / 4)
+            .map(|s| core::mem::take(s).0);
+        let start = if let Some(start) = spare {
+            start
+        } else if self.heap_bytes >= HUGE_AFTER {
             self.arena_alloc(owned)
         } else {
             sys_alloc_aligned(owned, CHUNK_BYTES)

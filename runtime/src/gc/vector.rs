@@ -100,17 +100,19 @@ impl Heap {
     /// Gives back the memory of the chunk of one object (a large cell or
     /// vector) that the collection found dead: such a chunk is never
     /// reused otherwise. Its index (and bitmap) go to the next chunk made
-    /// (`Heap::add_chunk`).
+    /// (`Heap::add_chunk`); its mapping too, if one of that size is made
+    /// soon (`SPARE_LARGE`), else to the system.
     pub(super) fn release_large(&mut self, i: usize) {
         let c = *self.chunk(i);
         self.own_granules(i, 0);
-        // SAFETY: the chunk's memory was mapped whole granules at a time
-        // (`add_chunk`), and nothing points into it: no mark reached it.
-        unsafe {
-            munmap(
-                c.start as *mut u8,
-                (c.limit - c.start).next_multiple_of(CHUNK_BYTES),
-            );
+        let owned = (c.limit - c.start).next_multiple_of(CHUNK_BYTES);
+        if let Some(s) = self.spare_large.iter_mut().find(|s| s.1 == 0) {
+            *s = (c.start, owned);
+        } else {
+            // SAFETY: the chunk's memory was mapped whole granules at a
+            // time (`add_chunk`), and nothing points into it: no mark
+            // reached it.
+            unsafe { munmap(c.start as *mut u8, owned) };
         }
         self.heap_bytes -= c.end - c.start;
         // Empty: no cells, no memory (`is_released`).
