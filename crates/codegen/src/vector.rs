@@ -111,7 +111,8 @@ impl FnBuilder<'_, '_> {
                 func,
                 args,
                 at,
-            } => self.vec_build(*layout, *len, *func, args, *at)?,
+                state,
+            } => self.vec_build(*layout, *len, *func, args, *at, *state)?,
             Op::VecLen(v) => {
                 let v = self.val(*v)?;
                 let n = self.vector_len(v);
@@ -203,11 +204,16 @@ impl FnBuilder<'_, '_> {
         func: FuncId,
         args: &[Val],
         at: Option<StrId>,
+        state: Option<Val>,
     ) -> Result<ClValue, String> {
         let (stride, pointers) = self.element(layout)?;
         let flags = MemFlagsData::trusted();
         let len = self.val(len)?;
         let args = self.vals(args)?;
+        let state = match state {
+            Some(v) => Some(self.val(v)?),
+            None => None,
+        };
         // The length was checked: a whole number within bounds.
         let n = self.b.ins().fcvt_to_uint_sat(types::I64, len);
         let v = self.alloc_vector(layout, n)?;
@@ -223,11 +229,14 @@ impl FnBuilder<'_, '_> {
         let done = self.b.create_block();
         self.b.append_block_param(head, types::I64);
         self.b.append_block_param(head, types::I64);
+        // The state of the next call, if the calls thread one.
+        self.b.append_block_param(head, types::I64);
         let zero = self.b.ins().iconst(types::I64, 0);
         let first = self.b.ins().iadd_imm_s(v, VECTOR_SLOTS_AT as i64);
-        self.b.ins().jump(head, &block_args(&[zero, first]));
+        let start = state.unwrap_or(zero);
+        self.b.ins().jump(head, &block_args(&[zero, first, start]));
         self.b.switch_to_block(head);
-        let [i, addr] = self.b.block_params(head)[..] else {
+        let [i, addr, now] = self.b.block_params(head)[..] else {
             return Err("internal error: the loop of `vec_build`".into());
         };
         let more = self.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
@@ -235,8 +244,15 @@ impl FnBuilder<'_, '_> {
         self.b.switch_to_block(body);
         let index = self.b.ins().fcvt_from_uint(types::F64, i);
         let mut argv = args;
+        if state.is_some() {
+            argv.push(now);
+        }
         argv.push(index);
-        let slots = self.call_with(func, argv)?;
+        let mut slots = self.call_with(func, argv)?;
+        let next = match state {
+            Some(_) => slots.pop().unwrap_or(now),
+            None => now,
+        };
         if slots.len() != stride {
             return Err(format!(
                 "internal error: `{}` returns no element of vector #{layout}",
@@ -248,7 +264,9 @@ impl FnBuilder<'_, '_> {
         }
         let next_i = self.b.ins().iadd_imm_s(i, 1);
         let next_addr = self.b.ins().iadd_imm_s(addr, 8 * stride as i64);
-        self.b.ins().jump(head, &block_args(&[next_i, next_addr]));
+        self.b
+            .ins()
+            .jump(head, &block_args(&[next_i, next_addr, next]));
         self.b.switch_to_block(done);
         if let Some(saved) = saved {
             self.leave_site(saved);

@@ -670,6 +670,9 @@ fn every_vector_operation_as_evaluated() {
     // An error in a `vec_build`'s callee names the build's position.
     let m = read_fir("../fir/tests/filetests/eval/build-error-at-site.fir");
     check(&m, "vector-build-error", "");
+    // A build threading a state (a list's rest) through its calls.
+    let m = read_fir("../fir/tests/filetests/eval/build-with-state.fir");
+    check(&m, "vector-build-state", "");
 }
 
 #[test]

@@ -178,13 +178,17 @@ pub enum Op {
     /// the slots of layout `layout`, for `i` = 0, 1, ... in order. A call
     /// of `func` for each element (it may print or fail), made under the
     /// position `at` when there is one, as a [`Op::CallAt`] is. Gives a
-    /// `Ptr`.
+    /// `Ptr`. With a `state` (a `Ptr`), the calls are `func(args...,
+    /// state, i)` and return the element's slots and then the state of
+    /// the next call, the first call's being `state`: a vector made from
+    /// a list, the state being the rest of the list.
     VecBuild {
         layout: u32,
         len: Val,
         func: FuncId,
         args: Vec<Val>,
         at: Option<StrId>,
+        state: Option<Val>,
     },
     /// The number of elements of a vector, an `F64`.
     VecLen(Val),

@@ -276,8 +276,12 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
             func,
             args,
             at,
+            state,
         } => {
             let _ = write!(out, "vec_build #{layout} {len} {func}({})", vals(args));
+            if let Some(v) = state {
+                let _ = write!(out, " state {v}");
+            }
             if let Some(s) = at {
                 let _ = write!(out, " at {s}");
             }

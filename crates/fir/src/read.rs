@@ -271,6 +271,15 @@ impl<'a> Reader<'a> {
         self.str_id().map(Some)
     }
 
+    /// A `vec_build`'s ` state v`, if it has one.
+    fn state(&mut self) -> R<Option<Val>> {
+        if !self.is_word("state") {
+            return Ok(None);
+        }
+        self.next();
+        self.val().map(Some)
+    }
+
     /// `#N.K`: a tag or layout, a slot, and where they were written.
     fn numbered_slot(&mut self, what: &str) -> R<(u32, u32, Token<'a>)> {
         self.punct('#')?;
@@ -712,6 +721,10 @@ impl<'a> Reader<'a> {
                 let len = self.val()?;
                 p.used(len, Src::Known(F64));
                 let (func, args) = self.callee_and_args(p)?;
+                let state = self.state()?;
+                if let Some(v) = state {
+                    p.used(v, Src::Known(Ptr));
+                }
                 let at = self.at_site()?;
                 let op = Op::VecBuild {
                     layout,
@@ -719,6 +732,7 @@ impl<'a> Reader<'a> {
                     func,
                     args,
                     at,
+                    state,
                 };
                 (op, Some(vec![Ptr]))
             }

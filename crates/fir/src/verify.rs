@@ -446,6 +446,7 @@ impl<'a> Checker<'a> {
                 func,
                 args,
                 at,
+                state,
             } => {
                 let slots = self.vector_layout(*layout)?;
                 self.use_val(*len, Some(F64))?;
@@ -462,8 +463,25 @@ impl<'a> Checker<'a> {
                         c.name
                     ));
                 }
+                // With a state: the state after the arguments, and the
+                // next state after the element's slots.
+                let (params, returns) = match state {
+                    Some(v) => {
+                        self.use_val(*v, Some(Ptr))?;
+                        match (params.split_last(), c.returns.split_last()) {
+                            (Some((Ptr, ps)), Some((Ptr, rs))) => (ps, rs),
+                            _ => {
+                                return self.err(format!(
+                                    "`{}` takes and returns no state to build a vector",
+                                    c.name
+                                ))
+                            }
+                        }
+                    }
+                    None => (params, &c.returns[..]),
+                };
                 self.use_vals(args, params, &format!("a vector built by `{}`", c.name))?;
-                if c.returns != slots {
+                if returns != slots {
                     return self.err(format!(
                         "`{}` returns {:?}, not an element of vector #{layout} {}",
                         c.name,

@@ -42,8 +42,13 @@ impl Op {
                 f(*a);
                 f(*b);
             }
-            Op::VecBuild { len, args, .. } => {
+            Op::VecBuild {
+                len, args, state, ..
+            } => {
                 f(*len);
+                if let Some(v) = state {
+                    f(*v);
+                }
                 args.iter().copied().for_each(f);
             }
             Op::VecOf(_, _, args)
@@ -92,8 +97,13 @@ impl Op {
                 f(a);
                 f(b);
             }
-            Op::VecBuild { len, args, .. } => {
+            Op::VecBuild {
+                len, args, state, ..
+            } => {
                 f(len);
+                if let Some(v) = state {
+                    f(v);
+                }
                 args.iter_mut().for_each(f);
             }
             Op::VecOf(_, _, args)

@@ -12,7 +12,8 @@
 //! A vector's abstract value is [`Av::Vector`]: the join of its elements
 //! and its length (a real, known or not); `build-vector` applies its
 //! procedure to an index known only at run time ([`Plan::Build`]).
-//! `list->vector` of a list of run-time length is not compiled yet: the
+//! `list->vector` of a list of run-time length is compiled when the list's
+//! cells all have one representation ([`Ops::simple_list`]); otherwise the
 //! analysis stops with an error saying so (`stalingrad run` runs it).
 //!
 //! Invariants of the output: every binding of every live specialisation

@@ -41,6 +41,7 @@
 mod calls;
 mod errors;
 mod identity_maps;
+mod list_to_vector;
 mod lowerer;
 mod prims;
 mod print;

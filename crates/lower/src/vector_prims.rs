@@ -82,8 +82,13 @@ impl Lowerer<'_> {
                     items.push(a);
                     l = c;
                 }
-                if !matches!(self.ops.dom.get(l), Av::Nil) {
-                    return Err(internal(self));
+                match self.ops.dom.get(l).clone() {
+                    Av::Nil => {}
+                    Av::Leaf(Sym(p), LeafKind::Union(u)) => {
+                        let p = Val::from_number(p);
+                        return Ok(self.list_to_vector(fb, &items, p, u, e, n));
+                    }
+                    _ => return Err(internal(self)),
                 }
                 let pv = self.vector_of(fb, &items, e);
                 Ok(self.vector_sym(pv, e, n))

@@ -143,7 +143,7 @@ impl Lowerer<'_> {
     }
 
     /// [`Self::elem_fn`], made once per `key`.
-    fn shared_elem_fn(
+    pub(crate) fn shared_elem_fn(
         &mut self,
         key: (&'static str, Vec<AvId>),
         params: Vec<Ty>,
@@ -181,6 +181,7 @@ impl Lowerer<'_> {
                 func,
                 args,
                 at,
+                state: None,
             },
             Ty::Ptr,
         );
@@ -252,6 +253,7 @@ impl Lowerer<'_> {
                 func: f,
                 args: vec![p],
                 at: None,
+                state: None,
             },
             Ty::Ptr,
         ));

@@ -29,6 +29,7 @@ impl Eval<'_> {
                 func,
                 args,
                 at,
+                state,
             } => {
                 let n = count(real(*len)?)?;
                 let stride = self.stride(*layout)?;
@@ -38,11 +39,20 @@ impl Eval<'_> {
                     self.sites.push(*s);
                 }
                 let mut built = Ok(());
+                let mut now = match state {
+                    Some(v) => Some(get(env, *v)?),
+                    None => None,
+                };
                 for i in 0..n {
                     let mut a = args.clone();
+                    a.extend(now);
                     a.push(V::F(i as f64));
                     match self.call(*func, a) {
-                        Ok(slots) if slots.len() == stride => fields.extend(slots),
+                        Ok(mut slots) if now.is_some() && slots.len() == stride + 1 => {
+                            now = slots.pop();
+                            fields.extend(slots)
+                        }
+                        Ok(slots) if now.is_none() && slots.len() == stride => fields.extend(slots),
                         Ok(_) => {
                             built =
                                 internal(format!("{func} gives no element of vector #{layout}"));

@@ -293,12 +293,24 @@ impl Env {
                     }
                 }
                 // The calls of a `VecBuild` pass its arguments (and an
-                // index, no pointer); its elements are any cells.
-                Op::VecBuild { func, args, .. } => {
+                // index, no pointer); its elements are any cells. A state
+                // is the first one's, then what each call returns last.
+                Op::VecBuild {
+                    func, args, state, ..
+                } => {
                     let g = func.index();
                     for (i, a) in args.iter().enumerate() {
                         if self.is_ptr(*a) && i < facts.params[g].len() {
                             facts.param(g, i, self.of(*a));
+                        }
+                    }
+                    if let Some(v) = state {
+                        let i = args.len();
+                        if i < facts.params[g].len() {
+                            facts.param(g, i, self.of(*v));
+                            if let Some(t) = facts.returns[g].last().cloned() {
+                                facts.param(g, i, &t);
+                            }
                         }
                     }
                     self.set(inst.results[0], None);

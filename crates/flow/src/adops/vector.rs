@@ -119,9 +119,11 @@ impl<M: Mode> Ops<M> {
                     let n = match n {
                         Some(n) => self.dom.real(n as f64),
                         None => {
-                            self.vector_met.get_or_insert_with(|| {
-                                "`list->vector` of a list of run-time length".into()
-                            });
+                            if !self.simple_list(arg) {
+                                self.vector_met.get_or_insert_with(|| {
+                                    "`list->vector` of a list whose rest changes shape".into()
+                                });
+                            }
                             self.dom.any_real()
                         }
                     };
@@ -223,6 +225,65 @@ impl<M: Mode> Ops<M> {
     /// The elements of a proper list (every car of a list of run-time
     /// length, its unions walked), and its length when it is known; `None`
     /// when no value of `v` is a proper list.
+    /// Is `v` pairs the analysis knows and then a list of run-time
+    /// length whose cells all have one representation: a union whose
+    /// pairs' rests are `()` or unions of the same members (up to the
+    /// unions in the rests)? Lowering makes a vector of such a list
+    /// (`lower/src/list_to_vector.rs`), dispatching on every cell as on
+    /// the first.
+    pub fn simple_list(&self, v: AvId) -> bool {
+        let mut l = v;
+        while let Av::Pair(_, b) = self.dom.get(l) {
+            l = *b;
+        }
+        let first = match self.dom.get(l) {
+            Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => self.dom.find(*u),
+            _ => return false,
+        };
+        let union_of = |x: AvId| match self.dom.get(x) {
+            Av::Union(w) | Av::Leaf(_, LeafKind::Union(w)) => Some(self.dom.find(*w)),
+            _ => None,
+        };
+        // A member with the unions of its rest erased.
+        let shape = |m: AvId| match self.dom.get(m) {
+            Av::Nil => Some((None, false)),
+            Av::Pair(a, c) => match self.dom.get(*c) {
+                Av::Nil => Some((Some(*a), false)),
+                _ => union_of(*c).map(|_| (Some(*a), true)),
+            },
+            _ => None,
+        };
+        let Some(want) = self
+            .dom
+            .members(first)
+            .iter()
+            .map(|m| shape(*m))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return false;
+        };
+        let mut seen = HashSet::new();
+        let mut work = vec![first];
+        while let Some(u) = work.pop() {
+            if !seen.insert(u) {
+                continue;
+            }
+            let members = self.dom.members(u);
+            if members.len() != want.len() {
+                return false;
+            }
+            for (m, w) in members.iter().zip(&want) {
+                if shape(*m) != Some(*w) {
+                    return false;
+                }
+                if let Av::Pair(_, c) = self.dom.get(*m) {
+                    work.extend(union_of(*c));
+                }
+            }
+        }
+        true
+    }
+
     pub fn list_elements(&self, v: AvId) -> Option<(Vec<AvId>, Option<usize>)> {
         let mut items = Vec::new();
         let mut seen: HashSet<UnionId> = HashSet::new();
