@@ -18,7 +18,10 @@
 //! to round ([`Domain::widen_changed`]); a recursive lambda whose arguments
 //! keep changing shape (a list built by a loop, the tape of reverse mode
 //! through a loop) gets, after [`GROW`] specialisations, arguments joined
-//! into unions of shapes ([`Site::Arg`]), which are bounded. Conditionals
+//! into unions of shapes ([`Site::Arg`]), which are bounded. A list longer
+//! than [`crate::domain::MAX_LIST_LENGTH`], passed to a procedure or
+//! written as a literal, is a list of run-time length to the analysis
+//! ([`Domain::widen_long_lists`]), whatever its length. Conditionals
 //! whose arms return different shapes return a union. A binding whose
 //! operand is a union is analysed once per member ([`Plan::Switch`]): code
 //! dispatches on the member's tag at run time. Abstract values deeper than
@@ -664,7 +667,10 @@ impl Analyzer {
         };
         Ok(match rhs {
             Rhs::Const(k) => {
+                // A long list literal is a list of run-time length to
+                // whatever uses it (lowering makes it in that layout).
                 let av = self.ops.const_value(*k);
+                let av = self.ops.dom.widen_long_lists(av);
                 BindInfo {
                     av,
                     plan: Plan::Plain,

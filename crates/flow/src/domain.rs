@@ -23,6 +23,9 @@
 use ir::{LambdaId, Prim, Tag, Var};
 use std::collections::HashMap;
 
+mod long_lists;
+pub use long_lists::MAX_LIST_LENGTH;
+
 ir::entity!(AvId, "a");
 
 ir::entity!(
@@ -56,6 +59,9 @@ pub enum Site {
     Literal(u32),
     /// The elements of the vector made by this binding.
     Elements(Var, u32),
+    /// A list of known length widened to one of run-time length (see
+    /// [`Domain::widen_long_lists`]): the list as it was.
+    List(AvId),
     /// `plus` of the values of two unions.
     Plus(UnionId, UnionId),
     /// A structural operation on the values of a union (of two, for
@@ -265,6 +271,11 @@ pub struct Domain<L = NoLeaf> {
     /// calls was a third of the build of STALIN∇'s probabilistic-prolog-R).
     widened: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
     widened_generation: u64,
+    /// [`Self::widen_long_lists`] of each value deeper than
+    /// [`MAX_LIST_LENGTH`], while no union changes (the `generation` it
+    /// was computed in).
+    long_lists: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
+    long_lists_generation: u64,
 }
 
 impl Default for Domain {
@@ -291,6 +302,8 @@ impl Domain {
             generation: 0,
             widened: HashMap::default(),
             widened_generation: 0,
+            long_lists: HashMap::default(),
+            long_lists_generation: 0,
         };
         d.intern(Av::Bottom);
         d
@@ -317,6 +330,8 @@ impl Domain {
             generation: self.generation,
             widened: self.widened,
             widened_generation: self.widened_generation,
+            long_lists: self.long_lists,
+            long_lists_generation: self.long_lists_generation,
         }
     }
 }
