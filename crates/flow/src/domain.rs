@@ -452,10 +452,10 @@ impl<L: Leaf> Domain<L> {
             return *w;
         }
         let w = self.widen_node(id);
-        // Widening only interns: no union changed meanwhile.
-        if w != id {
-            self.widened.insert(id, w);
-        }
+        // Widening only interns: no union changed meanwhile. A value
+        // widening leaves as it is is kept too: a chain of closures
+        // without constants would otherwise be walked again at each call.
+        self.widened.insert(id, w);
         w
     }
 

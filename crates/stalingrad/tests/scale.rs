@@ -1,6 +1,7 @@
 //! Programs that are large only because of their length (issue 34): a
 //! literal list of thousands of elements, `list` of hundreds of arguments,
-//! a regression over data pasted into the source. Each is generated here,
+//! a regression over data pasted into the source, a chain of a thousand
+//! procedures each calling the one before. Each is generated here,
 //! built, and its binary's output compared with `stalingrad run`'s; a
 //! build must end well within the time limit (under 5 s on an idle
 //! machine, where the analysis once refused them as too deep).
@@ -127,4 +128,36 @@ fn regression(n: usize) -> String {
          (gd '(0 0 0) 20)\n",
         points.join(" ")
     )
+}
+
+/// `n` top-level procedures, each calling the one before, and the
+/// derivative by forward mode of the derivative by reverse mode of the
+/// last, at `x`.
+fn chain(n: usize, x: &str) -> String {
+    let mut text = String::from("(define (h0 x) (sin x))\n");
+    for i in 1..=n {
+        text.push_str(&format!(
+            "(define (f{i} x) (* {} x))\n(define (h{i} x) (+ (f{i} x) (h{} x)))\n",
+            i % 7 + 1,
+            i - 1
+        ));
+    }
+    text.push_str(&format!("((derivative-F (derivative-R h{n})) {x})\n"));
+    text
+}
+
+#[test]
+fn long_chains_of_procedures_build_and_run_as_run_does() {
+    let mut failures = Failures::default();
+    let shapes = [
+        ("chain-400", chain(400, "0.5")),
+        ("chain-1000", chain(1000, "0.5")),
+        // The argument known only at run time: the derivatives are
+        // computed by the binary.
+        ("chain-400-run-time", chain(400, "(real 0.5)")),
+    ];
+    for (name, text) in &shapes {
+        check(&mut failures, name, text);
+    }
+    failures.finish("long chains of procedures", shapes.len());
 }
