@@ -161,3 +161,24 @@ fn long_chains_of_procedures_build_and_run_as_run_does() {
     }
     failures.finish("long chains of procedures", shapes.len());
 }
+
+/// Programs of the generator's long shapes (`vladgen::long_literal_program`,
+/// `vladgen::chain_program`), one per seed: each element width, form of
+/// literal, use of the data and derivative occurs.
+#[test]
+fn generated_long_programs_build_and_run_as_run_does() {
+    let mut failures = Failures::default();
+    let mut checked = 0;
+    for seed in 0..6 {
+        let literal = vladgen::long_literal_program(&mut vladgen::Rng::new(seed), 2000);
+        check(
+            &mut failures,
+            &format!("generated-literal-{seed}"),
+            &literal,
+        );
+        let chain = vladgen::chain_program(&mut vladgen::Rng::new(seed), 400);
+        check(&mut failures, &format!("generated-chain-{seed}"), &chain);
+        checked += 2;
+    }
+    failures.finish("generated long programs", checked);
+}
