@@ -886,26 +886,35 @@ impl<L: Leaf> Domain<L> {
     }
 
     fn erase_unions_of(&mut self, v: AvId) -> AvId {
-        match self.get(v).clone() {
+        match self.get(v) {
             Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => self.bottom(),
+            _ => self.map_parts(v, Self::erase_unions),
+        }
+    }
+
+    /// `v` with `f` applied to each of its parts (the halves of a pair or
+    /// bundle, what a tag wraps, a vector's elements, a closure's
+    /// environment); `v` itself if it has none.
+    fn map_parts(&mut self, v: AvId, f: fn(&mut Self, AvId) -> AvId) -> AvId {
+        match self.get(v).clone() {
             Av::Pair(a, b) => {
-                let (a, b) = (self.erase_unions(a), self.erase_unions(b));
+                let (a, b) = (f(self, a), f(self, b));
                 self.pair(a, b)
             }
             Av::Bundle(a, b) => {
-                let (a, b) = (self.erase_unions(a), self.erase_unions(b));
+                let (a, b) = (f(self, a), f(self, b));
                 self.bundle(a, b)
             }
             Av::Wrap(t, x) => {
-                let x = self.erase_unions(x);
+                let x = f(self, x);
                 self.wrap(t, x)
             }
             Av::Vector(e, n) => {
-                let e = self.erase_unions(e);
+                let e = f(self, e);
                 self.vector(e, n)
             }
             Av::Closure(l, env) => {
-                let env = env.iter().map(|x| self.erase_unions(*x)).collect();
+                let env = env.iter().map(|x| f(self, *x)).collect();
                 self.closure(l, env)
             }
             _ => v,

@@ -39,7 +39,7 @@ impl<L: Leaf> Domain<L> {
                 let u = self.list_union(v, &items);
                 self.union_av(u)
             }
-            _ => self.widen_long_lists_within(v),
+            _ => self.map_parts(v, Self::widen_long_lists),
         };
         // Widening may have added members to a new union: cached under the
         // generation that follows.
@@ -83,32 +83,5 @@ impl<L: Leaf> Domain<L> {
             self.add_member(u, p);
         }
         self.find(u)
-    }
-
-    /// `v`, not itself a long list, with the long lists inside it widened.
-    fn widen_long_lists_within(&mut self, v: AvId) -> AvId {
-        match self.get(v).clone() {
-            Av::Pair(a, b) => {
-                let (a, b) = (self.widen_long_lists(a), self.widen_long_lists(b));
-                self.pair(a, b)
-            }
-            Av::Bundle(a, b) => {
-                let (a, b) = (self.widen_long_lists(a), self.widen_long_lists(b));
-                self.bundle(a, b)
-            }
-            Av::Wrap(t, x) => {
-                let x = self.widen_long_lists(x);
-                self.wrap(t, x)
-            }
-            Av::Vector(e, n) => {
-                let e = self.widen_long_lists(e);
-                self.vector(e, n)
-            }
-            Av::Closure(l, env) => {
-                let env = env.iter().map(|x| self.widen_long_lists(*x)).collect();
-                self.closure(l, env)
-            }
-            _ => v,
-        }
     }
 }
