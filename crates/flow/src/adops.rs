@@ -41,6 +41,9 @@ pub struct Ops<M: Mode = Analysing> {
     pub dom: Domain<M::Leaf>,
     /// What `zero` and `plus` remember (`adops/sum.rs`).
     pub(crate) sums: Sums,
+    /// The tag operations and `bundle` of closures without unions inside
+    /// ([`Ops::closure_memo`]).
+    closure_ops: ClosureOps,
     /// The value of each constant of the program.
     pub(crate) consts: HashMap<ConstId, AvId>,
     /// Set when an operation met a union where it needs a fixed shape
@@ -65,6 +68,17 @@ pub struct Ops<M: Mode = Analysing> {
 /// run time.
 pub(crate) type Op<T> = Result<T, String>;
 
+/// The results of [`UnionOp`]s on closures without unions inside, by
+/// operation and operands. A closure's environment holds the closures of
+/// the procedures it calls, so a chain of procedures each calling the one
+/// before is a chain of closures as long as the program; transformed code
+/// takes every closure of it apart and builds it again at each level,
+/// which walked the rest of the chain each time (quadratic in its
+/// length) before the results were kept. Without a union inside, the
+/// result depends on the operands alone (and on transformations, which
+/// are memoised themselves): the same in the analysis and in lowering.
+type ClosureOps = HashMap<(UnionOp, AvId, Option<AvId>), AvId, rustc_hash::FxBuildHasher>;
+
 impl Ops {
     /// The operations on `prog`, with nothing computed yet, as the
     /// analysis runs them.
@@ -74,6 +88,7 @@ impl Ops {
             memo: AdMemo::default(),
             dom: Domain::new(),
             sums: Sums::default(),
+            closure_ops: ClosureOps::default(),
             consts: HashMap::new(),
             union_hit: std::cell::Cell::new(None),
             active_maps: std::collections::HashSet::new(),
@@ -92,6 +107,7 @@ impl Ops {
             memo: self.memo,
             dom: self.dom.with_leaves(),
             sums: self.sums,
+            closure_ops: self.closure_ops,
             consts: self.consts,
             union_hit: self.union_hit,
             active_maps: self.active_maps,
@@ -235,9 +251,15 @@ impl<M: Mode> Ops<M> {
                 }
             }
             Av::Closure(l, env) => {
+                let op = UnionOp::Wrap(tag);
+                if let Some(r) = self.closure_memo(op, v, None) {
+                    return r;
+                }
                 let l2 = self.transform(tag, l);
                 let env = env.iter().map(|x| self.tag_wrap(tag, *x)).collect();
-                self.dom.closure(l2, env)
+                let r = self.dom.closure(l2, env);
+                self.remember(op, v, None, r);
+                r
             }
             Av::Prim(p) => {
                 let l = ad::prim_transform(&mut self.prog, &mut self.memo, tag, p);
@@ -257,15 +279,36 @@ impl<M: Mode> Ops<M> {
             Av::Closure(l, env) => match ad::untransform(&self.prog, tag, l) {
                 Some(Untransformed::Prim(p)) => Ok(self.dom.intern(Av::Prim(p))),
                 Some(Untransformed::Lambda(l0)) => {
+                    let op = UnionOp::Unwrap(tag);
+                    if let Some(r) = self.closure_memo(op, v, None) {
+                        return Ok(r);
+                    }
                     let mut e = Vec::with_capacity(env.len());
                     for x in env.iter() {
                         e.push(self.tag_unwrap(tag, *x)?);
                     }
-                    Ok(self.dom.closure(l0, e))
+                    let r = self.dom.closure(l0, e);
+                    self.remember(op, v, None, r);
+                    Ok(r)
                 }
                 None => Err(self.not_tagged(tag, v)),
             },
             _ => Err(self.not_tagged(tag, v)),
+        }
+    }
+
+    /// The result of `op` on closure `a` (and `b`) computed before, if the
+    /// operands have no union inside ([`ClosureOps`]).
+    fn closure_memo(&self, op: UnionOp, a: AvId, b: Option<AvId>) -> Option<AvId> {
+        self.closure_ops.get(&(op, a, b)).copied()
+    }
+
+    /// Keeps the result of `op` on closure `a` (and `b`), unless a union
+    /// is inside an operand: a union's members change, and a map over it
+    /// is made per mode.
+    fn remember(&mut self, op: UnionOp, a: AvId, b: Option<AvId>, r: AvId) {
+        if !self.dom.has_union(a) && !b.is_some_and(|b| self.dom.has_union(b)) {
+            self.closure_ops.insert((op, a, b), r);
         }
     }
 
@@ -349,12 +392,18 @@ impl<M: Mode> Ops<M> {
                     == Some(Untransformed::Lambda(lc))
                     && ec.len() == ed.len() =>
             {
+                let op = UnionOp::Bundle(false);
+                if let Some(r) = self.closure_memo(op, p, Some(t)) {
+                    return Ok(r);
+                }
                 let l = self.transform(Tag::Forward, lc);
                 let mut env = Vec::with_capacity(ec.len());
                 for (a, b) in ec.iter().zip(ed.iter()) {
                     env.push(self.bundle(*a, *b)?);
                 }
-                Ok(self.dom.closure(l, env))
+                let r = self.dom.closure(l, env);
+                self.remember(op, p, Some(t), r);
+                Ok(r)
             }
             (Av::Prim(q), _) if self.nil_perturbation(t) => {
                 let l = ad::prim_transform(&mut self.prog, &mut self.memo, Tag::Forward, q);
@@ -402,6 +451,10 @@ impl<M: Mode> Ops<M> {
                     Ok(self.tag_wrap(Tag::Perturb, z))
                 }
                 Some(Untransformed::Lambda(l0)) => {
+                    let op = UnionOp::Half(primal);
+                    if let Some(r) = self.closure_memo(op, v, None) {
+                        return Ok(r);
+                    }
                     let l = if primal {
                         l0
                     } else {
@@ -411,7 +464,9 @@ impl<M: Mode> Ops<M> {
                     for x in env.iter() {
                         e.push(self.forward_half(*x, primal)?);
                     }
-                    Ok(self.dom.closure(l, e))
+                    let r = self.dom.closure(l, e);
+                    self.remember(op, v, None, r);
+                    Ok(r)
                 }
                 None => Err(self.not_forward(primal, v)),
             },

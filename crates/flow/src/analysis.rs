@@ -18,12 +18,18 @@
 //! to round ([`Domain::widen_changed`]); a recursive lambda whose arguments
 //! keep changing shape (a list built by a loop, the tape of reverse mode
 //! through a loop) gets, after [`GROW`] specialisations, arguments joined
-//! into unions of shapes ([`Site::Arg`]), which are bounded. Conditionals
+//! into unions of shapes ([`Site::Arg`]), which are bounded. A list longer
+//! than [`crate::domain::MAX_LIST_LENGTH`], passed to a procedure or
+//! written as a literal, is a list of run-time length to the analysis
+//! ([`Domain::widen_long_lists`]), whatever its length. Conditionals
 //! whose arms return different shapes return a union. A binding whose
 //! operand is a union is analysed once per member ([`Plan::Switch`]): code
-//! dispatches on the member's tag at run time. Abstract values deeper than
-//! [`MAX_DEPTH`] and more than [`MAX_SPECS`] specialisations stop the
-//! analysis with an error naming the expression. The AD operations map
+//! dispatches on the member's tag at run time. No bound on the depth of
+//! abstract values is needed besides these (values are hash-consed, so
+//! depth is not size: a chain of procedures each calling the one before
+//! is a chain of closures as deep as the program is long); more than
+//! [`MAX_SPECS`] specialisations, the memory budget and the stack stop
+//! the analysis with an error naming the expression. The AD operations map
 //! over unions member by member (`zero`, `plus`, [`Ops::map_union`]): the
 //! result is a union of its own, and lowering makes a function per map
 //! that loops over a recursive union at run time. An operation that needs
@@ -59,8 +65,6 @@ pub const UNROLL: u32 = 64;
 /// its constants do, so unrolling it is worth only a few rounds (a loop of
 /// known length nested in it still unrolls: its own conditions are known).
 pub const UNROLL_BRANCHED: u32 = 4;
-/// Deepest abstract value accepted.
-pub const MAX_DEPTH: u32 = 200;
 /// Most specialisations accepted of a small program; a larger one gets
 /// [`SPECS_PER_BINDING`] more per binding of its own code, so that no
 /// program is refused for its size alone. A runaway analysis is small
@@ -95,9 +99,9 @@ pub const GROW: u32 = 8;
 /// zero a custom sensitivity must conform to) or look one level into it:
 /// so a union that holds itself (a list of run-time length) is split once
 /// per level of the fixed side, one member going on at each level
-/// (`'(1 2 3)` against a list of run-time length: four splits). Abstract
-/// values stop at [`MAX_DEPTH`] levels, below this; a constant pattern
-/// may be larger, and gets twice its size more (a split on a tagged list
+/// (`'(1 2 3)` against a list of run-time length: four splits). A list
+/// longer than [`crate::domain::MAX_LIST_LENGTH`] reaches no procedure
+/// as a fixed shape; a constant pattern may be larger, and gets twice its size more (a split on a tagged list
 /// may take two).
 const MAX_SPLITS: u32 = 256;
 /// How many cases the splits of one binding may analyse in all: a guard
@@ -408,15 +412,6 @@ impl Analyzer {
         let branch = std::mem::take(&mut self.branching);
         let (env, arg, wkey, recursive) = self.call_key(lambda, env, arg);
         let (grown, deepest) = self.grown.get(&lambda).copied().unwrap_or((0, 0));
-        if self.ops.dom.depth(arg) > MAX_DEPTH
-            || env.iter().any(|x| self.ops.dom.depth(*x) > MAX_DEPTH)
-        {
-            return limit(format!(
-                "the analysis cannot bound the values passed to `{}`: they grow deeper than \
-                 {MAX_DEPTH} levels",
-                self.lambda_name(lambda)
-            ));
-        }
         if let Some(l) = self.ops.mode.too_deep {
             return Err(self.too_deep_ad(l));
         }
@@ -664,7 +659,10 @@ impl Analyzer {
         };
         Ok(match rhs {
             Rhs::Const(k) => {
+                // A long list literal is a list of run-time length to
+                // whatever uses it (lowering makes it in that layout).
                 let av = self.ops.const_value(*k);
+                let av = self.ops.dom.widen_long_lists(av);
                 BindInfo {
                     av,
                     plan: Plan::Plain,

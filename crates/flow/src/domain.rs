@@ -23,6 +23,9 @@
 use ir::{LambdaId, Prim, Tag, Var};
 use std::collections::HashMap;
 
+mod long_lists;
+pub use long_lists::MAX_LIST_LENGTH;
+
 ir::entity!(AvId, "a");
 
 ir::entity!(
@@ -56,6 +59,9 @@ pub enum Site {
     Literal(u32),
     /// The elements of the vector made by this binding.
     Elements(Var, u32),
+    /// A list of known length widened to one of run-time length (see
+    /// [`Domain::widen_long_lists`]): the list as it was.
+    List(AvId),
     /// `plus` of the values of two unions.
     Plus(UnionId, UnionId),
     /// A structural operation on the values of a union (of two, for
@@ -265,6 +271,11 @@ pub struct Domain<L = NoLeaf> {
     /// calls was a third of the build of STALIN∇'s probabilistic-prolog-R).
     widened: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
     widened_generation: u64,
+    /// [`Self::widen_long_lists`] of each value deeper than
+    /// [`MAX_LIST_LENGTH`], while no union changes (the `generation` it
+    /// was computed in).
+    long_lists: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
+    long_lists_generation: u64,
 }
 
 impl Default for Domain {
@@ -291,6 +302,8 @@ impl Domain {
             generation: 0,
             widened: HashMap::default(),
             widened_generation: 0,
+            long_lists: HashMap::default(),
+            long_lists_generation: 0,
         };
         d.intern(Av::Bottom);
         d
@@ -317,6 +330,8 @@ impl Domain {
             generation: self.generation,
             widened: self.widened,
             widened_generation: self.widened_generation,
+            long_lists: self.long_lists,
+            long_lists_generation: self.long_lists_generation,
         }
     }
 }
@@ -437,10 +452,10 @@ impl<L: Leaf> Domain<L> {
             return *w;
         }
         let w = self.widen_node(id);
-        // Widening only interns: no union changed meanwhile.
-        if w != id {
-            self.widened.insert(id, w);
-        }
+        // Widening only interns: no union changed meanwhile. A value
+        // widening leaves as it is is kept too: a chain of closures
+        // without constants would otherwise be walked again at each call.
+        self.widened.insert(id, w);
         w
     }
 
@@ -871,26 +886,35 @@ impl<L: Leaf> Domain<L> {
     }
 
     fn erase_unions_of(&mut self, v: AvId) -> AvId {
-        match self.get(v).clone() {
+        match self.get(v) {
             Av::Union(_) | Av::Leaf(_, LeafKind::Union(_)) => self.bottom(),
+            _ => self.map_parts(v, Self::erase_unions),
+        }
+    }
+
+    /// `v` with `f` applied to each of its parts (the halves of a pair or
+    /// bundle, what a tag wraps, a vector's elements, a closure's
+    /// environment); `v` itself if it has none.
+    fn map_parts(&mut self, v: AvId, f: fn(&mut Self, AvId) -> AvId) -> AvId {
+        match self.get(v).clone() {
             Av::Pair(a, b) => {
-                let (a, b) = (self.erase_unions(a), self.erase_unions(b));
+                let (a, b) = (f(self, a), f(self, b));
                 self.pair(a, b)
             }
             Av::Bundle(a, b) => {
-                let (a, b) = (self.erase_unions(a), self.erase_unions(b));
+                let (a, b) = (f(self, a), f(self, b));
                 self.bundle(a, b)
             }
             Av::Wrap(t, x) => {
-                let x = self.erase_unions(x);
+                let x = f(self, x);
                 self.wrap(t, x)
             }
             Av::Vector(e, n) => {
-                let e = self.erase_unions(e);
+                let e = f(self, e);
                 self.vector(e, n)
             }
             Av::Closure(l, env) => {
-                let env = env.iter().map(|x| self.erase_unions(*x)).collect();
+                let env = env.iter().map(|x| f(self, *x)).collect();
                 self.closure(l, env)
             }
             _ => v,

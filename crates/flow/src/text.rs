@@ -214,6 +214,7 @@ pub(crate) fn site_text(prog: &Program, site: &crate::Site) -> String {
         Site::Switch(v, c) => format!("the split {} ({})", ir::print::var(prog, *v), ctx(*c)),
         Site::Result(c) => format!("a result ({})", ctx(*c)),
         Site::Literal(k) => format!("the vectors of constant {k}"),
+        Site::List(v) => format!("the long list {v}"),
         Site::Elements(v, c) => format!(
             "the elements of the vector {} ({})",
             ir::print::var(prog, *v),

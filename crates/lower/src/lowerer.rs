@@ -386,10 +386,19 @@ impl Lowerer<'_> {
         match &b.rhs {
             Rhs::Const(k) => {
                 let av = self.ops.const_value(*k);
-                if self.ops.dom.is_known(av) {
-                    return Flow::Value(av);
+                let c = if self.ops.dom.is_known(av) {
+                    av
+                } else {
+                    self.const_tagged(fb, *k)
+                };
+                // A long list the analysis widened to one of run-time
+                // length (`flow::Domain::widen_long_lists`) is made here.
+                if info.av != av {
+                    let mut scalars = Vec::new();
+                    self.coerce(fb, c, info.av, &mut scalars);
+                    return Flow::Value(self.symbolize(fb, info.av, &mut scalars.into_iter()));
                 }
-                Flow::Value(self.const_tagged(fb, *k))
+                Flow::Value(c)
             }
             Rhs::Copy(x) => Flow::Value(v(x)),
             Rhs::Closure { lambda, env } => {

@@ -57,6 +57,9 @@
 //! for comparing compiled code with the interpreter.
 //! [`unbounded_program`] produces a program whose AD nesting depth is read
 //! at run time, which `build` must refuse.
+//! [`long_literal_program`] and [`chain_program`] produce programs long in
+//! one dimension only: a list literal of n elements used as data, and n
+//! procedures each calling the one before, differentiated at the end.
 //!
 //! # Vectors
 //!
@@ -77,11 +80,13 @@ use std::fmt::Write as _;
 
 mod errors;
 mod gen;
+mod long;
 mod shapes;
 mod unbounded;
 mod vectors;
 
 pub use errors::{vector_error_program, ErrorProgram};
+pub use long::{chain_program, long_literal_program};
 pub use unbounded::unbounded_program;
 
 use gen::*;

@@ -196,3 +196,18 @@ fn vector_error_programs_fail_with_their_message() {
         }
     }
 }
+
+/// Long programs run: a literal of 300 elements and a chain of 60
+/// procedures, for several seeds (every shape, width and form of each).
+#[test]
+fn long_programs_run() {
+    for seed in 0..8 {
+        let text = long_literal_program(&mut Rng::new(seed), 300);
+        let out = run(&text).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        assert!(out.starts_with("300\n"), "seed {seed}: {out}");
+        assert_eq!(out.lines().count(), 4, "seed {seed}: {out}");
+        let text = chain_program(&mut Rng::new(seed), 60);
+        let out = run(&text).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        assert_eq!(out.lines().count(), 2, "seed {seed}: {out}");
+    }
+}

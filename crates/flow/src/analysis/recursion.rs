@@ -47,6 +47,13 @@ impl Analyzer {
             }
             None => (false, None),
         };
+        // A long list is analysed as one of run-time length, before any
+        // specialisation sees it as a chain of pairs.
+        let env: Box<[AvId]> = env
+            .iter()
+            .map(|x| self.ops.dom.widen_long_lists(*x))
+            .collect();
+        let arg = self.ops.dom.widen_long_lists(arg);
         let wenv: Box<[AvId]> = env.iter().map(|x| self.ops.dom.widen(*x)).collect();
         let warg = self.ops.dom.widen(arg);
         let wkey: SpecKey = (lambda, wenv.clone(), warg);
@@ -63,7 +70,7 @@ impl Analyzer {
             let dom = &mut self.ops.dom;
             let env = if oenv.len() == env.len() {
                 oenv.iter()
-                    .zip(env)
+                    .zip(env.iter())
                     .map(|(o, n)| dom.widen_changed(*o, *n))
                     .collect()
             } else {
@@ -71,7 +78,7 @@ impl Analyzer {
             };
             (env, dom.widen_changed(oarg, arg))
         } else {
-            (env.into(), arg)
+            (env, arg)
         };
         (env, arg, wkey, recursive)
     }
