@@ -192,13 +192,13 @@ fn a_session_over_the_nine_functions() {
     assert_eq!(g.len(), 1000);
 
     // What the tool has not: an answer, not a crash.
-    let d = tool.define("gmm");
+    let d = tool.define("no-such-eval");
     assert_eq!(d.get("success"), Some(&Json::Bool(false)));
     assert!(d
         .get("error")
         .and_then(Json::as_str)
         .unwrap_or("")
-        .contains("gmm"));
+        .contains("no-such-eval"));
     let v = tool.send("\"kind\":\"evaluate\",\"module\":\"saddle\",\"function\":\"xx\",\"input\":{\"start\":[1,1]}");
     assert_eq!(v.get("success"), Some(&Json::Bool(false)));
     let v = tool.send(

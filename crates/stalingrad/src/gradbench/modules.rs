@@ -34,6 +34,8 @@ pub enum Out {
     Vector,
     /// A vector of vectors, as a list of lists.
     Matrix,
+    /// An object whose fields are read in the order given.
+    Object(&'static [(&'static str, Out)]),
 }
 
 pub struct Function {
@@ -86,6 +88,14 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "ode-module.vlad",
         include_str!("../../../../gradbench/modules/ode-module.vlad"),
+    ),
+    (
+        "gmm-module.vlad",
+        include_str!("../../../../gradbench/modules/gmm-module.vlad"),
+    ),
+    (
+        "lstm-module.vlad",
+        include_str!("../../../../gradbench/modules/lstm-module.vlad"),
     ),
     (
         "common.vlad",
@@ -163,6 +173,43 @@ pub const MODULES: &[Module] = &[
         main: "ode-module.vlad",
         args: &[("x", Arg::Vector), ("s", Arg::Number)],
         functions: &[f("primal", Out::Vector), f("gradient", Out::Vector)],
+    },
+    Module {
+        name: "gmm",
+        main: "gmm-module.vlad",
+        args: &[
+            ("alpha", Arg::Vector),
+            ("mu", Arg::Matrix),
+            ("q", Arg::Matrix),
+            ("l", Arg::Matrix),
+            ("x", Arg::Matrix),
+            ("m", Arg::Number),
+            ("gamma", Arg::Number),
+        ],
+        functions: &[
+            f("objective", Out::Number),
+            // The gradient as the list (alpha mu q l).
+            f(
+                "jacobian",
+                Out::Object(&[
+                    ("alpha", Out::Vector),
+                    ("mu", Out::Matrix),
+                    ("q", Out::Matrix),
+                    ("l", Out::Matrix),
+                ]),
+            ),
+        ],
+    },
+    Module {
+        name: "lstm",
+        main: "lstm-module.vlad",
+        args: &[
+            ("main_params", Arg::Matrix),
+            ("extra_params", Arg::Matrix),
+            ("state", Arg::Matrix),
+            ("sequence", Arg::Matrix),
+        ],
+        functions: &[f("objective", Out::Number), f("jacobian", Out::Vector)],
     },
 ];
 
@@ -301,6 +348,11 @@ impl Out {
                     .collect::<Option<Vec<_>>>()
                     .map(Json::Arr)
             }
+            Out::Object(fields) => fields
+                .iter()
+                .map(|(k, o)| Some((k.to_string(), o.take(rest)?)))
+                .collect::<Option<Vec<_>>>()
+                .map(Json::Obj),
         }
     }
 }
@@ -365,6 +417,13 @@ mod tests {
         assert_eq!(
             line(Out::Matrix, &[2.0, 1.0, 0.5, 2.0, 1.0, 2.0]),
             "[[0.5],[1,2]]"
+        );
+        assert_eq!(
+            line(
+                Out::Object(&[("a", Out::Number), ("b", Out::Reals(2))]),
+                &[1.0, 2.0, 3.0]
+            ),
+            r#"{"a":1,"b":[2,3]}"#
         );
         assert!(Out::Vector.read(&[3.0, 1.0]).is_err());
         assert!(Out::Vector.read(&[1.0, 1.0, 2.0]).is_err());
