@@ -16,6 +16,7 @@
 //! result's reals (`%.17g`, which reads back as the same bits) and one
 //! time per call, which become the `evaluate` timings.
 
+mod ba;
 mod modules;
 
 use crate::json::Json;
@@ -272,7 +273,7 @@ impl Session {
             .map(|w| w.parse::<u64>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("the driver's timings: {e}"))?;
-        Ok((d.module.functions[f].output.read(&reals)?, times))
+        Ok((d.module.functions[f].output.read(&input, &reals)?, times))
     }
 }
 

@@ -9,6 +9,7 @@
 //! export's argument shapes are written from the same description as
 //! the input's reading, so the two cannot disagree.
 
+use super::ba;
 use crate::json::Json;
 
 /// One argument of a module's functions, read from the eval's input.
@@ -36,7 +37,13 @@ pub enum Out {
     Matrix,
     /// An object whose fields are read in the order given.
     Object(&'static [(&'static str, Out)]),
+    /// Made by a function of the eval's input and all the result reals,
+    /// where the eval's output is not the result as it is (ba's).
+    Custom(fn(&Json, &[f64]) -> Result<Json, String>),
 }
+
+/// Rewrites an eval's input into the fields of a module's arguments.
+pub type Expand = fn(&Json) -> Result<Json, String>;
 
 pub struct Function {
     pub name: &'static str,
@@ -51,6 +58,9 @@ pub struct Module {
     /// The arguments of every function: the input's field (`""`: the whole
     /// input) and its shape.
     pub args: &'static [(&'static str, Arg)],
+    /// Where the eval's input is not those fields as they are: the input
+    /// with them (ba's duplicated data expanded, as the eval's C++ does).
+    pub expand: Option<Expand>,
     pub functions: &'static [Function],
 }
 
@@ -98,6 +108,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../../gradbench/modules/lstm-module.vlad"),
     ),
     (
+        "ba-module.vlad",
+        include_str!("../../../../gradbench/modules/ba-module.vlad"),
+    ),
+    (
         "common.vlad",
         include_str!("../../../../benches/programs/common.vlad"),
     ),
@@ -120,12 +134,14 @@ pub const MODULES: &[Module] = &[
         name: "hello",
         main: "hello-module.vlad",
         args: &[("", Arg::Number)],
+        expand: None,
         functions: &[f("square", Out::Number), f("double", Out::Number)],
     },
     Module {
         name: "particle",
         main: "particle-module.vlad",
         args: &[("w", Arg::Number)],
+        expand: None,
         functions: &[
             f("ff", Out::Number),
             f("fr", Out::Number),
@@ -137,6 +153,7 @@ pub const MODULES: &[Module] = &[
         name: "saddle",
         main: "saddle-module.vlad",
         args: &[("start", Arg::Reals(2))],
+        expand: None,
         functions: &[
             f("ff", Out::Reals(4)),
             f("fr", Out::Reals(4)),
@@ -148,30 +165,35 @@ pub const MODULES: &[Module] = &[
         name: "lse",
         main: "lse-module.vlad",
         args: &[("x", Arg::Vector)],
+        expand: None,
         functions: &[f("primal", Out::Number), f("gradient", Out::Vector)],
     },
     Module {
         name: "llsq",
         main: "llsq-module.vlad",
         args: &[("x", Arg::Vector), ("n", Arg::Number)],
+        expand: None,
         functions: &[f("primal", Out::Number), f("gradient", Out::Vector)],
     },
     Module {
         name: "det",
         main: "det-module.vlad",
         args: &[("A", Arg::Vector), ("ell", Arg::Number)],
+        expand: None,
         functions: &[f("primal", Out::Number), f("gradient", Out::Vector)],
     },
     Module {
         name: "kmeans",
         main: "kmeans-module.vlad",
         args: &[("points", Arg::Matrix), ("centroids", Arg::Matrix)],
+        expand: None,
         functions: &[f("cost", Out::Number), f("dir", Out::Matrix)],
     },
     Module {
         name: "ode",
         main: "ode-module.vlad",
         args: &[("x", Arg::Vector), ("s", Arg::Number)],
+        expand: None,
         functions: &[f("primal", Out::Vector), f("gradient", Out::Vector)],
     },
     Module {
@@ -186,6 +208,7 @@ pub const MODULES: &[Module] = &[
             ("m", Arg::Number),
             ("gamma", Arg::Number),
         ],
+        expand: None,
         functions: &[
             f("objective", Out::Number),
             // The gradient as the list (alpha mu q l).
@@ -209,7 +232,24 @@ pub const MODULES: &[Module] = &[
             ("state", Arg::Matrix),
             ("sequence", Arg::Matrix),
         ],
+        expand: None,
         functions: &[f("objective", Out::Number), f("jacobian", Out::Vector)],
+    },
+    Module {
+        name: "ba",
+        main: "ba-module.vlad",
+        args: &[
+            ("cams", Arg::Matrix),
+            ("xs", Arg::Matrix),
+            ("ws", Arg::Vector),
+            ("obs", Arg::Matrix),
+            ("feats", Arg::Matrix),
+        ],
+        expand: Some(ba::expand),
+        functions: &[
+            f("objective", Out::Custom(ba::objective_output)),
+            f("jacobian", Out::Custom(ba::jacobian_output)),
+        ],
     },
 ];
 
@@ -242,6 +282,14 @@ impl Module {
 
     /// The eval's input as the export's argument reals.
     pub fn input(&self, input: &Json) -> Result<Vec<f64>, String> {
+        let expanded;
+        let input = match self.expand {
+            Some(expand) => {
+                expanded = expand(input)?;
+                &expanded
+            }
+            None => input,
+        };
         let mut out = Vec::new();
         for (field, arg) in self.args {
             let value = if field.is_empty() {
@@ -303,8 +351,11 @@ impl Arg {
 }
 
 impl Out {
-    /// The output read from all of `reals`.
-    pub fn read(self, reals: &[f64]) -> Result<Json, String> {
+    /// The output of the eval's `input` read from all of `reals`.
+    pub fn read(self, input: &Json, reals: &[f64]) -> Result<Json, String> {
+        if let Out::Custom(f) = self {
+            return f(input, reals);
+        }
         let mut rest = reals;
         let v = self.take(&mut rest);
         match v {
@@ -316,7 +367,8 @@ impl Out {
         }
     }
 
-    fn take(self, rest: &mut &[f64]) -> Option<Json> {
+    /// The next value of this shape in `rest`, which it advances.
+    pub fn take(self, rest: &mut &[f64]) -> Option<Json> {
         let reals = |n: usize, rest: &mut &[f64]| {
             if rest.len() < n {
                 return None;
@@ -353,6 +405,8 @@ impl Out {
                 .map(|(k, o)| Some((k.to_string(), o.take(rest)?)))
                 .collect::<Option<Vec<_>>>()
                 .map(Json::Obj),
+            // Not nested in another shape.
+            Out::Custom(_) => None,
         }
     }
 }
@@ -411,7 +465,7 @@ mod tests {
 
     #[test]
     fn outputs() {
-        let line = |o: Out, r: &[f64]| o.read(r).unwrap().to_line();
+        let line = |o: Out, r: &[f64]| o.read(&Json::Null, r).unwrap().to_line();
         assert_eq!(line(Out::Vector, &[2.0, 0.25, 0.75]), "[0.25,0.75]");
         assert_eq!(line(Out::Number, &[1.5]), "1.5");
         assert_eq!(
@@ -425,8 +479,8 @@ mod tests {
             ),
             r#"{"a":1,"b":[2,3]}"#
         );
-        assert!(Out::Vector.read(&[3.0, 1.0]).is_err());
-        assert!(Out::Vector.read(&[1.0, 1.0, 2.0]).is_err());
-        assert!(Out::Matrix.read(&[0.5]).is_err());
+        assert!(Out::Vector.read(&Json::Null, &[3.0, 1.0]).is_err());
+        assert!(Out::Vector.read(&Json::Null, &[1.0, 1.0, 2.0]).is_err());
+        assert!(Out::Matrix.read(&Json::Null, &[0.5]).is_err());
     }
 }
