@@ -17,6 +17,7 @@
 //! time per call, which become the `evaluate` timings.
 
 mod ba;
+mod ht;
 mod modules;
 
 use crate::json::Json;

@@ -9,7 +9,7 @@
 //! export's argument shapes are written from the same description as
 //! the input's reading, so the two cannot disagree.
 
-use super::ba;
+use super::{ba, ht};
 use crate::json::Json;
 
 /// One argument of a module's functions, read from the eval's input.
@@ -35,6 +35,9 @@ pub enum Out {
     Vector,
     /// A vector of vectors, as a list of lists.
     Matrix,
+    /// A vector of lists of the shape given, as one list of their
+    /// elements (GradBench's flattened arrays).
+    Concat(&'static Out),
     /// An object whose fields are read in the order given.
     Object(&'static [(&'static str, Out)]),
     /// Made by a function of the eval's input and all the result reals,
@@ -110,6 +113,10 @@ pub const FILES: &[(&str, &str)] = &[
     (
         "ba-module.vlad",
         include_str!("../../../../gradbench/modules/ba-module.vlad"),
+    ),
+    (
+        "ht-module.vlad",
+        include_str!("../../../../gradbench/modules/ht-module.vlad"),
     ),
     (
         "common.vlad",
@@ -249,6 +256,29 @@ pub const MODULES: &[Module] = &[
         functions: &[
             f("objective", Out::Custom(ba::objective_output)),
             f("jacobian", Out::Custom(ba::jacobian_output)),
+        ],
+    },
+    Module {
+        name: "ht",
+        main: "ht-module.vlad",
+        args: &[
+            ("theta", Arg::Vector),
+            ("us", Arg::Matrix),
+            ("correspondences", Arg::Vector),
+            ("points", Arg::Matrix),
+            ("parents", Arg::Vector),
+            ("is_mirrored", Arg::Number),
+            ("base_positions", Arg::Matrix),
+            ("weights", Arg::Matrix),
+            ("triangles", Arg::Matrix),
+            ("base_relatives", Arg::Matrix),
+            ("inverse_base_absolutes", Arg::Matrix),
+        ],
+        expand: Some(ht::expand),
+        functions: &[
+            // Each point's 3 errors, and its 3 rows of the Jacobian.
+            f("objective", Out::Concat(&Out::Vector)),
+            f("jacobian", Out::Concat(&Out::Matrix)),
         ],
     },
 ];
@@ -400,6 +430,17 @@ impl Out {
                     .collect::<Option<Vec<_>>>()
                     .map(Json::Arr)
             }
+            Out::Concat(inner) => {
+                let n = length(rest)?;
+                let mut out = Vec::new();
+                for _ in 0..n {
+                    match inner.take(rest)? {
+                        Json::Arr(items) => out.extend(items),
+                        _ => return None,
+                    }
+                }
+                Some(Json::Arr(out))
+            }
             Out::Object(fields) => fields
                 .iter()
                 .map(|(k, o)| Some((k.to_string(), o.take(rest)?)))
@@ -478,6 +519,13 @@ mod tests {
                 &[1.0, 2.0, 3.0]
             ),
             r#"{"a":1,"b":[2,3]}"#
+        );
+        assert_eq!(
+            line(
+                Out::Concat(&Out::Matrix),
+                &[2.0, 1.0, 1.0, 5.0, 2.0, 1.0, 6.0, 1.0, 7.0]
+            ),
+            "[[5],[6],[7]]"
         );
         assert!(Out::Vector.read(&Json::Null, &[3.0, 1.0]).is_err());
         assert!(Out::Vector.read(&Json::Null, &[1.0, 1.0, 2.0]).is_err());
