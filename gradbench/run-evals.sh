@@ -1,32 +1,59 @@
 #!/usr/bin/env bash
-# Runs GradBench's own `particle` and `saddle` evals (their Python eval
-# scripts, unchanged) against `stalingrad gradbench`, and times our
+# Runs GradBench's own evals (their Python eval scripts, unchanged, at
+# their default workloads) against `stalingrad gradbench`, and times our
 # hand-written baselines (benches/baselines) in the same run.
 #
-# Usage: gradbench/run-evals.sh GRADBENCH_CHECKOUT [EVAL...]
-#   GRADBENCH_CHECKOUT  a checkout of github.com/gradbench/gradbench
-#   EVAL                evals to run (default: particle saddle; hello works too)
+# Usage: gradbench/run-evals.sh GRADBENCH [EVAL[:ARG,ARG...]...]
+#   GRADBENCH  a checkout of github.com/gradbench/gradbench, or a git
+#              directory of it (a snapshot; its files are exported to
+#              WORK/src, leaving out those whose contents it lacks)
+#   EVAL       evals to run (default: all twelve); ARGs are passed to the
+#              eval's script, e.g. `llsq:-n,16,32` for smaller workloads
 # Environment: MIN_RUNS (default 10), MIN_SECONDS (default 2) for the evals,
 #   WORK (default target/gradbench) for the virtual environment and logs.
 #
-# Needs python3 >= 3.11 with venv; installs numpy and pydantic into
-# WORK/venv with pip (the eval scripts need them), or says what is missing.
-# Prints a Markdown table and writes it, with the message logs, to WORK.
+# Needs python3 >= 3.11 with venv, make and a C++ compiler (GradBench's
+# `manual` tool, which the evals validate against, is built in the
+# checkout) and nlohmann's json.hpp (Debian: nlohmann-json3-dev) unless the
+# checkout has cpp/json.hpp; installs numpy, scipy, pydantic and
+# dataclasses-json into WORK/venv with pip (the eval scripts need them),
+# or says what is missing. Prints a Markdown table and writes it, with the
+# message logs, to WORK.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-  sed -n '2,16p' "$0"
+  sed -n '2,22p' "$0"
   exit 2
 fi
 GB="$(cd "$1" && pwd)"
 shift
-EVALS="${*:-particle saddle}"
+EVALS="${*:-hello particle saddle lse llsq det kmeans ode gmm lstm ba ht}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${WORK:-$ROOT/target/gradbench}"
 mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 
+# A git directory: export the files whose contents it has (stored
+# snapshots lack a few large data files; `git archive` of all would fail,
+# and of the rest still names them on standard error).
+if [ ! -d "$GB/python" ] && git -C "$GB" rev-parse --git-dir >/dev/null 2>&1; then
+  SRC="$WORK/src"
+  echo "[run-evals] exporting $(git -C "$GB" rev-parse HEAD) of $GB to $SRC" >&2
+  rm -rf "$SRC"
+  mkdir -p "$SRC"
+  git -C "$GB" ls-tree -r HEAD | while read -r _ type obj path; do
+    if [ "$type" = blob ] && git -C "$GB" cat-file -e "$obj" 2>/dev/null; then
+      printf '%s\0' "$path"
+    else
+      echo "[run-evals] the snapshot lacks $path" >&2
+    fi
+  done | xargs -0 git -C "$GB" archive HEAD -- 2> >(grep -v '^error: invalid object' >&2) |
+    tar -x -i -C "$SRC"
+  GB="$SRC"
+fi
+
 for e in $EVALS; do
+  e="${e%%:*}"
   if [ ! -f "$GB/python/gradbench/gradbench/evals/$e/run.py" ]; then
     echo "error: $GB is not a GradBench checkout with the eval \`$e\` (no python/gradbench/gradbench/evals/$e/run.py)" >&2
     exit 1
@@ -39,13 +66,13 @@ if ! command -v "$PY" >/dev/null || ! "$PY" -c 'import sys; sys.exit(sys.version
   exit 1
 fi
 VENV="$WORK/venv"
-if ! "$VENV/bin/python" -c 'import numpy, pydantic' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import numpy, scipy, pydantic, dataclasses_json' 2>/dev/null; then
   "$PY" -m venv "$VENV" || {
     echo "error: cannot make a virtual environment: install python3's venv module (Debian: apt-get install python3-venv)" >&2
     exit 1
   }
-  "$VENV/bin/pip" install -q 'numpy<3' 'pydantic>=2,<3' || {
-    echo "error: cannot install numpy and pydantic into $VENV with pip; install them there by hand: $VENV/bin/pip install numpy pydantic" >&2
+  "$VENV/bin/pip" install -q 'numpy<3' 'scipy<2' 'pydantic>=2,<3' 'dataclasses-json<1' || {
+    echo "error: cannot install numpy, scipy, pydantic and dataclasses-json into $VENV with pip; install them there by hand: $VENV/bin/pip install numpy scipy pydantic dataclasses-json" >&2
     exit 1
   }
 fi

@@ -16,181 +16,17 @@
 //! result's reals (`%.17g`, which reads back as the same bits) and one
 //! time per call, which become the `evaluate` timings.
 
+mod ba;
+mod ht;
+mod modules;
+
 use crate::json::Json;
 use crate::library;
+use modules::{Module, FILES, MODULES};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
-
-/// A GradBench module implemented in VLAD.
-struct Module {
-    name: &'static str,
-    /// The module's file in `files`.
-    main: &'static str,
-    /// Its functions and their export shapes.
-    functions: &'static [(&'static str, &'static str)],
-    /// The eval's input as the export's argument reals (a vector as its
-    /// length, then its elements).
-    input: fn(&Json) -> Result<Vec<f64>, String>,
-    /// The result reals of the function named as the eval's output.
-    output: fn(&str, &[f64]) -> Result<Json, String>,
-    /// Its exports are over vectors (`docs/library.md`): arguments and
-    /// results of run-time length.
-    vectors: bool,
-}
-
-/// The sources the modules need, written to the session's directory so
-/// that their includes find each other.
-const FILES: &[(&str, &str)] = &[
-    (
-        "hello-module.vlad",
-        include_str!("../../../gradbench/modules/hello-module.vlad"),
-    ),
-    (
-        "particle-module.vlad",
-        include_str!("../../../gradbench/modules/particle-module.vlad"),
-    ),
-    (
-        "saddle-module.vlad",
-        include_str!("../../../gradbench/modules/saddle-module.vlad"),
-    ),
-    (
-        "lse-module.vlad",
-        include_str!("../../../gradbench/modules/lse-module.vlad"),
-    ),
-    (
-        "common.vlad",
-        include_str!("../../../benches/programs/common.vlad"),
-    ),
-    (
-        "particle.vlad",
-        include_str!("../../../benches/programs/particle.vlad"),
-    ),
-    (
-        "saddle.vlad",
-        include_str!("../../../benches/programs/saddle.vlad"),
-    ),
-];
-
-fn number_input(input: &Json) -> Result<Vec<f64>, String> {
-    input
-        .as_f64()
-        .map(|x| vec![x])
-        .ok_or_else(|| "the input must be a number".to_string())
-}
-
-fn w_input(input: &Json) -> Result<Vec<f64>, String> {
-    input
-        .get("w")
-        .and_then(Json::as_f64)
-        .map(|x| vec![x])
-        .ok_or_else(|| "the input must have a number `w`".to_string())
-}
-
-fn start_input(input: &Json) -> Result<Vec<f64>, String> {
-    let bad = || "the input must have `start`, a list of two numbers".to_string();
-    match input.get("start") {
-        Some(Json::Arr(items)) if items.len() == 2 => {
-            items.iter().map(|x| x.as_f64().ok_or_else(bad)).collect()
-        }
-        _ => Err(bad()),
-    }
-}
-
-/// `{"x": [...]}`: the vector x.
-fn x_input(input: &Json) -> Result<Vec<f64>, String> {
-    let bad = || "the input must have `x`, a list of numbers".to_string();
-    match input.get("x") {
-        Some(Json::Arr(items)) => {
-            let mut out = Vec::with_capacity(items.len() + 1);
-            out.push(items.len() as f64);
-            for x in items {
-                out.push(x.as_f64().ok_or_else(bad)?);
-            }
-            Ok(out)
-        }
-        _ => Err(bad()),
-    }
-}
-
-fn number_output(_: &str, r: &[f64]) -> Result<Json, String> {
-    Ok(Json::Num(r.first().copied().unwrap_or(f64::NAN)))
-}
-
-fn list_output(_: &str, r: &[f64]) -> Result<Json, String> {
-    Ok(Json::Arr(r.iter().map(|x| Json::Num(*x)).collect()))
-}
-
-/// A vector of reals as the library writes it (its length, then its
-/// elements) as a JSON array.
-fn vector_output(r: &[f64]) -> Result<Json, String> {
-    match r.split_first() {
-        Some((n, rest)) if *n as usize == rest.len() => {
-            Ok(Json::Arr(rest.iter().map(|x| Json::Num(*x)).collect()))
-        }
-        _ => Err(format!(
-            "internal error: {} reals do not make a vector",
-            r.len()
-        )),
-    }
-}
-
-/// `lse`: the primal is a number, the gradient a vector.
-fn lse_output(function: &str, r: &[f64]) -> Result<Json, String> {
-    match function {
-        "primal" => number_output(function, r),
-        _ => vector_output(r),
-    }
-}
-
-const MODULES: &[Module] = &[
-    Module {
-        name: "hello",
-        main: "hello-module.vlad",
-        functions: &[("square", "square real"), ("double", "double real")],
-        input: number_input,
-        output: number_output,
-        vectors: false,
-    },
-    Module {
-        name: "particle",
-        main: "particle-module.vlad",
-        functions: &[
-            ("ff", "ff real"),
-            ("fr", "fr real"),
-            ("rf", "rf real"),
-            ("rr", "rr real"),
-        ],
-        input: w_input,
-        output: number_output,
-        vectors: false,
-    },
-    Module {
-        name: "saddle",
-        main: "saddle-module.vlad",
-        functions: &[
-            ("ff", "ff (real real)"),
-            ("fr", "fr (real real)"),
-            ("rf", "rf (real real)"),
-            ("rr", "rr (real real)"),
-        ],
-        input: start_input,
-        output: list_output,
-        vectors: false,
-    },
-    Module {
-        name: "lse",
-        main: "lse-module.vlad",
-        functions: &[
-            ("primal", "primal (vector real)"),
-            ("gradient", "gradient (vector real)"),
-        ],
-        input: x_input,
-        output: lse_output,
-        vectors: true,
-    },
-];
 
 /// A defined module: its driver process.
 struct Driver {
@@ -207,7 +43,7 @@ fn driver_c(prefix: &str, m: &Module) -> String {
     let names: Vec<String> = m
         .functions
         .iter()
-        .map(|(f, _)| format!("{prefix}_{}", codegen::lib_export::c_identifier(f)))
+        .map(|f| format!("{prefix}_{}", codegen::lib_export::c_identifier(f.name)))
         .collect();
     let fns = names.join(", ");
     let results = names
@@ -217,7 +53,7 @@ fn driver_c(prefix: &str, m: &Module) -> String {
         .join(", ");
     // The exports' calling convention: fixed arrays, or arrays over
     // vectors with the result's length returned (`docs/library.md`).
-    let abi = if m.vectors {
+    let abi = if m.vectors() {
         format!(
             "typedef int (*export_fn)(const double *, size_t, double *, size_t, size_t *);\n\
              static const export_fn fns[] = {{ {fns} }};\n\
@@ -336,7 +172,7 @@ impl Session {
             .find(|m| m.name == name)
             .ok_or_else(|| format!("stalingrad has no module `{name}`"))?;
         let lib = self.dir.join(format!("lib{}.a", m.name));
-        let exports: Vec<String> = m.functions.iter().map(|(_, e)| e.to_string()).collect();
+        let exports = m.exports();
         library::build(&library::Request {
             file: &self.dir.join(m.main),
             include: &self.include,
@@ -395,10 +231,10 @@ impl Session {
             .module
             .functions
             .iter()
-            .position(|(name, _)| *name == function)
+            .position(|f| f.name == function)
             .ok_or_else(|| format!("module `{module}` has no function `{function}`"))?;
         let input = msg.get("input").cloned().unwrap_or(Json::Null);
-        let args = (d.module.input)(&input)?;
+        let args = d.module.input(&input)?;
         let min_runs = input
             .get("min_runs")
             .and_then(Json::as_f64)
@@ -438,7 +274,7 @@ impl Session {
             .map(|w| w.parse::<u64>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("the driver's timings: {e}"))?;
-        Ok(((d.module.output)(function, &reals)?, times))
+        Ok((d.module.functions[f].output.read(&input, &reals)?, times))
     }
 }
 
@@ -546,42 +382,5 @@ pub fn serve(
         writeln!(out, "{answer}")
             .and_then(|()| out.flush())
             .map_err(|e| format!("cannot write standard output: {e}"))?;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_module_file_is_embedded() {
-        for m in MODULES {
-            assert!(FILES.iter().any(|(n, _)| *n == m.main));
-        }
-    }
-
-    #[test]
-    fn inputs() {
-        let j = crate::json::parse(r#"{"start":[1,2],"min_runs":3}"#).unwrap();
-        assert_eq!(start_input(&j).unwrap(), vec![1.0, 2.0]);
-        assert!(w_input(&j).is_err());
-        let j = crate::json::parse(r#"{"w":0.5}"#).unwrap();
-        assert_eq!(w_input(&j).unwrap(), vec![0.5]);
-        assert!(number_input(&j).is_err());
-        let j = crate::json::parse(r#"{"x":[1,2.5]}"#).unwrap();
-        assert_eq!(x_input(&j).unwrap(), vec![2.0, 1.0, 2.5]);
-        assert!(x_input(&crate::json::parse(r#"{"x":[true]}"#).unwrap()).is_err());
-    }
-
-    #[test]
-    fn outputs() {
-        assert_eq!(
-            lse_output("gradient", &[2.0, 0.25, 0.75])
-                .unwrap()
-                .to_line(),
-            "[0.25,0.75]"
-        );
-        assert_eq!(lse_output("primal", &[1.5]).unwrap().to_line(), "1.5");
-        assert!(vector_output(&[3.0, 1.0]).is_err());
     }
 }

@@ -80,8 +80,8 @@ enum Command {
     #[command(long_about = repl::LONG_ABOUT, after_help = repl::AFTER_HELP)]
     Repl(ReplArgs),
     /// Speak GradBench's protocol (JSON lines on standard input and
-    /// output): a tool for its `hello`, `particle` and `saddle` evals,
-    /// each module compiled with `build --lib` on `define`.
+    /// output): a tool for all twelve of its evals, each module compiled
+    /// with `build --lib` on `define`.
     #[command(
         after_help = "Example (gradbench/run-evals.sh runs GradBench's own evals against it):
   echo '{\"id\":0,\"kind\":\"start\"}' | stalingrad gradbench"

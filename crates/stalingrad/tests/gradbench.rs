@@ -3,7 +3,9 @@
 //! of `hello`, `particle` and `saddle`. Outputs must be the published
 //! answers to 1e-9 relative; every evaluate answer carries one `evaluate`
 //! timing per run, at least `min_runs`, each a whole number of
-//! nanoseconds; unknown modules and functions are `success: false`.
+//! nanoseconds; unknown modules and functions are `success: false`. The
+//! array evals' outputs must be those of GradBench's reference (its
+//! `manual` tool) on small inputs at GradBench's tolerance.
 
 mod common;
 
@@ -190,13 +192,13 @@ fn a_session_over_the_nine_functions() {
     assert_eq!(g.len(), 1000);
 
     // What the tool has not: an answer, not a crash.
-    let d = tool.define("gmm");
+    let d = tool.define("no-such-eval");
     assert_eq!(d.get("success"), Some(&Json::Bool(false)));
     assert!(d
         .get("error")
         .and_then(Json::as_str)
         .unwrap_or("")
-        .contains("gmm"));
+        .contains("no-such-eval"));
     let v = tool.send("\"kind\":\"evaluate\",\"module\":\"saddle\",\"function\":\"xx\",\"input\":{\"start\":[1,1]}");
     assert_eq!(v.get("success"), Some(&Json::Bool(false)));
     let v = tool.send(
@@ -207,4 +209,64 @@ fn a_session_over_the_nine_functions() {
     drop(tool.to);
     let status = tool.child.wait().expect("wait");
     assert!(status.success(), "{status}");
+}
+
+/// GradBench's comparison (python/gradbench/gradbench/comparison.py): the
+/// same JSON shape, and numbers within 1e-4 of each other relative to the
+/// larger of 1 and the sum of their magnitudes.
+fn mismatches(want: &Json, got: &Json, path: &str, out: &mut Vec<String>) {
+    match (want, got) {
+        (Json::Num(w), Json::Num(g)) => {
+            if (w - g).abs() / (w.abs() + g.abs()).max(1.0) > 1e-4 {
+                out.push(format!("{path}: {w} != {g}"));
+            }
+        }
+        (Json::Arr(w), Json::Arr(g)) if w.len() == g.len() => {
+            for (i, (w, g)) in w.iter().zip(g).enumerate() {
+                mismatches(w, g, &format!("{path}[{i}]"), out);
+            }
+        }
+        (Json::Obj(w), Json::Obj(g)) if w.len() == g.len() => {
+            for (k, w) in w {
+                match got.get(k) {
+                    Some(g) => mismatches(w, g, &format!("{path}.{k}"), out),
+                    None => out.push(format!("{path}.{k}: missing")),
+                }
+            }
+        }
+        _ => out.push(format!("{path}: expected {want:?}, got {got:?}")),
+    }
+}
+
+/// The array evals on small inputs against GradBench's reference: each line
+/// of tests/gradbench/manual.jsonl is a module, a function, an input and
+/// the output GradBench's `manual` tool computes for it (rewritten by
+/// `python3 gradbench/manual.py GRADBENCH_CHECKOUT`).
+#[test]
+fn the_array_evals_agree_with_the_manual_tool() {
+    let cases = std::fs::read_to_string(repo_root().join("tests/gradbench/manual.jsonl"))
+        .expect("tests/gradbench/manual.jsonl");
+    let mut tool = Tool::start();
+    tool.send("\"kind\":\"start\",\"eval\":\"llsq\"");
+    let mut defined = Vec::new();
+    let mut checked = 0;
+    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
+        let case = json::parse(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let field = |k: &str| case.get(k).unwrap_or_else(|| panic!("no `{k}`: {line}"));
+        let module = field("module").as_str().expect("module");
+        let function = field("function").as_str().expect("function");
+        if !defined.contains(&module.to_string()) {
+            let d = tool.define(module);
+            assert_eq!(d.get("success"), Some(&Json::Bool(true)), "{module}: {d:?}");
+            defined.push(module.to_string());
+        }
+        let got = tool.evaluate(module, function, &field("input").to_line(), 1);
+        let mut bad = Vec::new();
+        mismatches(field("output"), &got, "", &mut bad);
+        assert!(bad.is_empty(), "{module} {function}: {}", bad.join("; "));
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} cases");
+    drop(tool.to);
+    assert!(tool.child.wait().expect("wait").success());
 }
