@@ -46,3 +46,11 @@ fn within(name: &str, input: &str, mib: u64, line: &str) {
 fn nested_forward_mode_keeps_nothing_per_repetition() {
     within("nested-forward", "16\n", 50, "0.001179599073902668");
 }
+
+/// A Hessian-vector product (forward over reverse) of a k-means cost over
+/// 1000 points: 134 MiB; 183 MiB when the memo kept every transformation
+/// of the closures of the tape, with 80-byte entries.
+#[test]
+fn a_hessian_vector_product_keeps_less_than_its_tapes_transformations() {
+    within("hvp-kmeans", "1000\n", 160, "((1108 0) (0 338) (554 554))");
+}

@@ -76,20 +76,24 @@ impl Reach {
         I: Iterator<Item = Seen<'a>>,
     {
         let mut nodes: Map<usize, Node> = Map::default();
-        let mut stack: Vec<&'a Value> = entries().filter_map(|e| e.result).collect();
-        while let Some(v) = stack.pop() {
-            let Some(a) = v.addr() else { continue };
-            match nodes.get_mut(&a) {
-                Some(n) => n.inner = (n.inner & !COUNT) | ((n.inner & COUNT) + 1).min(COUNT),
-                None => {
-                    nodes.insert(
-                        a,
-                        Node {
-                            inner: 1,
-                            wait: NONE,
-                        },
-                    );
-                    children(v, |c| stack.push(c));
+        // One result at a time: the stack holds a path, not every result.
+        let mut stack: Vec<&'a Value> = Vec::new();
+        for result in entries().filter_map(|e| e.result) {
+            stack.push(result);
+            while let Some(v) = stack.pop() {
+                let Some(a) = v.addr() else { continue };
+                match nodes.get_mut(&a) {
+                    Some(n) => n.inner = (n.inner & !COUNT) | ((n.inner & COUNT) + 1).min(COUNT),
+                    None => {
+                        nodes.insert(
+                            a,
+                            Node {
+                                inner: 1,
+                                wait: NONE,
+                            },
+                        );
+                        children(v, |c| stack.push(c));
+                    }
                 }
             }
         }
@@ -118,19 +122,21 @@ impl Reach {
             }
         }
         // The roots: nodes held from outside.
-        let mut stack: Vec<&'a Value> = entries().filter_map(|e| e.result).collect();
-        while let Some(v) = stack.pop() {
-            let Some(n) = v.addr().and_then(|a| nodes.get_mut(&a)) else {
-                continue;
-            };
-            if n.inner & MET != 0 {
-                continue;
+        for result in entries().filter_map(|e| e.result) {
+            stack.push(result);
+            while let Some(v) = stack.pop() {
+                let Some(n) = v.addr().and_then(|a| nodes.get_mut(&a)) else {
+                    continue;
+                };
+                if n.inner & MET != 0 {
+                    continue;
+                }
+                n.inner |= MET;
+                if strong_count(v) > (n.inner & COUNT) as usize {
+                    live.push(v);
+                }
+                children(v, |c| stack.push(c));
             }
-            n.inner |= MET;
-            if strong_count(v) > (n.inner & COUNT) as usize {
-                live.push(v);
-            }
-            children(v, |c| stack.push(c));
         }
         while let Some(v) = live.pop() {
             let Some(a) = v.addr() else { continue };
