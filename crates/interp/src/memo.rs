@@ -176,6 +176,8 @@ pub(crate) struct ValueMemo {
     known_zeros: Map<usize, WeakValue>,
     /// Entries (of the three maps) at which to sweep next.
     sweep_at: usize,
+    /// Entries left by the last walk over the results.
+    walked: usize,
 }
 
 impl Default for ValueMemo {
@@ -185,6 +187,7 @@ impl Default for ValueMemo {
             zeros: Map::default(),
             known_zeros: Map::default(),
             sweep_at: FIRST_SWEEP,
+            walked: 0,
         }
     }
 }
@@ -202,14 +205,28 @@ impl ValueMemo {
         self.entries.len() + self.zeros.len() + self.known_zeros.len()
     }
 
-    /// Drops the entries of dead values, and of values only the memo
-    /// reaches, once the memo has doubled since the last sweep, so that
-    /// the time spent sweeping is linear in the entries ever made and the
-    /// memory in the entries alive.
+    /// Drops the entries of dead values once the memo has doubled since
+    /// the last sweep, so that the time spent sweeping is linear in the
+    /// entries ever made and the memory in the entries alive; and those of
+    /// values only the memo reaches, when what is left has doubled since
+    /// the last walk over the results (a walk costs about as much as the
+    /// entries: a memo that stays the same size is not walked again).
     fn sweep(&mut self) {
         if self.len() < self.sweep_at {
             return;
         }
+        self.entries.retain(|_, e| e.alive());
+        self.zeros.retain(|_, (w, _)| w.alive());
+        self.known_zeros.retain(|_, w| w.alive());
+        if self.len() >= 2 * self.walked {
+            self.sweep_unreached();
+            self.walked = self.len();
+        }
+        self.sweep_at = FIRST_SWEEP.max(2 * self.len());
+    }
+
+    /// Drops the entries of values that only the memo's results reach.
+    fn sweep_unreached(&mut self) {
         let (entries, zeros) = (&self.entries, &self.zeros);
         let reach = reach::Reach::new(|| {
             let transforms = entries.iter().map(|((a, b), e)| reach::Seen {
@@ -231,7 +248,6 @@ impl ValueMemo {
             .retain(|a, (w, _)| w.alive() && reach.reached(*a));
         drop(reach);
         self.known_zeros.retain(|_, w| w.alive());
-        self.sweep_at = FIRST_SWEEP.max(2 * self.len());
     }
 
     /// The remembered zero of `v`.
