@@ -43,7 +43,7 @@ impl Interp<'_> {
                 }));
                 if deep {
                     self.values.remember(op, &v, None, &r);
-                    self.values.remember_inverse(Transform::Unwrap(tag), &r, &v);
+                    self.values.remember(Transform::Unwrap(tag), &r, None, &v);
                 }
                 Ok(r)
             }
@@ -82,7 +82,7 @@ impl Interp<'_> {
                 };
                 if deep {
                     self.values.remember(op, &v, None, &r);
-                    self.values.remember_inverse(Transform::Wrap(tag), &r, &v);
+                    self.values.remember(Transform::Wrap(tag), &r, None, &v);
                 }
                 Ok(r)
             }
@@ -103,7 +103,12 @@ impl Interp<'_> {
                     == Some(Untransformed::Lambda(c.lambda))
                     && c.env.len() == d.env.len() =>
             {
-                if let Some(r) = self.values.transformed(Transform::Bundle, &p, Some(&t)) {
+                let deep = holds_closures(c) || holds_closures(d);
+                if let Some(r) = self
+                    .values
+                    .transformed(Transform::Bundle, &p, Some(&t))
+                    .filter(|_| deep)
+                {
                     return Ok(r);
                 }
                 let l = ad::transform(&mut self.prog, &mut self.memo, Tag::Forward, c.lambda);
@@ -115,9 +120,11 @@ impl Interp<'_> {
                     lambda: l,
                     env: env.into_boxed_slice(),
                 }));
-                self.values.remember(Transform::Bundle, &p, Some(&t), &r);
-                self.values.remember_inverse(Transform::Primal, &r, &p);
-                self.values.remember_inverse(Transform::Tangent, &r, &t);
+                if deep {
+                    self.values.remember(Transform::Bundle, &p, Some(&t), &r);
+                    self.values.remember(Transform::Primal, &r, None, &p);
+                    self.values.remember(Transform::Tangent, &r, None, &t);
+                }
                 Ok(r)
             }
             (Value::Prim(q), _) if self.nil_perturbation(&t) => {
@@ -179,7 +186,8 @@ impl Interp<'_> {
                     } else {
                         Transform::Tangent
                     };
-                    if let Some(r) = self.values.transformed(op, &v, None) {
+                    let deep = holds_closures(c);
+                    if let Some(r) = self.values.transformed(op, &v, None).filter(|_| deep) {
                         return Ok(r);
                     }
                     let l = if primal {
@@ -195,7 +203,9 @@ impl Interp<'_> {
                         lambda: l,
                         env: env.into_boxed_slice(),
                     }));
-                    self.values.remember(op, &v, None, &r);
+                    if deep {
+                        self.values.remember(op, &v, None, &r);
+                    }
                     Ok(r)
                 }
                 None => self.not_forward(primal, &v),

@@ -12,10 +12,18 @@
 //! never reused while it is a key, but not the value, so remembering costs
 //! no memory the program has let go of beyond the entry itself. A result
 //! is held strongly (the zero of a list must outlive the step that asked
-//! for it), except the results recorded as inverses (the closure that
-//! `*j-inverse` of a `*j` result gives back), which would otherwise keep
-//! each other alive. When the entries pass twice the number that was live
-//! at the last sweep, the entries of dead values are swept.
+//! for it), and so are inverses (the closure that `*j-inverse` of a `*j`
+//! result gives back, the primal of a bundle), which makes rings: a result
+//! reaches the argument of another entry whose result reaches back. When
+//! the entries pass twice the number that was live at the last sweep, the
+//! entries of dead values are swept, and those of values that only the
+//! memo's own results reach ([`reach`]), rings and all.
+//!
+//! The transformations of a closure that holds no closures are not
+//! remembered (see `crate::adops`): they are as cheap to redo as to look
+//! up, and a nested mode makes them for every element of its tape.
+
+mod reach;
 
 use crate::value::{Closure, Value};
 use ir::Tag;
@@ -84,7 +92,7 @@ enum WeakValue {
     Pair(Weak<(Value, Value)>),
     Bundle(Weak<(Value, Value)>),
     Closure(Weak<Closure>),
-    Wrapped(Tag, Weak<Value>),
+    Wrapped(Weak<Value>),
     Vector(Weak<Vec<Value>>),
     VectorSum(Weak<crate::vector::VectorSum>),
 }
@@ -96,7 +104,7 @@ impl WeakValue {
             Value::Bundle(p) => WeakValue::Bundle(Rc::downgrade(p)),
             Value::Closure(c) => WeakValue::Closure(Rc::downgrade(c)),
             Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => {
-                WeakValue::Wrapped(v.wrapper_tag()?, Rc::downgrade(x))
+                WeakValue::Wrapped(Rc::downgrade(x))
             }
             Value::Vector(items) => WeakValue::Vector(Rc::downgrade(items)),
             Value::VectorSum(sum) => WeakValue::VectorSum(Rc::downgrade(sum)),
@@ -108,140 +116,152 @@ impl WeakValue {
         match self {
             WeakValue::Pair(p) | WeakValue::Bundle(p) => p.strong_count() > 0,
             WeakValue::Closure(c) => c.strong_count() > 0,
-            WeakValue::Wrapped(_, x) => x.strong_count() > 0,
+            WeakValue::Wrapped(x) => x.strong_count() > 0,
             WeakValue::Vector(v) => v.strong_count() > 0,
             WeakValue::VectorSum(v) => v.strong_count() > 0,
         }
     }
-
-    fn upgrade(&self) -> Option<Value> {
-        Some(match self {
-            WeakValue::Pair(p) => Value::Pair(p.upgrade()?),
-            WeakValue::Bundle(p) => Value::Bundle(p.upgrade()?),
-            WeakValue::Closure(c) => Value::Closure(c.upgrade()?),
-            WeakValue::Wrapped(tag, x) => {
-                let x = x.upgrade()?;
-                match tag {
-                    Tag::Perturb => Value::Perturbation(x),
-                    Tag::Sensitize => Value::Sensitivity(x),
-                    Tag::Reverse => Value::Reverse(x),
-                    Tag::Forward => return None,
-                }
-            }
-            WeakValue::Vector(v) => Value::Vector(v.upgrade()?),
-            WeakValue::VectorSum(v) => Value::VectorSum(v.upgrade()?),
-        })
-    }
 }
 
-/// A remembered result.
-enum Held {
-    Strong(Value),
-    Weak(WeakValue),
-}
-
-impl Held {
-    fn get(&self) -> Option<Value> {
-        match self {
-            Held::Strong(v) => Some(v.clone()),
-            Held::Weak(w) => w.upgrade(),
-        }
-    }
-
-    fn alive(&self) -> bool {
-        match self {
-            Held::Strong(_) => true,
-            Held::Weak(w) => w.alive(),
-        }
-    }
-}
-
-/// An entry: the arguments, pinned, and the result.
+/// An entry of a transformation: its arguments, closures, pinned (so that
+/// their addresses are not reused while they are keys), and the result.
+/// 48 bytes with its key, since a nested mode keeps several per element
+/// of its tape.
 struct Entry {
-    args: (WeakValue, Option<WeakValue>),
-    result: Held,
+    args: (Weak<Closure>, Option<Weak<Closure>>),
+    result: Value,
 }
 
 impl Entry {
     fn alive(&self) -> bool {
-        self.args.0.alive()
-            && self.args.1.as_ref().is_none_or(WeakValue::alive)
-            && self.result.alive()
+        self.args.0.strong_count() > 0 && self.args.1.as_ref().is_none_or(|b| b.strong_count() > 0)
     }
 }
 
-type Key = (Option<Transform>, usize, usize);
+/// A transformation's key: the first argument's address, and the second's
+/// (`bundle`) or the transformation's number (addresses are far above it).
+type Key = (usize, usize);
 
-/// The interpreter's memory of `zero` (the key's transform is `None`) and
-/// of the transformations, and the values known to be zeros.
+/// The transformation's part of a key with one argument.
+fn code(op: Transform) -> usize {
+    let tag = |t: Tag| match t {
+        Tag::Perturb => 0,
+        Tag::Sensitize => 1,
+        Tag::Reverse => 2,
+        Tag::Forward => 3,
+    };
+    match op {
+        Transform::Wrap(t) => 1 + tag(t),
+        Transform::Unwrap(t) => 5 + tag(t),
+        Transform::Bundle => 9,
+        Transform::Primal => 10,
+        Transform::Tangent => 11,
+    }
+}
+
+/// The closure of a value, if it is one.
+fn closure(v: &Value) -> Option<&Rc<Closure>> {
+    match v {
+        Value::Closure(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// The interpreter's memory of `zero` and of the transformations, and the
+/// values known to be zeros.
 pub(crate) struct ValueMemo {
     entries: Map<Key, Entry>,
+    /// The zero of each value met, by its address.
+    zeros: Map<usize, (WeakValue, Value)>,
     known_zeros: Map<usize, WeakValue>,
-    /// Entries (of both maps) at which to sweep next.
+    /// Entries (of the three maps) at which to sweep next.
     sweep_at: usize,
+    /// Entries left by the last walk over the results.
+    walked: usize,
 }
 
 impl Default for ValueMemo {
     fn default() -> Self {
         ValueMemo {
             entries: Map::default(),
+            zeros: Map::default(),
             known_zeros: Map::default(),
             sweep_at: FIRST_SWEEP,
+            walked: 0,
         }
     }
 }
 
 impl ValueMemo {
-    fn key(op: Option<Transform>, a: &Value, b: Option<&Value>) -> Option<Key> {
-        let second = match b {
-            Some(b) => b.addr()?,
-            None => 0,
-        };
-        Some((op, a.addr()?, second))
+    fn key(op: Transform, a: &Rc<Closure>, b: Option<&Rc<Closure>>) -> Key {
+        let first = Rc::as_ptr(a) as usize;
+        match b {
+            Some(b) => (first, Rc::as_ptr(b) as usize),
+            None => (first, code(op)),
+        }
     }
 
-    fn get(&self, op: Option<Transform>, a: &Value, b: Option<&Value>) -> Option<Value> {
-        self.entries.get(&Self::key(op, a, b)?)?.result.get()
-    }
-
-    fn insert(&mut self, op: Option<Transform>, a: &Value, b: Option<&Value>, r: Held) {
-        let Some(key) = Self::key(op, a, b) else {
-            return;
-        };
-        let (Some(wa), wb) = (WeakValue::new(a), b.and_then(WeakValue::new)) else {
-            return;
-        };
-        self.sweep();
-        self.entries.insert(
-            key,
-            Entry {
-                args: (wa, wb),
-                result: r,
-            },
-        );
+    fn len(&self) -> usize {
+        self.entries.len() + self.zeros.len() + self.known_zeros.len()
     }
 
     /// Drops the entries of dead values once the memo has doubled since
     /// the last sweep, so that the time spent sweeping is linear in the
-    /// entries ever made and the memory in the entries alive.
+    /// entries ever made and the memory in the entries alive; and those of
+    /// values only the memo reaches, when what is left has doubled since
+    /// the last walk over the results (a walk costs about as much as the
+    /// entries: a memo that stays the same size is not walked again).
     fn sweep(&mut self) {
-        if self.entries.len() + self.known_zeros.len() < self.sweep_at {
+        if self.len() < self.sweep_at {
             return;
         }
         self.entries.retain(|_, e| e.alive());
+        self.zeros.retain(|_, (w, _)| w.alive());
         self.known_zeros.retain(|_, w| w.alive());
-        self.sweep_at = FIRST_SWEEP.max(2 * (self.entries.len() + self.known_zeros.len()));
+        if self.len() >= 2 * self.walked {
+            self.sweep_unreached();
+            self.walked = self.len();
+        }
+        self.sweep_at = FIRST_SWEEP.max(2 * self.len());
+    }
+
+    /// Drops the entries of values that only the memo's results reach.
+    fn sweep_unreached(&mut self) {
+        let (entries, zeros) = (&self.entries, &self.zeros);
+        let reach = reach::Reach::new(|| {
+            let transforms = entries.iter().map(|((a, b), e)| reach::Seen {
+                args: [*a, if e.args.1.is_some() { *b } else { 0 }],
+                result: Some(&e.result),
+                alive: e.alive(),
+            });
+            let zeros = zeros.iter().map(|(a, (w, z))| reach::Seen {
+                args: [*a, 0],
+                result: Some(z),
+                alive: w.alive(),
+            });
+            transforms.chain(zeros)
+        });
+        self.entries.retain(|(a, b), e| {
+            e.alive() && reach.reached(*a) && (e.args.1.is_none() || reach.reached(*b))
+        });
+        self.zeros
+            .retain(|a, (w, _)| w.alive() && reach.reached(*a));
+        drop(reach);
+        self.known_zeros.retain(|_, w| w.alive());
     }
 
     /// The remembered zero of `v`.
     pub fn zero_of(&self, v: &Value) -> Option<Value> {
-        self.get(None, v, None)
+        Some(self.zeros.get(&v.addr()?)?.1.clone())
     }
 
     /// Remembers that `r` is the zero of `v`.
     pub fn remember_zero(&mut self, v: &Value, r: &Value) {
         self.mark_zero(r);
-        self.insert(None, v, None, Held::Strong(r.clone()));
+        if let (Some(a), Some(w)) = (v.addr(), WeakValue::new(v)) {
+            self.sweep();
+            self.zeros.insert(a, (w, r.clone()));
+        }
     }
 
     /// Remembers that `r` is a zero.
@@ -256,24 +276,34 @@ impl ValueMemo {
         v.addr().is_some_and(|a| self.known_zeros.contains_key(&a))
     }
 
-    /// The remembered result of `op` on `a` (and `b`).
+    /// The remembered result of `op` on the closure `a` (and `b`).
     pub fn transformed(&self, op: Transform, a: &Value, b: Option<&Value>) -> Option<Value> {
-        self.get(Some(op), a, b)
-    }
-
-    /// Remembers that `op` of `a` (and `b`) is `r`.
-    pub fn remember(&mut self, op: Transform, a: &Value, b: Option<&Value>, r: &Value) {
-        self.insert(Some(op), a, b, Held::Strong(r.clone()));
-    }
-
-    /// Remembers that `op` of `a` is `r`, where `r` is an argument `a`
-    /// was computed from: held weakly, since `a`'s own entry holds `a`.
-    pub fn remember_inverse(&mut self, op: Transform, a: &Value, r: &Value) {
-        let held = match WeakValue::new(r) {
-            Some(w) => Held::Weak(w),
-            None => Held::Strong(r.clone()),
+        let b = match b {
+            Some(b) => Some(closure(b)?),
+            None => None,
         };
-        self.insert(Some(op), a, None, held);
+        let e = self.entries.get(&Self::key(op, closure(a)?, b))?;
+        Some(e.result.clone())
+    }
+
+    /// Remembers that `op` of the closure `a` (and `b`) is `r`.
+    pub fn remember(&mut self, op: Transform, a: &Value, b: Option<&Value>, r: &Value) {
+        let Some(a) = closure(a) else { return };
+        let b = match b {
+            Some(b) => match closure(b) {
+                Some(b) => Some(b),
+                None => return,
+            },
+            None => None,
+        };
+        self.sweep();
+        self.entries.insert(
+            Self::key(op, a, b),
+            Entry {
+                args: (Rc::downgrade(a), b.map(Rc::downgrade)),
+                result: r.clone(),
+            },
+        );
     }
 }
 
@@ -284,6 +314,15 @@ mod tests {
     fn pair(a: f64, b: f64) -> Value {
         Value::pair(Value::Real(a), Value::Real(b))
     }
+
+    fn closure(env: Vec<Value>) -> Value {
+        Value::Closure(Rc::new(Closure {
+            lambda: <ir::LambdaId as ir::EntityRef>::new(0),
+            env: env.into_boxed_slice(),
+        }))
+    }
+
+    const OP: Transform = Transform::Wrap(Tag::Reverse);
 
     #[test]
     fn remembers_while_the_argument_lives() {
@@ -296,40 +335,74 @@ mod tests {
         assert!(memo.zero_of(&z).is_none());
     }
 
+    /// Adds entries of dead values until a sweep has run.
+    fn churn(memo: &mut ValueMemo) {
+        for i in 0..3 * FIRST_SWEEP {
+            memo.remember(OP, &closure(vec![Value::Real(i as f64)]), None, &Value::Nil);
+        }
+    }
+
     #[test]
     fn sweeps_dead_arguments_and_keeps_live_ones() {
         let mut memo = ValueMemo::default();
-        let kept = pair(1.0, 2.0);
-        memo.remember(Transform::Wrap(Tag::Reverse), &kept, None, &Value::Nil);
-        for i in 0..3 * FIRST_SWEEP {
-            let v = pair(i as f64, 0.0);
-            memo.remember(Transform::Wrap(Tag::Reverse), &v, None, &Value::Nil);
-        }
+        let kept = closure(vec![]);
+        memo.remember(OP, &kept, None, &Value::Nil);
+        churn(&mut memo);
         assert!(
             memo.entries.len() < 2 * FIRST_SWEEP,
             "{}",
             memo.entries.len()
         );
+        assert!(memo.transformed(OP, &kept, None).is_some());
+    }
+
+    #[test]
+    fn sweeps_an_argument_that_only_results_reach() {
+        let mut memo = ValueMemo::default();
+        let (a, b) = (closure(vec![]), closure(vec![]));
+        let Value::Closure(pin) = &a else {
+            unreachable!()
+        };
+        let pin = Rc::downgrade(pin);
+        // A ring: each result holds the other entry's argument, as the
+        // bundle of a primal and a tangent holds them and the primal of
+        // the bundle is remembered.
+        memo.remember(Transform::Primal, &a, None, &closure(vec![b.clone()]));
+        memo.remember(Transform::Tangent, &b, None, &closure(vec![a.clone()]));
+        memo.remember_zero(&a, &closure(vec![b.clone()]));
+        drop((a, b));
+        churn(&mut memo);
+        assert_eq!(pin.strong_count(), 0);
+    }
+
+    #[test]
+    fn keeps_an_argument_the_program_reaches_through_a_result() {
+        let mut memo = ValueMemo::default();
+        let a = closure(vec![]);
+        let r = closure(vec![a.clone()]);
+        memo.remember(Transform::Primal, &a, None, &r);
+        drop(a);
+        churn(&mut memo);
+        let Value::Closure(held) = &r else {
+            unreachable!()
+        };
         assert!(memo
-            .transformed(Transform::Wrap(Tag::Reverse), &kept, None)
+            .transformed(Transform::Primal, &held.env[0], None)
             .is_some());
     }
 
     #[test]
-    fn an_inverse_does_not_keep_its_result_alive() {
+    fn keys_of_one_and_two_arguments_differ() {
         let mut memo = ValueMemo::default();
-        let a = pair(1.0, 2.0);
-        let r = pair(3.0, 4.0);
-        memo.remember_inverse(Transform::Unwrap(Tag::Reverse), &a, &r);
-        let addr = r.addr();
-        assert_eq!(
-            memo.transformed(Transform::Unwrap(Tag::Reverse), &a, None)
-                .and_then(|v| v.addr()),
-            addr
-        );
-        drop(r);
-        assert!(memo
-            .transformed(Transform::Unwrap(Tag::Reverse), &a, None)
-            .is_none());
+        let (a, b) = (closure(vec![]), closure(vec![]));
+        memo.remember(Transform::Bundle, &a, Some(&b), &Value::Real(1.0));
+        memo.remember(Transform::Primal, &a, None, &Value::Real(2.0));
+        let got = |op, b: Option<&Value>| match memo.transformed(op, &a, b) {
+            Some(Value::Real(x)) => Some(x),
+            _ => None,
+        };
+        assert_eq!(got(Transform::Bundle, Some(&b)), Some(1.0));
+        assert_eq!(got(Transform::Primal, None), Some(2.0));
+        assert_eq!(got(Transform::Tangent, None), None);
     }
 }
