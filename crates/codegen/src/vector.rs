@@ -230,14 +230,19 @@ impl FnBuilder<'_, '_> {
         self.b.append_block_param(head, types::I64);
         self.b.append_block_param(head, types::I64);
         // The state of the next call, if the calls thread one.
-        self.b.append_block_param(head, types::I64);
+        if state.is_some() {
+            self.b.append_block_param(head, types::I64);
+        }
         let zero = self.b.ins().iconst(types::I64, 0);
         let first = self.b.ins().iadd_imm_s(v, VECTOR_SLOTS_AT as i64);
-        let start = state.unwrap_or(zero);
-        self.b.ins().jump(head, &block_args(&[zero, first, start]));
+        let mut start = vec![zero, first];
+        start.extend(state);
+        self.b.ins().jump(head, &block_args(&start));
         self.b.switch_to_block(head);
-        let [i, addr, now] = self.b.block_params(head)[..] else {
-            return Err("internal error: the loop of `vec_build`".into());
+        let (i, addr, now) = match self.b.block_params(head)[..] {
+            [i, addr] => (i, addr, zero),
+            [i, addr, now] => (i, addr, now),
+            _ => return Err("internal error: the loop of `vec_build`".into()),
         };
         let more = self.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
         self.b.ins().brif(more, body, &[], done, &[]);
@@ -264,9 +269,11 @@ impl FnBuilder<'_, '_> {
         }
         let next_i = self.b.ins().iadd_imm_s(i, 1);
         let next_addr = self.b.ins().iadd_imm_s(addr, 8 * stride as i64);
-        self.b
-            .ins()
-            .jump(head, &block_args(&[next_i, next_addr, next]));
+        let mut again = vec![next_i, next_addr];
+        if state.is_some() {
+            again.push(next);
+        }
+        self.b.ins().jump(head, &block_args(&again));
         self.b.switch_to_block(done);
         if let Some(saved) = saved {
             self.leave_site(saved);

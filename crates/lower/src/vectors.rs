@@ -206,6 +206,10 @@ impl Lowerer<'_> {
         target: AvId,
         out: &mut Vec<Val>,
     ) {
+        // A vector the analysis knows whole has no scalars.
+        if self.ops.dom.is_known(target) {
+            return;
+        }
         let Av::Vector(te, _) = self.ops.dom.get(target).clone() else {
             return;
         };
@@ -343,11 +347,13 @@ impl Lowerer<'_> {
             return None;
         };
         let la = self.vector_len(fb, pa, na);
-        // A vector of zeros (a `zero`'s: see `zero_vector`) adds nothing.
+        // A vector of zeros (a `zero`'s: see `zero_vector`) adds nothing,
+        // when the other's elements are already the sum's (`plus` of a
+        // union and a zero may be another union).
         let zeros = |this: &mut Self, e: AvId| this.ops.dom.is_known(e) && this.ops.zero(e) == e;
-        let skip = if zeros(self, ea) {
+        let skip = if zeros(self, ea) && eb == pe {
             Some(b)
-        } else if zeros(self, eb) {
+        } else if zeros(self, eb) && ea == pe {
             Some(a)
         } else {
             None
@@ -372,7 +378,11 @@ impl Lowerer<'_> {
                 return Some(self.vector_sym(p, pe, pn));
             }
         }
-        if let Some(layout) = self.sum_layout(pe) {
+        let as_sum = |this: &mut Self, e: AvId| e == pe || this.ops.dom.known_real(e).is_some();
+        if let Some(layout) = self
+            .sum_layout(pe)
+            .filter(|_| as_sum(self, ea) && as_sum(self, eb))
+        {
             let target = self.ops.dom.vector(pe, pn);
             let mut ps = Vec::new();
             self.coerce_vector(fb, a, target, &mut ps);
