@@ -215,9 +215,17 @@ and the interpreter print at that workload. Max RSS is that of one compiled time
                 .map(|m| format!("- {}: `{}`", r.name, m.trim()))
         })
         .collect();
+    // Messages name files by absolute path: the docs name them from the
+    // repository's root, as users see them.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .map(|p| format!("{}/", p.display()))
+        .unwrap_or_default();
     let failures: Vec<String> = failures
         .into_iter()
-        .chain(rows.iter().flat_map(|r| {
+        .chain(rows.iter().flat_map(move |r| {
+            let root = root.clone();
             [
                 ("compiled", &r.compiled),
                 ("interpreter", &r.interp),
@@ -226,7 +234,11 @@ and the interpreter print at that workload. Max RSS is that of one compiled time
             .into_iter()
             .chain(r.reference.as_ref().map(|(exe, _, m)| (*exe, m)))
             .filter_map(move |(what, m)| match m {
-                Measure::Failed(msg) => Some(format!("- {} ({what}): `{}`", r.name, msg.trim())),
+                Measure::Failed(msg) => Some(format!(
+                    "- {} ({what}): `{}`",
+                    r.name,
+                    msg.trim().replace(&root, "")
+                )),
                 _ => None,
             })
         }))
