@@ -59,39 +59,19 @@ impl Lowerer<'_> {
         let len = fb.emit1(Op::FBin(FBin::PlusAdd, k, m), Ty::F64);
         let key = ("list_append", vec![e, self.ops.dom.real(known)]);
         let f = self.shared_elem_fn(key, vec![Ty::Ptr, Ty::Ptr], e, &mut |this, fb, ps, i| {
-            let (_, types) = this.vec_layout(e);
-            let tys = cell_layout(&types);
             let m = fb.emit1(Op::F64Const(known), Ty::F64);
             let first = fb.emit1(Op::FCmp(Cmp::Lt, i, m), Ty::Bool);
-            fb.blocks.push(Vec::new());
-            let x = this.load_elem(fb, ps[0], i, e);
-            let yes = this.elem_slots(fb, x, e);
-            let then_ = Block {
-                insts: fb.blocks.pop().unwrap_or_default(),
-                term: Term::Yield(yes),
-            };
-            fb.blocks.push(Vec::new());
-            let minus = fb.emit1(Op::F64Const(-known), Ty::F64);
-            let j = fb.emit1(Op::FBin(FBin::PlusAdd, i, minus), Ty::F64);
-            let y = this.load_elem(fb, ps[1], j, e);
-            let no = this.elem_slots(fb, y, e);
-            let else_ = Block {
-                insts: fb.blocks.pop().unwrap_or_default(),
-                term: Term::Yield(no),
-            };
-            let rs = fb.emit(
-                Op::If {
-                    cond: first,
-                    then_,
-                    else_,
+            Ok(this.elem_if(
+                fb,
+                first,
+                e,
+                &mut |this, fb| this.load_elem(fb, ps[0], i, e),
+                &mut |this, fb| {
+                    let minus = fb.emit1(Op::F64Const(-known), Ty::F64);
+                    let j = fb.emit1(Op::FBin(FBin::PlusAdd, i, minus), Ty::F64);
+                    this.load_elem(fb, ps[1], j, e)
                 },
-                &tys,
-            );
-            let mut ordered = rs.clone();
-            for (k, slot) in cell_slots(&types).into_iter().enumerate() {
-                ordered[k] = rs[slot as usize];
-            }
-            Ok(this.symbolize(fb, e, &mut ordered.into_iter()))
+            ))
         });
         self.build(fb, e, n, len, f, vec![head, tail])
     }

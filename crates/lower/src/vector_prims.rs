@@ -7,7 +7,7 @@
 
 use crate::lowerer::*;
 use base::EntityRef;
-use fir::{self, Block, Cmp, Op, Term, Ty, Val};
+use fir::{self, Cmp, Op, Term, Ty, Val};
 use flow::{Av, AvId, LeafKind};
 use ir::message;
 
@@ -215,37 +215,10 @@ impl Lowerer<'_> {
                     let mut it = ps[2..].iter().copied();
                     let sv = this.resymbolize(fb, s, &mut it);
                     let at = fb.emit1(Op::FCmp(Cmp::Eq, j, ps[1]), Ty::Bool);
-                    let (_, types) = this.vec_layout(re);
-                    let tys = cell_layout(&types);
-                    fb.blocks.push(Vec::new());
-                    let yes = this.elem_slots(fb, sv, re);
-                    let then_ = Block {
-                        insts: fb.blocks.pop().unwrap_or_default(),
-                        term: Term::Yield(yes),
-                    };
-                    fb.blocks.push(Vec::new());
-                    let x = this.load_elem(fb, ps[0], j, e);
-                    let z = this.zero(fb, x);
-                    let no = this.elem_slots(fb, z, re);
-                    let else_ = Block {
-                        insts: fb.blocks.pop().unwrap_or_default(),
-                        term: Term::Yield(no),
-                    };
-                    let rs = fb.emit(
-                        Op::If {
-                            cond: at,
-                            then_,
-                            else_,
-                        },
-                        &tys,
-                    );
-                    // The slots back in layout order, as an element.
-                    let mut ordered = rs.clone();
-                    for (k, slot) in cell_slots(&types).into_iter().enumerate() {
-                        ordered[k] = rs[slot as usize];
-                    }
-                    let mut it = ordered.into_iter();
-                    Ok(this.symbolize(fb, re, &mut it))
+                    Ok(this.elem_if(fb, at, re, &mut |_, _| sv, &mut |this, fb| {
+                        let x = this.load_elem(fb, ps[0], j, e);
+                        this.zero(fb, x)
+                    }))
                 });
                 Ok(self.build(fb, re, rn, len, func, args))
             }

@@ -88,6 +88,38 @@ impl Lowerer<'_> {
         out
     }
 
+    /// An element `e` chosen at run time: what `yes` makes where `cond`
+    /// holds, else what `no` makes, each in an arm of its own.
+    pub(crate) fn elem_if(
+        &mut self,
+        fb: &mut Fb,
+        cond: Val,
+        e: AvId,
+        yes: &mut dyn FnMut(&mut Self, &mut Fb) -> AvId,
+        no: &mut dyn FnMut(&mut Self, &mut Fb) -> AvId,
+    ) -> AvId {
+        let (_, types) = self.vec_layout(e);
+        let arm =
+            |this: &mut Self, fb: &mut Fb, make: &mut dyn FnMut(&mut Self, &mut Fb) -> AvId| {
+                fb.blocks.push(Vec::new());
+                let x = make(this, fb);
+                let slots = this.elem_slots(fb, x, e);
+                Block {
+                    insts: fb.blocks.pop().unwrap_or_default(),
+                    term: Term::Yield(slots),
+                }
+            };
+        let then_ = arm(self, fb, yes);
+        let else_ = arm(self, fb, no);
+        let rs = fb.emit(Op::If { cond, then_, else_ }, &cell_layout(&types));
+        // The slots back in layout order, as an element.
+        let mut ordered = rs.clone();
+        for (k, slot) in cell_slots(&types).into_iter().enumerate() {
+            ordered[k] = rs[slot as usize];
+        }
+        self.symbolize(fb, e, &mut ordered.into_iter())
+    }
+
     /// A function of `params` and an index returning the slots of an
     /// element `e`, made by `body`.
     pub(crate) fn elem_fn(
