@@ -58,16 +58,17 @@ pub const fn vector_shape(header: u32) -> (usize, usize) {
 /// through `rt_vec_dense`.
 pub const SUM_TAG: u32 = u32::MAX - 1;
 
-/// A sum's number of additions (leaves), then its three pointers: the
-/// vector it adds to (0: a zero), its newest leaf (0: none), and the
-/// vector of its elements once made (0: not yet).
+/// A sum's number of additions, then its three pointers: the vector it
+/// adds to (0: a zero), the log of its additions (0: none, or the one
+/// addition of a one-hot, written after [`SUM_BYTES`]), and the vector of
+/// its elements once made (0: not yet). The log is a vector without
+/// pointers whose element 0 holds the number of additions written into
+/// it, and element `k + 1` the `k`-th addition: its index, then its
+/// element's slots. A sum reads the first `count` of them, so sums that
+/// share a log see their own additions: the log is only written past the
+/// end of every sum that reads it.
 pub const SUM_COUNT_AT: usize = 16;
 pub const SUM_BASE_AT: usize = 24;
-pub const SUM_LEAVES_AT: usize = 32;
+pub const SUM_LOG_AT: usize = 32;
 pub const SUM_DENSE_AT: usize = 40;
 pub const SUM_BYTES: usize = 48;
-
-/// A sum's addition: a cell of this tag with one pointer slot (the leaf
-/// made before it, or 0), the index (an integer) and the element's
-/// slots.
-pub const SUM_LEAF_TAG: u32 = u32::MAX - 2;

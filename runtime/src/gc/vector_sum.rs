@@ -4,33 +4,42 @@
 //!
 //! The sensitivity of `(vector-ref v i)` is the vector that is zero but
 //! at `i`, and a gradient that reads v k times adds k of them: made
-//! densely, O(n k). A sum is instead a base vector (or a zero) and a list
-//! of additions `(index, element)`, newest first; its elements are made
-//! once, when compiled code first reads them (`rt_vec_dense`). This is
-//! the interpreter's `VectorSum` (`crates/interp/src/vector.rs`) step for
-//! step, so that both print the same bits: `plus` folds the smaller
+//! densely, O(n k). A sum is instead a base vector (or a zero) and the
+//! additions `(index, element)` made to it, oldest first; its elements are
+//! made once, when compiled code first reads them (`rt_vec_dense`). This
+//! is the interpreter's `VectorSum` (`crates/interp/src/vector.rs`) step
+//! for step, so that both print the same bits: `plus` folds the smaller
 //! operand into the larger, the smaller's additions summed per index
 //! first; over a zero base an element is its first addition, then each
 //! later one added (a zero adds nothing, as `plus` skips a zero); two
 //! operands with bases add densely; a sum of more additions than its
 //! vector has elements is made dense at once.
 //!
+//! The additions live in a log, a vector without pointers that sums
+//! share: a sum reads the first `count` entries, and adding to the sum
+//! that reads all the log has written (the backward sweep's accumulator,
+//! which each `plus` replaces by the next) writes the next entries in
+//! place, 16 bytes for an addition of a real. Adding to an older sum
+//! copies its entries into a log of its own first, so every sum keeps its
+//! value. A one-hot holds its one addition itself, after its pointers.
+//!
 //! Every object here is made after what it points to, as compiled code
 //! makes cells, except a sum's elements, written into it when first read:
-//! `Heap::written_into` keeps the collector's invariant then.
+//! `Heap::written_into` keeps the collector's invariant then. A log is
+//! written after it is made, but holds no pointers.
 
 use super::vector::rt_alloc_vector;
 use super::*;
 use crate::cell_layout::{
-    vector_header, vector_shape, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT, SUM_LEAF_TAG,
-    SUM_LEAVES_AT, SUM_TAG, VECTOR_SLOTS_AT, VECTOR_TAG,
+    vector_header, vector_shape, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT, SUM_LOG_AT,
+    SUM_TAG, VECTOR_MAX_STRIDE, VECTOR_SLOTS_AT, VECTOR_TAG,
 };
 
-/// A leaf's slots after its header: the leaf before it, the index, then
-/// the element's slots.
-const LEAF_NEXT_AT: usize = 8;
-const LEAF_INDEX_AT: usize = 16;
-const LEAF_SLOTS_AT: usize = 24;
+/// The entries of a sum's first log, unless its vector has fewer
+/// elements: every size of log the doubling starts from is a size class
+/// of the heap with chunks of its own, so starting small costs more
+/// memory than it saves.
+const MIN_LOG: usize = 2048;
 
 /// The word at `p + off`.
 ///
@@ -45,8 +54,12 @@ unsafe fn word(p: usize, off: usize) -> usize {
 struct Summand {
     /// The vector the additions are made to; 0 for a zero.
     base: usize,
-    /// The newest addition (0: none).
-    leaves: usize,
+    /// The first entry of its additions (`1 + stride` words each: the
+    /// index, then the element's slots), in its log or in its one-hot;
+    /// 0 when it has none.
+    entries: usize,
+    /// Its log (0: none).
+    log: usize,
     count: usize,
 }
 
@@ -59,6 +72,15 @@ impl Summand {
         } else {
             n + self.count
         }
+    }
+
+    /// Entry `k` (below `count`): its index and its slots.
+    ///
+    /// # Safety
+    /// `k < self.count`; entries are `1 + stride` words.
+    unsafe fn entry(&self, stride: usize, k: usize) -> (usize, *const f64) {
+        let e = self.entries + 8 * (1 + stride) * k;
+        (word(e, 0), (e + 8) as *const f64)
     }
 }
 
@@ -73,19 +95,29 @@ fn shape_of(v: usize) -> (u32, usize, usize) {
     }
 }
 
-fn summand(v: usize) -> Summand {
+fn summand(v: usize, stride: usize) -> Summand {
     match shape_of(v).0 {
         VECTOR_TAG => Summand {
             base: v,
-            leaves: 0,
+            entries: 0,
+            log: 0,
             count: 0,
         },
         // SAFETY: a sum's words, written when it was made.
         SUM_TAG => unsafe {
+            let (log, count) = (word(v, SUM_LOG_AT), word(v, SUM_COUNT_AT));
+            let entries = if log != 0 {
+                log + VECTOR_SLOTS_AT + 8 * (1 + stride)
+            } else if count == 1 {
+                v + SUM_BYTES
+            } else {
+                0
+            };
             Summand {
                 base: word(v, SUM_BASE_AT),
-                leaves: word(v, SUM_LEAVES_AT),
-                count: word(v, SUM_COUNT_AT),
+                entries,
+                log,
+                count,
             }
         },
         _ => fail(&[b"error: internal error: a sum of something not a vector"]),
@@ -97,31 +129,20 @@ fn words(n: usize) -> *mut usize {
     sys_alloc(8 * n.max(1)) as *mut usize
 }
 
-/// The leaves of a list, oldest first, into fresh C memory of `count`
-/// words (freed by the caller).
-fn leaves_oldest_first(newest: usize, count: usize) -> *mut usize {
-    let out = words(count);
-    let (mut k, mut l) = (count, newest);
-    while l != 0 && k > 0 {
-        k -= 1;
-        // SAFETY: `k < count`; `l` is a leaf, whose first slot is the one
-        // before it.
-        unsafe {
-            *out.add(k) = l;
-            l = word(l, LEAF_NEXT_AT);
-        }
+/// A fresh object of `n` words of the heap.
+fn alloc_words(n: usize) -> usize {
+    if n < BUMP_WORDS {
+        alloc_small(n)
+    } else {
+        rt_alloc(8 * n) as usize
     }
-    if l != 0 || k != 0 {
-        fail(&[b"error: internal error: a sum's count is not its additions'"]);
-    }
-    out
 }
 
-/// A new sum object.
-fn new_sum(stride: usize, len: usize, s: Summand) -> usize {
-    let p = alloc_small(SUM_BYTES / 8);
-    // SAFETY: a fresh object of `SUM_BYTES` bytes, 8-byte aligned; what
-    // it points to was made before it.
+/// A new sum object (with room for `inline` words after its pointers).
+fn new_sum(stride: usize, len: usize, s: Summand, inline: usize) -> usize {
+    let p = alloc_words(SUM_BYTES / 8 + inline);
+    // SAFETY: a fresh object of `SUM_BYTES` bytes and more, 8-byte
+    // aligned; what it points to was made before it.
     unsafe {
         *(p as *mut u32) = SUM_TAG;
         *((p + 4) as *mut u32) = vector_header(stride, 0);
@@ -129,7 +150,7 @@ fn new_sum(stride: usize, len: usize, s: Summand) -> usize {
             (8, len),
             (SUM_COUNT_AT, s.count),
             (SUM_BASE_AT, s.base),
-            (SUM_LEAVES_AT, s.leaves),
+            (SUM_LOG_AT, s.log),
             (SUM_DENSE_AT, 0),
         ] {
             *((p + off) as *mut usize) = w;
@@ -138,28 +159,56 @@ fn new_sum(stride: usize, len: usize, s: Summand) -> usize {
     p
 }
 
-/// A new leaf: element `index` gets the `stride` reals at `slots`.
+/// The number of entries written into `log`, and its room for entries.
+fn log_fill(log: usize) -> (usize, usize) {
+    // SAFETY: a log is a vector whose element 0 holds the number written.
+    unsafe { (word(log, VECTOR_SLOTS_AT), word(log, 8) - 1) }
+}
+
+/// `big` with the `m` entries at `from` (`1 + stride` words each) added
+/// after its own: written into its log when it reads all of it and the
+/// log has room, else into a new log after a copy of its entries.
 ///
 /// # Safety
-/// `slots` points to `stride` reals that no allocation moves or frees.
-unsafe fn new_leaf(next: usize, index: usize, stride: usize, slots: *const f64) -> usize {
-    let bytes = LEAF_SLOTS_AT + 8 * stride;
-    let p = if bytes < 8 * BUMP_WORDS {
-        alloc_small(bytes / 8)
-    } else {
-        rt_alloc(bytes) as usize
-    };
-    *(p as *mut u32) = SUM_LEAF_TAG;
-    // One leading pointer slot, shifted as a cell's header has it.
-    *((p + 4) as *mut u32) = 1 << 1;
-    *((p + LEAF_NEXT_AT) as *mut usize) = next;
-    *((p + LEAF_INDEX_AT) as *mut usize) = index;
-    // Element by element: a call of `memcpy` costs more than the one or
-    // two reals of most elements.
-    for k in 0..stride {
-        *((p + LEAF_SLOTS_AT) as *mut f64).add(k) = *slots.add(k);
+/// `from` points to `m` entries that no allocation moves or frees.
+unsafe fn append(big: Summand, stride: usize, n: usize, from: *const usize, m: usize) -> Summand {
+    let w = 1 + stride;
+    let count = big.count + m;
+    if big.log != 0 {
+        let (written, room) = log_fill(big.log);
+        if written == big.count && room >= count {
+            core::ptr::copy_nonoverlapping(
+                from,
+                (big.entries + 8 * w * big.count) as *mut usize,
+                w * m,
+            );
+            *((big.log + VECTOR_SLOTS_AT) as *mut usize) = count;
+            return Summand { count, ..big };
+        }
     }
-    p
+    if w >= VECTOR_MAX_STRIDE {
+        fail(&[b"error: internal error: a sum's element is too large"]);
+    }
+    // Room to double, but no more than a sum holds before it is made
+    // dense.
+    let room = (2 * count).max(MIN_LOG).min(n).max(count);
+    let log = rt_alloc_vector(u64::from(vector_header(w, 0)), (room + 1) as u64) as usize;
+    let entries = log + VECTOR_SLOTS_AT + 8 * w;
+    if big.count > 0 {
+        core::ptr::copy_nonoverlapping(
+            big.entries as *const usize,
+            entries as *mut usize,
+            w * big.count,
+        );
+    }
+    core::ptr::copy_nonoverlapping(from, (entries + 8 * w * big.count) as *mut usize, w * m);
+    *((log + VECTOR_SLOTS_AT) as *mut usize) = count;
+    Summand {
+        base: big.base,
+        entries,
+        log,
+        count,
+    }
 }
 
 /// A new dense vector of the elements of `s` (`n` elements of `stride`
@@ -184,14 +233,11 @@ fn dense_of(s: Summand, stride: usize, n: usize) -> usize {
             core::ptr::write_bytes(set, 0, n);
         }
     }
-    let list = leaves_oldest_first(s.leaves, s.count);
     for k in 0..s.count {
-        // SAFETY: `k < count`, the list's length; a leaf's index was
-        // checked when it was made, and it has `stride` slots.
+        // SAFETY: `k < count`; an entry's index was checked when it was
+        // made, and it has `stride` slots.
         unsafe {
-            let l = *list.add(k);
-            let i = word(l, LEAF_INDEX_AT);
-            let from = (l + LEAF_SLOTS_AT) as *const f64;
+            let (i, from) = s.entry(stride, k);
             if !set.is_null() && *set.add(i) == 0 {
                 *set.add(i) = 1;
                 core::ptr::copy_nonoverlapping(from, at(i), stride);
@@ -202,19 +248,16 @@ fn dense_of(s: Summand, stride: usize, n: usize) -> usize {
             }
         }
     }
-    // SAFETY: both from `sys_alloc`, not used after.
-    unsafe {
-        free(list as *mut u8);
-        if !set.is_null() {
-            free(set);
-        }
+    if !set.is_null() {
+        // SAFETY: from `sys_alloc`, not used after.
+        unsafe { free(set) };
     }
     v
 }
 
 /// The elements of `s`, made if it has additions.
 fn materialise(s: Summand, stride: usize, n: usize) -> usize {
-    if s.leaves == 0 && s.base != 0 {
+    if s.count == 0 && s.base != 0 {
         s.base
     } else {
         dense_of(s, stride, n)
@@ -228,10 +271,11 @@ pub extern "C" fn rt_vec_zero(shape: u64, len: u64) -> usize {
     let (stride, _) = vector_shape(shape as u32);
     let s = Summand {
         base: 0,
-        leaves: 0,
+        entries: 0,
+        log: 0,
         count: 0,
     };
-    new_sum(stride, len as usize, s)
+    new_sum(stride, len as usize, s, 0)
 }
 
 /// The vector of `len` elements, zero but element `i` (an index, checked
@@ -242,13 +286,20 @@ pub extern "C" fn rt_vec_zero(shape: u64, len: u64) -> usize {
 #[no_mangle]
 pub unsafe extern "C" fn rt_vec_one_hot(shape: u64, len: u64, i: f64, slots: *const f64) -> usize {
     let (stride, _) = vector_shape(shape as u32);
-    let leaf = new_leaf(0, i as usize, stride, slots);
     let s = Summand {
         base: 0,
-        leaves: leaf,
+        entries: 0,
+        log: 0,
         count: 1,
     };
-    new_sum(stride, len as usize, s)
+    let p = new_sum(stride, len as usize, s, 1 + stride);
+    *((p + SUM_BYTES) as *mut usize) = i as usize;
+    // Element by element: a call of `memcpy` costs more than the one or
+    // two reals of most elements.
+    for k in 0..stride {
+        *((p + SUM_BYTES + 8) as *mut f64).add(k) = *slots.add(k);
+    }
+    p
 }
 
 /// `plus` of two vectors or sums of one length (checked by compiled code).
@@ -258,7 +309,7 @@ pub extern "C" fn rt_vec_plus(a: usize, b: usize) -> usize {
     if shape_of(b).2 != n {
         fail(&[b"error: internal error: a sum of vectors of two lengths"]);
     }
-    let (x, y) = (summand(a), summand(b));
+    let (x, y) = (summand(a, stride), summand(b, stride));
     let (big, big_ptr, small) = if x.size(n) >= y.size(n) {
         (x, a, y)
     } else {
@@ -289,73 +340,49 @@ pub extern "C" fn rt_vec_plus(a: usize, b: usize) -> usize {
     if small.count == 1 {
         // One addition (a `vector-ref`'s sensitivity): one more to the
         // larger.
-        let l = small.leaves;
-        // SAFETY: a leaf of `stride` slots, which `small`'s sum (held by
-        // the caller's frame) keeps alive; nothing moves it.
-        let leaf = unsafe {
-            new_leaf(
-                big.leaves,
-                word(l, LEAF_INDEX_AT),
-                stride,
-                (l + LEAF_SLOTS_AT) as *const f64,
-            )
-        };
-        let s = Summand {
-            base: big.base,
-            leaves: leaf,
-            count: big.count + 1,
-        };
+        // SAFETY: `small`'s entry lives in an object the caller's frame
+        // holds (and this one, by its interior pointer): nothing moves it.
+        let s = unsafe { append(big, stride, n, small.entries as *const usize, 1) };
         return finish(s, stride, n);
     }
     // The smaller's additions summed per index (in the order they were
     // made at each), each then one addition to the larger.
-    let list = leaves_oldest_first(small.leaves, small.count);
+    let w = 1 + stride;
     let order = words(small.count);
-    // SAFETY: both hold `small.count` words; the list's leaves are
+    // SAFETY: `order` holds `small.count` words; the entries are
     // reachable from `small`'s sum, which the caller's frame holds.
-    let groups = unsafe {
+    let s = unsafe {
         for k in 0..small.count {
             *order.add(k) = k;
         }
         let order_s = core::slice::from_raw_parts_mut(order, small.count);
-        order_s.sort_unstable_by_key(|&k| (word(*list.add(k), LEAF_INDEX_AT), k));
-        // The sums, `stride + 1` words each (index, then the slots), in C
-        // memory: the allocations below may collect.
-        let sums = words(small.count * (stride + 1));
+        order_s.sort_unstable_by_key(|&k| (small.entry(stride, k).0, k));
+        // The sums, entries of `w` words, in C memory: the allocations
+        // below may collect.
+        let sums = words(small.count * w);
         let mut groups = 0;
         let mut last = usize::MAX;
         for &k in order_s.iter() {
-            let l = *list.add(k);
-            let i = word(l, LEAF_INDEX_AT);
-            let from = (l + LEAF_SLOTS_AT) as *const f64;
+            let (i, from) = small.entry(stride, k);
             if i != last {
-                let g = sums.add(groups * (stride + 1));
+                let g = sums.add(groups * w);
                 *g = i;
                 core::ptr::copy_nonoverlapping(from, g.add(1) as *mut f64, stride);
                 groups += 1;
                 last = i;
             } else {
-                let g = sums.add((groups - 1) * (stride + 1)).add(1) as *mut f64;
+                let g = sums.add((groups - 1) * w).add(1) as *mut f64;
                 for j in 0..stride {
                     *g.add(j) += *from.add(j);
                 }
             }
         }
-        free(list as *mut u8);
         free(order as *mut u8);
-        let mut head = big.leaves;
-        for g in 0..groups {
-            let at = sums.add(g * (stride + 1));
-            head = new_leaf(head, *at, stride, at.add(1) as *const f64);
-        }
+        let s = append(big, stride, n, sums, groups);
         free(sums as *mut u8);
-        Summand {
-            base: big.base,
-            leaves: head,
-            count: big.count + groups,
-        }
+        s
     };
-    finish(groups, stride, n)
+    finish(s, stride, n)
 }
 
 /// The sum `s`, or its elements if it has more additions than elements.
@@ -363,7 +390,7 @@ fn finish(s: Summand, stride: usize, n: usize) -> usize {
     if s.count > n {
         return dense_of(s, stride, n);
     }
-    new_sum(stride, n, s)
+    new_sum(stride, n, s, 0)
 }
 
 /// The elements of `v`: `v` itself if it is a vector; a sum's, made the
@@ -379,7 +406,7 @@ pub extern "C" fn rt_vec_dense(v: usize) -> usize {
     if made != 0 {
         return made;
     }
-    let d = dense_of(summand(v), stride, n);
+    let d = dense_of(summand(v, stride), stride, n);
     // SAFETY: the sum's last word, which only this function writes.
     unsafe { *((v + SUM_DENSE_AT) as *mut usize) = d };
     HEAP.get().written_into(v, d);
@@ -430,5 +457,36 @@ mod tests {
         assert_eq!(elements(b), [0.0, 2.75, 3.0, 0.0]);
         // Reading a sum twice makes its elements once.
         assert_eq!(rt_vec_dense(b), rt_vec_dense(b));
+    }
+
+    #[test]
+    fn sums_sharing_a_log_keep_their_own_additions() {
+        let _globals = crate::TEST_GLOBALS.lock();
+        let n = 64;
+        let mut acc = one_hot(n, 0.0, 1.0);
+        let mut sums = std::vec::Vec::new();
+        for i in 1..20 {
+            acc = rt_vec_plus(acc, one_hot(n, i as f64, i as f64));
+            sums.push(acc);
+        }
+        // Later additions went into the log the earlier sums read, past
+        // their ends: each still has its own.
+        let tenth = sums[9];
+        let mut want = vec![0.0; n as usize];
+        for (i, w) in want.iter_mut().enumerate().take(11) {
+            *w = if i == 0 { 1.0 } else { i as f64 };
+        }
+        assert_eq!(elements(tenth), want);
+        // Adding to an older sum copies it: neither sees the other's.
+        let fork = rt_vec_plus(tenth, one_hot(n, 5.0, 100.0));
+        let later = rt_vec_plus(acc, one_hot(n, 5.0, 1000.0));
+        want[5] += 100.0;
+        assert_eq!(elements(fork), want);
+        let e = elements(later);
+        assert_eq!(e[5], 1005.0);
+        assert_eq!(e[19], 19.0);
+        assert_eq!(elements(tenth)[5], 5.0);
+        // The one-hot added in place is the newest sum's only.
+        assert_eq!(elements(sums[18])[5], 5.0);
     }
 }
