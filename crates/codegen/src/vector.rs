@@ -8,6 +8,9 @@
 use super::*;
 use base::cell_layout::{vector_header, VECTOR_SLOTS_AT, VECTOR_TAG};
 
+/// 2^52: an `F64` whole number below it, added to it, is in the mantissa.
+const TWO_TO_52: f64 = 4_503_599_627_370_496.0;
+
 impl FnBuilder<'_, '_> {
     /// The slots of one element of vectors `#layout`, and how many of
     /// them lead as pointers.
@@ -35,14 +38,13 @@ impl FnBuilder<'_, '_> {
     }
 
     /// `0 <= x`, `x <= max` (if any) and `x` integral: false for a NaN.
-    /// Integral: equal to itself made an unsigned integer and back, which
-    /// saturates beyond 2^64 (the callers bound `x` further).
+    /// Integral: equal to itself truncated (one instruction with SSE4.1);
+    /// an infinity passes it, and the callers bound `x` further.
     fn is_whole(&mut self, x: ClValue, max: Option<ClValue>) -> ClValue {
         let zero = self.b.ins().f64const(0.0);
         let low = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
-        let int = self.b.ins().fcvt_to_uint_sat(types::I64, x);
-        let back = self.b.ins().fcvt_from_uint(types::F64, int);
-        let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
+        let int = self.b.ins().trunc(x);
+        let whole = self.b.ins().fcmp(FloatCC::Equal, int, x);
         let ok = self.b.ins().band(low, whole);
         match max {
             Some(m) => {
@@ -51,6 +53,26 @@ impl FnBuilder<'_, '_> {
             }
             None => ok,
         }
+    }
+
+    /// The integer an index (an `F64` checked whole and below a length,
+    /// so below 2^40) stands for, without the branches of a saturating
+    /// conversion: added to 2^52, its bits are those of 2^52 with the
+    /// index in the mantissa. Run once per element read.
+    fn index_int(&mut self, x: ClValue) -> ClValue {
+        let magic = self.b.ins().f64const(TWO_TO_52);
+        let shifted = self.b.ins().fadd(x, magic);
+        let bits = self
+            .b
+            .ins()
+            .bitcast(types::I64, MemFlagsData::new(), shifted);
+        self.b.ins().band_imm_s(bits, (1i64 << 52) - 1)
+    }
+
+    /// A length or an index (an `I64` below 2^40) as the `F64` the FIR
+    /// holds: one signed conversion, where an unsigned one branches.
+    fn count_real(&mut self, n: ClValue) -> ClValue {
+        self.b.ins().fcvt_from_sint(types::F64, n)
     }
 
     /// The header's second half of the sums of vectors `#layout`.
@@ -116,12 +138,12 @@ impl FnBuilder<'_, '_> {
             Op::VecLen(v) => {
                 let v = self.val(*v)?;
                 let n = self.vector_len(v);
-                self.b.ins().fcvt_from_uint(types::F64, n)
+                self.count_real(n)
             }
             Op::VecIndexOk(v, i) => {
                 let (v, i) = (self.val(*v)?, self.val(*i)?);
                 let n = self.vector_len(v);
-                let n = self.b.ins().fcvt_from_uint(types::F64, n);
+                let n = self.count_real(n);
                 let below = self.b.ins().fcmp(FloatCC::LessThan, i, n);
                 let whole = self.is_whole(i, None);
                 self.b.ins().band(below, whole)
@@ -136,7 +158,7 @@ impl FnBuilder<'_, '_> {
                 let (v, i) = (self.val(*v)?, self.val(*i)?);
                 let v = self.dense(v)?;
                 // The index was checked: an integer below the length.
-                let i = self.b.ins().fcvt_to_uint_sat(types::I64, i);
+                let i = self.index_int(i);
                 let off = self.b.ins().imul_imm_s(i, 8 * stride as i64);
                 let at = self.b.ins().iadd(v, off);
                 let r = match inst.results[..] {
@@ -247,7 +269,7 @@ impl FnBuilder<'_, '_> {
         let more = self.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
         self.b.ins().brif(more, body, &[], done, &[]);
         self.b.switch_to_block(body);
-        let index = self.b.ins().fcvt_from_uint(types::F64, i);
+        let index = self.count_real(i);
         let mut argv = args;
         if state.is_some() {
             argv.push(now);
