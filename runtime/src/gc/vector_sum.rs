@@ -302,9 +302,58 @@ pub unsafe extern "C" fn rt_vec_one_hot(shape: u64, len: u64, i: f64, slots: *co
     p
 }
 
+/// `plus` of `sum` and `one_hot` when it is the backward sweep's step:
+/// `sum` reads all of its log, which has room, and is the larger operand
+/// (`sum_first`: it is `plus`'s first; else it must be larger than one
+/// addition), so the one-hot's addition goes into the log in place. What
+/// `rt_vec_plus` would do, without its general steps.
+#[inline(always)]
+fn plus_in_place(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
+    // SAFETY: compiled code passes vectors and sums of one length; a
+    // sum's words and its log's were written when they were made.
+    unsafe {
+        if *(one_hot as *const u32) != SUM_TAG
+            || *(sum as *const u32) != SUM_TAG
+            || word(one_hot, SUM_LOG_AT) != 0
+            || word(one_hot, SUM_COUNT_AT) != 1
+        {
+            return None;
+        }
+        let (log, count, n) = (word(sum, SUM_LOG_AT), word(sum, SUM_COUNT_AT), word(sum, 8));
+        let base = word(sum, SUM_BASE_AT);
+        if log == 0 || count == 0 || (!sum_first && base == 0 && count < 2) || count >= n {
+            return None;
+        }
+        let (written, room) = log_fill(log);
+        if written != count || room <= count {
+            return None;
+        }
+        let (stride, _) = vector_shape(*((sum + 4) as *const u32));
+        let w = 1 + stride;
+        let to = (log + VECTOR_SLOTS_AT + 8 * w * (count + 1)) as *mut usize;
+        let from = (one_hot + SUM_BYTES) as *const usize;
+        // Word by word: a call of `memcpy` costs more than the two or
+        // three words of most entries.
+        for k in 0..w {
+            *to.add(k) = *from.add(k);
+        }
+        *((log + VECTOR_SLOTS_AT) as *mut usize) = count + 1;
+        let s = Summand {
+            base,
+            entries: 0,
+            log,
+            count: count + 1,
+        };
+        Some(new_sum(stride, n, s, 0))
+    }
+}
+
 /// `plus` of two vectors or sums of one length (checked by compiled code).
 #[no_mangle]
 pub extern "C" fn rt_vec_plus(a: usize, b: usize) -> usize {
+    if let Some(p) = plus_in_place(a, b, true).or_else(|| plus_in_place(b, a, false)) {
+        return p;
+    }
     let (_, stride, n) = shape_of(a);
     if shape_of(b).2 != n {
         fail(&[b"error: internal error: a sum of vectors of two lengths"]);
