@@ -28,10 +28,10 @@
 //!   `fir::Op::VecOf`); `rt_vec_build_begin(v)` and `rt_vec_build_end(v)`
 //!   bracket the filling of a vector with pointers by a `VecBuild`
 //!   (`gc/vector.rs`);
-//! - `rt_vec_zero(shape, len)`, `rt_vec_one_hot(shape, len, i, slots)`,
-//!   `rt_vec_plus(a, b)` -> ptr: reverse mode's sums of vectors of reals,
-//!   and `rt_vec_dense(v) -> ptr`, the elements of a vector or a sum
-//!   (`gc/vector_sum.rs`);
+//! - `rt_vec_zero(shape, len)`, `rt_vec_plus(a, b)` -> ptr: reverse
+//!   mode's sums of vectors of reals (a one-hot, a sum of one addition,
+//!   compiled code makes itself), and `rt_vec_dense(v) -> ptr`, the
+//!   elements of a vector or a sum (`gc/vector_sum.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.

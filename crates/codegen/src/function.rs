@@ -165,7 +165,7 @@ impl FnBuilder<'_, '_> {
     /// call to `rt_alloc` cost some 50 instructions, a third of all in
     /// reverse-mode benchmarks; the call remains for when the region is
     /// used up (the runtime then gives the next one, or collects).
-    fn alloc_cell(&mut self, words: usize) -> Result<ClValue, String> {
+    pub(crate) fn alloc_cell(&mut self, words: usize) -> Result<ClValue, String> {
         use base::cell_layout::{bump_slot, BUMP_WORDS};
         let bytes = 8 * words as i64;
         if words >= BUMP_WORDS {

@@ -314,10 +314,6 @@ impl Codegen<'_> {
             "rt_alloc" => (&[types::I64], &[types::I64]),
             "rt_alloc_vector" => (&[types::I64; 2], &[types::I64]),
             "rt_vec_zero" | "rt_vec_plus" => (&[types::I64; 2], &[types::I64]),
-            "rt_vec_one_hot" => (
-                &[types::I64, types::I64, types::F64, types::I64],
-                &[types::I64],
-            ),
             "rt_vec_dense" => (&[types::I64], &[types::I64]),
             "rt_vec_build_begin" | "rt_vec_build_end" => (&[types::I64], &[]),
             "rt_memo_get" => (&[types::I64; 3], &[types::I64]),

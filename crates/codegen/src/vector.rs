@@ -6,7 +6,10 @@
 //! indices are `F64`s in the FIR and integers in memory.
 
 use super::*;
-use base::cell_layout::{vector_header, VECTOR_SLOTS_AT, VECTOR_TAG};
+use base::cell_layout::{
+    vector_header, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT, SUM_LOG_AT, SUM_TAG,
+    VECTOR_SLOTS_AT, VECTOR_TAG,
+};
 
 /// 2^52: an `F64` whole number below it, added to it, is in the mantissa.
 const TWO_TO_52: f64 = 4_503_599_627_370_496.0;
@@ -182,23 +185,35 @@ impl FnBuilder<'_, '_> {
                 i,
                 vals,
             } => {
-                let header = self.sum_header(*layout)?;
+                // Made inline, as a cell is: a call of the runtime cost
+                // 70 instructions per `vector-ref` a gradient reads.
+                let (stride, _) = self.element(*layout)?;
                 let (len, i) = (self.val(*len)?, self.val(*i)?);
-                let n = self.b.ins().fcvt_to_uint_sat(types::I64, len);
                 let vals = self.vals(vals)?;
-                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    (8 * vals.len().max(1)) as u32,
-                    3,
-                ));
+                let p = self.alloc_cell(SUM_BYTES / 8 + 1 + stride)?;
+                let header = (u64::from(vector_header(stride, 0)) << 32) | u64::from(SUM_TAG);
+                let header = self.b.ins().iconst(types::I64, header as i64);
+                let n = self.index_int(len);
+                let i = self.index_int(i);
+                let one = self.b.ins().iconst(types::I64, 1);
+                let none = self.b.ins().iconst(types::I64, 0);
+                for (off, w) in [
+                    (0, header),
+                    (8, n),
+                    (SUM_COUNT_AT, one),
+                    (SUM_BASE_AT, none),
+                    (SUM_LOG_AT, none),
+                    (SUM_DENSE_AT, none),
+                    (SUM_BYTES, i),
+                ] {
+                    self.b.ins().store(flags, w, p, off as i32);
+                }
                 for (k, x) in vals.into_iter().enumerate() {
                     self.b
                         .ins()
-                        .stack_store(types::I64, x, slot, (8 * k) as i32);
+                        .store(flags, x, p, (SUM_BYTES + 8 + 8 * k) as i32);
                 }
-                let at = self.b.ins().stack_addr(types::I64, slot, 0);
-                self.call_import("rt_vec_one_hot", &[header, n, i, at])?
-                    .ok_or("internal error: rt_vec_one_hot result")?
+                p
             }
             Op::VecPlus(_, a, b) => {
                 let (a, b) = (self.val(*a)?, self.val(*b)?);

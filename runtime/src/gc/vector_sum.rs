@@ -139,6 +139,7 @@ fn alloc_words(n: usize) -> usize {
 }
 
 /// A new sum object (with room for `inline` words after its pointers).
+#[inline]
 fn new_sum(stride: usize, len: usize, s: Summand, inline: usize) -> usize {
     let p = alloc_words(SUM_BYTES / 8 + inline);
     // SAFETY: a fresh object of `SUM_BYTES` bytes and more, 8-byte
@@ -276,30 +277,6 @@ pub extern "C" fn rt_vec_zero(shape: u64, len: u64) -> usize {
         count: 0,
     };
     new_sum(stride, len as usize, s, 0)
-}
-
-/// The vector of `len` elements, zero but element `i` (an index, checked
-/// by compiled code), whose slots are the reals at `slots`.
-///
-/// # Safety
-/// `slots` points to as many reals as `shape` gives an element.
-#[no_mangle]
-pub unsafe extern "C" fn rt_vec_one_hot(shape: u64, len: u64, i: f64, slots: *const f64) -> usize {
-    let (stride, _) = vector_shape(shape as u32);
-    let s = Summand {
-        base: 0,
-        entries: 0,
-        log: 0,
-        count: 1,
-    };
-    let p = new_sum(stride, len as usize, s, 1 + stride);
-    *((p + SUM_BYTES) as *mut usize) = i as usize;
-    // Element by element: a call of `memcpy` costs more than the one or
-    // two reals of most elements.
-    for k in 0..stride {
-        *((p + SUM_BYTES + 8) as *mut f64).add(k) = *slots.add(k);
-    }
-    p
 }
 
 /// `plus` of `sum` and `one_hot` when it is the backward sweep's step:
@@ -475,9 +452,33 @@ mod tests {
         }
     }
 
+    /// The vector of `len` elements, zero but element `i`, whose slots are
+    /// the reals at `slots`: the one-hot compiled code makes inline
+    /// (`codegen/src/vector.rs`, `VecOneHot`).
+    ///
+    /// # Safety
+    /// `slots` points to as many reals as `shape` gives an element.
+    unsafe fn one_hot_object(shape: u64, len: u64, i: f64, slots: *const f64) -> usize {
+        let (stride, _) = vector_shape(shape as u32);
+        let s = Summand {
+            base: 0,
+            entries: 0,
+            log: 0,
+            count: 1,
+        };
+        let p = new_sum(stride, len as usize, s, 1 + stride);
+        *((p + SUM_BYTES) as *mut usize) = i as usize;
+        // Element by element: a call of `memcpy` costs more than the one or
+        // two reals of most elements.
+        for k in 0..stride {
+            *((p + SUM_BYTES + 8) as *mut f64).add(k) = *slots.add(k);
+        }
+        p
+    }
+
     fn one_hot(n: u64, i: f64, x: f64) -> usize {
         // SAFETY: one real, as the shape says.
-        unsafe { rt_vec_one_hot(u64::from(vector_header(1, 0)), n, i, &x) }
+        unsafe { one_hot_object(u64::from(vector_header(1, 0)), n, i, &x) }
     }
 
     #[test]
