@@ -35,12 +35,6 @@ use crate::cell_layout::{
     SUM_TAG, VECTOR_MAX_STRIDE, VECTOR_SLOTS_AT, VECTOR_TAG,
 };
 
-/// The entries of a sum's first log, unless its vector has fewer
-/// elements: every size of log the doubling starts from is a size class
-/// of the heap with chunks of its own, so starting small costs more
-/// memory than it saves.
-const MIN_LOG: usize = 2048;
-
 /// The word at `p + off`.
 ///
 /// # Safety
@@ -190,9 +184,15 @@ unsafe fn append(big: Summand, stride: usize, n: usize, from: *const usize, m: u
     if w >= VECTOR_MAX_STRIDE {
         fail(&[b"error: internal error: a sum's element is too large"]);
     }
-    // Room to double, but no more than a sum holds before it is made
-    // dense.
-    let room = (2 * count).max(MIN_LOG).min(n).max(count);
+    // Room for 4 to 16 times its entries, as a power of 4 (every size of
+    // log is a size class of the heap, with chunks of its own: fewer
+    // sizes keep fewer chunks part-filled), but no more than a sum holds
+    // before it is made dense.
+    let mut room = 4;
+    while room < 4 * count {
+        room *= 4;
+    }
+    let room = room.min(n).max(count);
     let log = rt_alloc_vector(u64::from(vector_header(w, 0)), (room + 1) as u64) as usize;
     let entries = log + VECTOR_SLOTS_AT + 8 * w;
     if big.count > 0 {
@@ -507,6 +507,26 @@ mod tests {
         assert_eq!(elements(b), [0.0, 2.75, 3.0, 0.0]);
         // Reading a sum twice makes its elements once.
         assert_eq!(rt_vec_dense(b), rt_vec_dense(b));
+    }
+
+    #[test]
+    fn a_log_is_sized_by_its_entries_not_by_the_vector() {
+        let _globals = crate::TEST_GLOBALS.lock();
+        // Two reads of one element of a long vector, summed: a log of a
+        // few entries (one of the vector's length made the gradient of
+        // such a loop quadratic).
+        let n = 1 << 20;
+        let pair = rt_vec_plus(one_hot(n, 7.0, 1.0), one_hot(n, 7.0, 2.0));
+        // SAFETY: a sum made by `rt_vec_plus`, with a log.
+        let log = unsafe { word(pair, SUM_LOG_AT) };
+        assert!(log != 0 && log_fill(log) == (2, 16), "{:?}", log_fill(log));
+        let mut acc = pair;
+        for i in 0..100 {
+            acc = rt_vec_plus(acc, one_hot(n, i as f64, 1.0));
+        }
+        // SAFETY: as above.
+        let (written, room) = log_fill(unsafe { word(acc, SUM_LOG_AT) });
+        assert_eq!((written, room), (102, 256));
     }
 
     #[test]

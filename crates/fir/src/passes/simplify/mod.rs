@@ -81,6 +81,8 @@ fn simplify_once(f: &mut Func, implications: bool) {
         facts: vec![Facts::default()],
         implies: HashMap::default(),
         implications,
+        lengths: HashMap::default(),
+        counts: HashSet::default(),
     };
     let body = std::mem::replace(
         &mut f.body,
@@ -123,6 +125,10 @@ enum Key {
     TagIs(Val, u32),
     IsZero(Val),
     Load(Val, u32, u32),
+    /// A vector's length never changes, nor which indices it has.
+    VecLen(Val),
+    VecIndexOk(Val, Val),
+    IsCount(Val),
 }
 
 type FBinKey = u8;
@@ -194,6 +200,22 @@ struct Fwd {
     /// false, the tag is not 0).
     implies: HashMap<Val, Vec<(bool, Val, bool)>>,
     implications: bool,
+    /// The length of a vector made here, where it is a value made before
+    /// it (`vec_zero`, `vec_one_hot`, `vec_build`), or the vector whose
+    /// length it has (`vec_plus`'s first operand: compiled code checks
+    /// that both operands have one length before it adds them).
+    lengths: HashMap<Val, Length>,
+    /// Lengths and counts: whole numbers, never NaN, so each equals
+    /// itself (the length checks of `plus` on sensitivities made of one
+    /// vector compare a length with itself).
+    counts: HashSet<Val>,
+}
+
+/// What is known of a vector's length.
+#[derive(Clone, Copy)]
+enum Length {
+    Is(Val),
+    Of(Val),
 }
 
 /// What processing the instructions of a block ended with.
@@ -421,6 +443,10 @@ impl Fwd {
                     inst.op = Op::BoolConst(z);
                     return self.inst(inst, out);
                 }
+                if a == b && self.counts.contains(&a) {
+                    inst.op = Op::BoolConst(matches!(c, Cmp::Eq | Cmp::Le | Cmp::Ge));
+                    return self.inst(inst, out);
+                }
                 inst.op = Op::FCmp(c, a, b);
                 if self.available(Key::Cmp(cmp_key(c), a, b), v) {
                     out.push(inst);
@@ -477,21 +503,67 @@ impl Fwd {
                     out.push(inst);
                 }
             }
-            // Vectors: kept as they are (a vector's identity, its length
-            // and its elements are not worth keys).
+            Op::VecLen(a) => {
+                let v = one.expect("vec_len result");
+                let a = self.r(a);
+                match self.lengths.get(&a) {
+                    Some(Length::Is(n)) => {
+                        self.replace(v, *n);
+                        return Flow::Continue;
+                    }
+                    Some(Length::Of(b)) => {
+                        inst.op = Op::VecLen(*b);
+                        return self.inst(inst, out);
+                    }
+                    None => {}
+                }
+                inst.op = Op::VecLen(a);
+                self.counts.insert(v);
+                if self.available(Key::VecLen(a), v) {
+                    out.push(inst);
+                }
+            }
+            Op::VecIndexOk(a, i) => {
+                let v = one.expect("vec_index_ok result");
+                let (a, i) = (self.r(a), self.r(i));
+                inst.op = Op::VecIndexOk(a, i);
+                if self.available(Key::VecIndexOk(a, i), v) {
+                    out.push(inst);
+                }
+            }
+            Op::IsCount(a) => {
+                let v = one.expect("is_count result");
+                let a = self.r(a);
+                inst.op = Op::IsCount(a);
+                if self.available(Key::IsCount(a), v) {
+                    out.push(inst);
+                }
+            }
+            // Other vector operations: kept as they are (a vector's
+            // identity and its elements are not worth keys), their
+            // lengths noted.
             Op::MemoGet(..)
             | Op::MemoPut(..)
             | Op::Count(_)
             | Op::VecOf(..)
             | Op::VecBuild { .. }
-            | Op::VecLen(_)
             | Op::VecLoad(..)
-            | Op::VecIndexOk(..)
-            | Op::IsCount(_)
             | Op::VecZero(..)
             | Op::VecOneHot { .. }
             | Op::VecPlus(..) => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
+                let length = match &inst.op {
+                    Op::VecBuild { len, .. } | Op::VecZero(_, len) | Op::VecOneHot { len, .. } => {
+                        Some(Length::Is(*len))
+                    }
+                    Op::VecPlus(_, a, _) => {
+                        Some(self.lengths.get(a).copied().unwrap_or(Length::Of(*a)))
+                    }
+                    _ => None,
+                };
+                if let (Some(l), Some(v)) = (length, one) {
+                    self.lengths.insert(v, l);
+                }
                 out.push(inst);
             }
             Op::Load(p, tag, n) => {
