@@ -133,7 +133,7 @@ fn alloc_words(n: usize) -> usize {
 }
 
 /// A new sum object (with room for `inline` words after its pointers).
-#[inline]
+#[inline(always)]
 fn new_sum(stride: usize, len: usize, s: Summand, inline: usize) -> usize {
     let p = alloc_words(SUM_BYTES / 8 + inline);
     // SAFETY: a fresh object of `SUM_BYTES` bytes and more, 8-byte
@@ -310,9 +310,15 @@ fn plus_in_place(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
         let to = (log + VECTOR_SLOTS_AT + 8 * w * (count + 1)) as *mut usize;
         let from = (one_hot + SUM_BYTES) as *const usize;
         // Word by word: a call of `memcpy` costs more than the two or
-        // three words of most entries.
-        for k in 0..w {
-            *to.add(k) = *from.add(k);
+        // three words of most entries; an entry of a real is the case to
+        // make fast.
+        if w == 2 {
+            *to = *from;
+            *to.add(1) = *from.add(1);
+        } else {
+            for k in 0..w {
+                *to.add(k) = *from.add(k);
+            }
         }
         *((log + VECTOR_SLOTS_AT) as *mut usize) = count + 1;
         let s = Summand {
@@ -372,43 +378,99 @@ pub extern "C" fn rt_vec_plus(a: usize, b: usize) -> usize {
         return finish(s, stride, n);
     }
     // The smaller's additions summed per index (in the order they were
-    // made at each), each then one addition to the larger.
-    let w = 1 + stride;
-    let order = words(small.count);
-    // SAFETY: `order` holds `small.count` words; the entries are
-    // reachable from `small`'s sum, which the caller's frame holds.
+    // made at each), each then one addition to the larger, in the order
+    // of their indices.
+    // SAFETY: the entries are reachable from `small`'s sum, which the
+    // caller's frame holds; `sums` holds an entry per addition.
     let s = unsafe {
-        for k in 0..small.count {
-            *order.add(k) = k;
-        }
-        let order_s = core::slice::from_raw_parts_mut(order, small.count);
-        order_s.sort_unstable_by_key(|&k| (small.entry(stride, k).0, k));
+        let w = 1 + stride;
         // The sums, entries of `w` words, in C memory: the allocations
         // below may collect.
         let sums = words(small.count * w);
-        let mut groups = 0;
-        let mut last = usize::MAX;
-        for &k in order_s.iter() {
-            let (i, from) = small.entry(stride, k);
-            if i != last {
-                let g = sums.add(groups * w);
-                *g = i;
-                core::ptr::copy_nonoverlapping(from, g.add(1) as *mut f64, stride);
-                groups += 1;
-                last = i;
-            } else {
-                let g = sums.add((groups - 1) * w).add(1) as *mut f64;
-                for j in 0..stride {
-                    *g.add(j) += *from.add(j);
-                }
-            }
-        }
-        free(order as *mut u8);
+        let groups = if 4 * small.count >= n {
+            group_by_slot(&small, stride, n, sums)
+        } else {
+            group_by_sorting(&small, stride, sums)
+        };
         let s = append(big, stride, n, sums, groups);
         free(sums as *mut u8);
         s
     };
     finish(s, stride, n)
+}
+
+/// Writes into `sums` the additions of `s` summed per index, in the
+/// order of the indices, each index's in the order they were made (the
+/// first taken as it is); returns how many. By sorting: O(k log k) for
+/// k additions.
+///
+/// # Safety
+/// `s`'s entries stay where they are; `sums` has room for an entry per
+/// addition.
+unsafe fn group_by_sorting(s: &Summand, stride: usize, sums: *mut usize) -> usize {
+    let w = 1 + stride;
+    let order = words(s.count);
+    for k in 0..s.count {
+        *order.add(k) = k;
+    }
+    let order_s = core::slice::from_raw_parts_mut(order, s.count);
+    order_s.sort_unstable_by_key(|&k| (s.entry(stride, k).0, k));
+    let mut groups = 0;
+    let mut last = usize::MAX;
+    for &k in order_s.iter() {
+        let (i, from) = s.entry(stride, k);
+        if i != last {
+            let g = sums.add(groups * w);
+            *g = i;
+            core::ptr::copy_nonoverlapping(from, g.add(1) as *mut f64, stride);
+            groups += 1;
+            last = i;
+        } else {
+            let g = sums.add((groups - 1) * w).add(1) as *mut f64;
+            for j in 0..stride {
+                *g.add(j) += *from.add(j);
+            }
+        }
+    }
+    free(order as *mut u8);
+    groups
+}
+
+/// [`group_by_sorting`]'s sums, made in a dense scratch of the `n`
+/// elements instead: O(n + k), for sums with additions at a good part of
+/// the indices (the sensitivity of a row read whole).
+///
+/// # Safety
+/// As [`group_by_sorting`]'s.
+unsafe fn group_by_slot(s: &Summand, stride: usize, n: usize, sums: *mut usize) -> usize {
+    let w = 1 + stride;
+    let scratch = sys_alloc(8 * (stride * n).max(1)) as *mut f64;
+    let set = sys_alloc(n.max(1));
+    core::ptr::write_bytes(set, 0, n);
+    for k in 0..s.count {
+        let (i, from) = s.entry(stride, k);
+        let at = scratch.add(stride * i);
+        if *set.add(i) == 0 {
+            *set.add(i) = 1;
+            core::ptr::copy_nonoverlapping(from, at, stride);
+        } else {
+            for j in 0..stride {
+                *at.add(j) += *from.add(j);
+            }
+        }
+    }
+    let mut groups = 0;
+    for i in 0..n {
+        if *set.add(i) != 0 {
+            let g = sums.add(groups * w);
+            *g = i;
+            core::ptr::copy_nonoverlapping(scratch.add(stride * i), g.add(1) as *mut f64, stride);
+            groups += 1;
+        }
+    }
+    free(scratch as *mut u8);
+    free(set);
+    groups
 }
 
 /// The sum `s`, or its elements if it has more additions than elements.
@@ -527,6 +589,41 @@ mod tests {
         // SAFETY: as above.
         let (written, room) = log_fill(unsafe { word(acc, SUM_LOG_AT) });
         assert_eq!((written, room), (102, 256));
+    }
+
+    #[test]
+    fn grouping_by_slot_and_by_sorting_agree_bit_for_bit() {
+        let _globals = crate::TEST_GLOBALS.lock();
+        let n = 64;
+        let mut acc = one_hot(n, 3.0, 0.1);
+        let mut x = 0.37f64;
+        for k in 0..40 {
+            // Repeated indices, values of many magnitudes and a -0.
+            x = (x * 7.31).fract();
+            let v = if k == 5 {
+                -0.0
+            } else {
+                x * 10f64.powi(k % 7 - 3)
+            };
+            acc = rt_vec_plus(acc, one_hot(n, ((k * 5) % 11) as f64, v));
+        }
+        let s = summand(acc, 1);
+        assert_eq!(s.count, 41);
+        // SAFETY: `acc` is a sum of reals with `s.count` additions; each
+        // buffer has room for an entry per addition.
+        unsafe {
+            let (a, b) = (words(2 * s.count), words(2 * s.count));
+            let (ga, gb) = (
+                group_by_slot(&s, 1, n as usize, a),
+                group_by_sorting(&s, 1, b),
+            );
+            assert_eq!(ga, gb);
+            for k in 0..2 * ga {
+                assert_eq!(*a.add(k), *b.add(k), "word {k}");
+            }
+            free(a as *mut u8);
+            free(b as *mut u8);
+        }
     }
 
     #[test]
