@@ -252,7 +252,8 @@ def main():
         if e == "ht" and "--max" not in extra:
             top = ht_max(a.gradbench)
             if top < 12:
-                notes.append(f"ht: the inputs hand{top + 1} to hand12 are missing; "
+                missing = "hand12 is" if top == 11 else f"hand{top + 1} to hand12 are"
+                notes.append(f"ht: the inputs {missing} missing; "
                              f"ran sizes 1 to {top} (--max {top})")
                 cmd += ["--max", str(top)]
         cmd += extra
