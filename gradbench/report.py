@@ -1,9 +1,11 @@
-"""The tables and plot of docs/gradbench.md from one run of the evals.
+"""The tables and plot of docs/gradbench.md from runs of the evals.
 
-    python3 gradbench/report.py WORK GRADBENCH_GIT [SVG]
+    python3 gradbench/report.py GRADBENCH_GIT SVG WORK [WORK...]
 
-WORK is the directory run-evals.sh (or peers.sh) wrote: its results.json
-has every tool's timings of one run. GRADBENCH_GIT is a git directory of
+Each WORK is a directory run-evals.sh (or peers.sh) wrote: its logs/ hold
+each tool's session of each eval (EVAL.jsonl ours, TOOL-EVAL.jsonl a
+peer's), from which the times and validity are read; all tools of an
+eval must come from one run. GRADBENCH_GIT is a git directory of
 gradbench/gradbench whose branch `ci/refs/heads/nightly` holds GradBench's
 published nightly figures (evals/EVAL/summary.json: each tool's time of
 the primal and the derivative per workload, measured on GitHub's
@@ -11,10 +13,11 @@ runners); they are shown beside ours, labelled, for the workloads we ran.
 
 Prints Markdown: per eval and function, each tool's time summed over the
 workloads; per eval, GradBench's score (the sum over workloads of primal
-plus derivative time); and writes SVG (default WORK/gradbench.svg), a bar
-chart of those scores on a log scale. Python's standard library only.
+plus derivative time); and writes SVG, a bar chart of those scores on a
+log scale. Python's standard library only.
 """
 
+import glob
 import json
 import math
 import os
@@ -24,6 +27,7 @@ import sys
 
 NIGHTLY_REF = "refs/heads/ci/refs/heads/nightly"
 NIGHTLY_TOOLS = ["enzyme", "futhark", "jax", "pytorch"]
+EVALS = ["particle", "saddle", "lse", "llsq", "det", "kmeans", "ode", "gmm", "lstm", "ba", "ht"]
 COLOURS = ["#1b6ca8", "#d1495b", "#edae49", "#66a182", "#8d6cab", "#777777"]
 
 
@@ -63,16 +67,44 @@ def ms(x):
     return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
 
 
+def sessions(work):
+    """Rows (tool, eval, function, workload, valid, times ms) of WORK's logs."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(work, "logs", "*.jsonl"))):
+        stem = os.path.basename(path)[:-len(".jsonl")]
+        tool, e = stem.split("-", 1) if "-" in stem else ("stalingrad", stem)
+        messages, responses, analyses = {}, {}, {}
+        with open(path) as f:
+            for line in f:
+                d = json.loads(line)
+                if "message" in d:
+                    m = d["message"]
+                    messages[m["id"]] = m
+                    if m.get("kind") == "analysis":
+                        analyses[m["of"]] = m
+                else:
+                    responses[d["response"]["id"]] = d["response"]
+        for i, m in sorted(messages.items()):
+            if m.get("kind") != "evaluate":
+                continue
+            r = responses.get(i, {})
+            valid = bool(r.get("success")) and analyses.get(i, {}).get("valid", False)
+            times = [t["nanoseconds"] / 1e6 for t in r.get("timings", [])
+                     if t.get("name") == "evaluate"]
+            rows.append({"tool": tool, "eval": e, "function": m["function"],
+                         "workload": m.get("description", ""), "valid": valid,
+                         "times_ms": times})
+    return rows
+
+
 def main():
-    if len(sys.argv) not in (3, 4):
+    if len(sys.argv) < 4:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    work, git = sys.argv[1], sys.argv[2]
-    svg_path = sys.argv[3] if len(sys.argv) == 4 else os.path.join(work, "gradbench.svg")
-    with open(os.path.join(work, "results.json")) as f:
-        rows = [r for r in json.load(f) if r["function"] != "define"]
-    evals = list(dict.fromkeys(r["eval"] for r in rows if r["eval"] != "hello"))
-    tools = list(dict.fromkeys(r["tool"] for r in rows))
+    git, svg_path = sys.argv[1], sys.argv[2]
+    rows = [r for work in sys.argv[3:] for r in sessions(work)]
+    evals = [e for e in EVALS if any(r["eval"] == e for r in rows)]
+    tools = ["stalingrad"] + sorted({r["tool"] for r in rows} - {"stalingrad"})
     # (tool, eval, function, workload) -> median ms, None if not valid.
     median = {(r["tool"], r["eval"], r["function"], r["workload"]):
               statistics.median(r["times_ms"]) if r["valid"] and r["times_ms"] else None

@@ -270,11 +270,6 @@ def main():
         path = os.path.join(a.baselines, name)
         if os.path.exists(path) and key[0] in a.evals:
             base[key] = time_baseline(path) * 1e3
-    with open(os.path.join(a.work, "results.json"), "w") as f:
-        json.dump([{"tool": t, "eval": e, "function": fn, "workload": w, "valid": v,
-                    "error": None if err is None else str(err), "times_ms": times,
-                    "elapsed_seconds": el}
-                   for t, e, fn, w, v, err, times, el in rows], f, indent=0)
     text = summary(a, tools, notes, rows, base, longest)
     print(text)
     with open(os.path.join(a.work, "summary.md"), "w") as f:
