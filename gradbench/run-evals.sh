@@ -12,6 +12,8 @@
 # Environment: MIN_RUNS (default 10), MIN_SECONDS (default 2) for the evals,
 #   WORK (default target/gradbench) for the virtual environment and logs,
 #   TIMEOUT (default 600, GradBench's) seconds a tool may take per message,
+#   MEMORY_LIMIT (GiB, default none) of address space for our tool, which
+#   then stops with "out of memory" instead of filling a shared machine,
 #   PEERS="NAME=COMMAND ..." other tools to run on every eval right after
 #   ours (commands without spaces; gradbench/peers.sh sets it).
 #
@@ -25,7 +27,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-  sed -n '2,25p' "$0"
+  sed -n '2,27p' "$0"
   exit 2
 fi
 GB="$(cd "$1" && pwd)"
@@ -71,4 +73,4 @@ exec "$VENV/bin/python" "$ROOT/gradbench/run_evals.py" \
   --gradbench "$GB" --tool "$TARGET/release/stalingrad gradbench" \
   --baselines "$TARGET/release" --work "$WORK" \
   --min-runs "${MIN_RUNS:-10}" --min-seconds "${MIN_SECONDS:-2}" \
-  --timeout "${TIMEOUT:-600}" $(for p in ${PEERS:-}; do echo --peer "$p"; done) $EVALS
+  --timeout "${TIMEOUT:-600}" --memory-limit "${MEMORY_LIMIT:-0}" $(for p in ${PEERS:-}; do echo --peer "$p"; done) $EVALS

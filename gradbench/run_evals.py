@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import queue
+import resource
 import shlex
 import signal
 import statistics
@@ -61,18 +62,25 @@ BASELINES = {
 }
 
 
-def relay(eval_cmd, tool_cmd, cwd, env, log_path, timeout):
+def relay(eval_cmd, tool_cmd, cwd, env, log_path, timeout, memory_limit=None):
     """Runs one session; returns {id: message}, {id: response}, {of: analysis}.
 
     A message the tool has not answered after `timeout` seconds ends the
     session, as in GradBench's intermediary: the tool (and what it started)
     is killed and the message gets an unsuccessful response saying so.
+    `memory_limit` (bytes) bounds the address space of the tool and what it
+    starts, so that on a shared machine it fails with "out of memory"
+    instead of taking the machine's memory.
     """
+    def limit():
+        if memory_limit:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
     ev = subprocess.Popen(eval_cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
     tool = subprocess.Popen(tool_cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=limit)
     answers = queue.Queue()
     threading.Thread(target=lambda: [answers.put(l) for l in tool.stdout] + [answers.put("")],
                      daemon=True).start()
@@ -181,8 +189,10 @@ def run_eval(tool, e, cmd, a, env):
     log = os.path.join(a.work, "logs", f"{e}.jsonl" if name == "stalingrad"
                        else f"{name}-{e}.jsonl")
     print(f"[run-evals] eval {e}, tool {name}", file=sys.stderr)
+    # The limit is ours to keep; the peers run as GradBench runs them.
+    limit = int(a.memory_limit * 2**30) if a.memory_limit and name == "stalingrad" else None
     messages, responses, analyses = relay(cmd, shlex.split(tool_cmd), a.gradbench,
-                                          env, log, a.timeout)
+                                          env, log, a.timeout, limit)
     defined = [r for i, r in responses.items() if messages[i].get("kind") == "define"]
     if not defined or not defined[0].get("success"):
         err = (defined[0].get("error", "") if defined else "no response")[-300:]
@@ -216,6 +226,8 @@ def main():
     ap.add_argument("--min-runs", default="10")
     ap.add_argument("--min-seconds", default="2")
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--memory-limit", type=float, default=0.0,
+                    help="GiB of address space for our tool (0: no limit)")
     ap.add_argument("evals", nargs="+", help="EVAL or EVAL:ARG,ARG...")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -288,7 +300,8 @@ def summary(a, tools, notes, rows, base, longest):
     peers = [t for t, _ in tools[1:]]
     out = [f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
            f"machine: {os.cpu_count()} cores, {host}; min_runs={a.min_runs} "
-           f"min_seconds={a.min_seconds}; timeout={a.timeout:g} s"]
+           f"min_seconds={a.min_seconds}; timeout={a.timeout:g} s"
+           + (f"; memory limit {a.memory_limit:g} GiB" if a.memory_limit else "")]
     out += [f"- {note}" for note in notes]
     out.append("")
     by = {(t, e, f, w): (v, err, times, el) for t, e, f, w, v, err, times, el in rows}
