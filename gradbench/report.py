@@ -28,7 +28,9 @@ import sys
 NIGHTLY_REF = "refs/heads/ci/refs/heads/nightly"
 NIGHTLY_TOOLS = ["enzyme", "futhark", "jax", "pytorch"]
 EVALS = ["particle", "saddle", "lse", "llsq", "det", "kmeans", "ode", "gmm", "lstm", "ba", "ht"]
-COLOURS = ["#1b6ca8", "#d1495b", "#edae49", "#66a182", "#8d6cab", "#777777"]
+# A tool's colour; its published nightly figures are the same colour, paler.
+COLOURS = {"stalingrad": "#1b6ca8", "enzyme": "#d1495b", "futhark": "#edae49",
+           "jax": "#66a182", "pytorch": "#8d6cab"}
 
 
 def nightly(git, evals):
@@ -180,9 +182,9 @@ def plot(evals, names, scores):
         return left + width * (math.log10(v) - lo) / (hi - lo)
 
     def fill(j):
-        # Published figures paler than those of this run.
-        pale = ' fill-opacity="0.45"' if "nightly" in names[j] else ""
-        return f'fill="{COLOURS[j % len(COLOURS)]}"{pale}'
+        tool = names[j].split(" ")[0]
+        pale = ' fill-opacity="0.4"' if "nightly" in names[j] else ""
+        return f'fill="{COLOURS.get(tool, "#777777")}"{pale}'
 
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" '
          f'height="{height}" font-family="sans-serif" font-size="11">',
