@@ -23,8 +23,8 @@
 # missing of clang, lld and LLVM 19 (Debian's 19.1.7), cmake, ninja and
 # debootstrap. How each peer differs from GradBench's images:
 # - Enzyme: GradBench's image builds release v0.0.172 with LLVM 19 on Debian
-#   13; here the given source builds the LLD plugin only (about 3 minutes
-#   on 2 cores), with Debian 12's libstdc++ 12, against which Enzyme's type
+#   13; here the given source builds the LLD plugin only (3 minutes on 2
+#   idle cores, 35 on 2 shared with other builds), with Debian 12's libstdc++ 12, against which Enzyme's type
 #   analysis needs `-enzyme-loose-types` (saddle's std::vector copies).
 # - Futhark: not packaged for Debian 12 and its release host is not
 #   reachable here; Debian 13's futhark (0.25.27; the image has 0.25.30)
