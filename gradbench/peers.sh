@@ -35,7 +35,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-  sed -n '2,35p' "$0"
+  sed -n '2,34p' "$0"
   exit 2
 fi
 GB="$(cd "$1" && pwd)"

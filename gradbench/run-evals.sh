@@ -27,7 +27,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-  sed -n '2,27p' "$0"
+  sed -n '2,26p' "$0"
   exit 2
 fi
 GB="$(cd "$1" && pwd)"
