@@ -62,6 +62,12 @@ BASELINES = {
 }
 
 
+def forward(stream, lines):
+    for line in stream:
+        lines.put(line)
+    lines.put("")
+
+
 def relay(eval_cmd, tool_cmd, cwd, env, log_path, timeout, memory_limit=None):
     """Runs one session; returns {id: message}, {id: response}, {of: analysis}.
 
@@ -81,9 +87,10 @@ def relay(eval_cmd, tool_cmd, cwd, env, log_path, timeout, memory_limit=None):
     tool = subprocess.Popen(tool_cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=limit)
+    # The tool's lines come through a queue, so that waiting for one can
+    # end at the timeout; "" when the tool has closed its output.
     answers = queue.Queue()
-    threading.Thread(target=lambda: [answers.put(l) for l in tool.stdout] + [answers.put("")],
-                     daemon=True).start()
+    threading.Thread(target=forward, args=(tool.stdout, answers), daemon=True).start()
     messages, responses, analyses = {}, {}, {}
     with open(log_path, "w") as log:
         while True:
@@ -98,10 +105,12 @@ def relay(eval_cmd, tool_cmd, cwd, env, log_path, timeout, memory_limit=None):
             if msg.get("kind") == "end":
                 break
             start = time.perf_counter()
-            tool.stdin.write(line if line.endswith("\n") else line + "\n")
-            tool.stdin.flush()
             try:
+                tool.stdin.write(line if line.endswith("\n") else line + "\n")
+                tool.stdin.flush()
                 answer = answers.get(timeout=timeout)
+            except BrokenPipeError:
+                answer = ""
             except queue.Empty:
                 os.killpg(tool.pid, signal.SIGKILL)
                 resp = {"id": msg["id"], "success": False,
@@ -133,7 +142,10 @@ def relay(eval_cmd, tool_cmd, cwd, env, log_path, timeout, memory_limit=None):
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL) if p is tool else p.kill()
+            if p is tool:
+                os.killpg(p.pid, signal.SIGKILL)
+            else:
+                p.kill()
             p.wait()
     return messages, responses, analyses
 
@@ -193,13 +205,13 @@ def run_eval(tool, e, cmd, a, env):
     limit = int(a.memory_limit * 2**30) if a.memory_limit and name == "stalingrad" else None
     messages, responses, analyses = relay(cmd, shlex.split(tool_cmd), a.gradbench,
                                           env, log, a.timeout, limit)
+    longest = max((r.get("elapsed_seconds", 0.0) for r in responses.values()), default=0.0)
     defined = [r for i, r in responses.items() if messages[i].get("kind") == "define"]
     if not defined or not defined[0].get("success"):
         err = (defined[0].get("error", "") if defined else "no response")[-300:]
         print(f"error: {e}: {name} did not define the module: {err}", file=sys.stderr)
-        return [(name, e, "define", "", False, err, [], 0.0)], False, 0.0
+        return [(name, e, "define", "", False, err, [], 0.0)], False, longest
     rows, all_valid = [], True
-    longest = max(r.get("elapsed_seconds", 0.0) for r in responses.values())
     for i, m in sorted(messages.items()):
         if m.get("kind") != "evaluate":
             continue
