@@ -10,7 +10,12 @@
 #   EVAL       evals to run (default: all twelve); ARGs are passed to the
 #              eval's script, e.g. `llsq:-n,16,32` for smaller workloads
 # Environment: MIN_RUNS (default 10), MIN_SECONDS (default 2) for the evals,
-#   WORK (default target/gradbench) for the virtual environment and logs.
+#   WORK (default target/gradbench) for the virtual environment and logs,
+#   TIMEOUT (default 600, GradBench's) seconds a tool may take per message,
+#   MEMORY_LIMIT (GiB, default none) of address space for our tool, which
+#   then stops with "out of memory" instead of filling a shared machine,
+#   PEERS="NAME=COMMAND ..." other tools to run on every eval right after
+#   ours (commands without spaces; gradbench/peers.sh sets it).
 #
 # Needs python3 >= 3.11 with venv, make and a C++ compiler (GradBench's
 # `manual` tool, which the evals validate against, is built in the
@@ -22,7 +27,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-  sed -n '2,22p' "$0"
+  sed -n '2,26p' "$0"
   exit 2
 fi
 GB="$(cd "$1" && pwd)"
@@ -33,24 +38,7 @@ WORK="${WORK:-$ROOT/target/gradbench}"
 mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 
-# A git directory: export the files whose contents it has (stored
-# snapshots lack a few large data files; `git archive` of all would fail,
-# and of the rest still names them on standard error).
-if [ ! -d "$GB/python" ] && git -C "$GB" rev-parse --git-dir >/dev/null 2>&1; then
-  SRC="$WORK/src"
-  echo "[run-evals] exporting $(git -C "$GB" rev-parse HEAD) of $GB to $SRC" >&2
-  rm -rf "$SRC"
-  mkdir -p "$SRC"
-  git -C "$GB" ls-tree -r HEAD | while read -r _ type obj path; do
-    if [ "$type" = blob ] && git -C "$GB" cat-file -e "$obj" 2>/dev/null; then
-      printf '%s\0' "$path"
-    else
-      echo "[run-evals] the snapshot lacks $path" >&2
-    fi
-  done | xargs -0 git -C "$GB" archive HEAD -- 2> >(grep -v '^error: invalid object' >&2) |
-    tar -x -i -C "$SRC"
-  GB="$SRC"
-fi
+GB="$("$ROOT/gradbench/export.sh" "$GB" "$WORK")"
 
 for e in $EVALS; do
   e="${e%%:*}"
@@ -71,7 +59,7 @@ if ! "$VENV/bin/python" -c 'import numpy, scipy, pydantic, dataclasses_json' 2>/
     echo "error: cannot make a virtual environment: install python3's venv module (Debian: apt-get install python3-venv)" >&2
     exit 1
   }
-  "$VENV/bin/pip" install -q 'numpy<3' 'scipy<2' 'pydantic>=2,<3' 'dataclasses-json<1' || {
+  "$VENV/bin/pip" install -q -r "$ROOT/gradbench/requirements.txt" || {
     echo "error: cannot install numpy, scipy, pydantic and dataclasses-json into $VENV with pip; install them there by hand: $VENV/bin/pip install numpy scipy pydantic dataclasses-json" >&2
     exit 1
   }
@@ -84,4 +72,5 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 exec "$VENV/bin/python" "$ROOT/gradbench/run_evals.py" \
   --gradbench "$GB" --tool "$TARGET/release/stalingrad gradbench" \
   --baselines "$TARGET/release" --work "$WORK" \
-  --min-runs "${MIN_RUNS:-10}" --min-seconds "${MIN_SECONDS:-2}" $EVALS
+  --min-runs "${MIN_RUNS:-10}" --min-seconds "${MIN_SECONDS:-2}" \
+  --timeout "${TIMEOUT:-600}" --memory-limit "${MEMORY_LIMIT:-0}" $(for p in ${PEERS:-}; do echo --peer "$p"; done) $EVALS

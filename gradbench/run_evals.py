@@ -23,10 +23,14 @@ present (`--max` the last one).
 import argparse
 import json
 import os
+import queue
+import resource
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,12 +62,35 @@ BASELINES = {
 }
 
 
-def relay(eval_cmd, tool_cmd, cwd, env, log_path):
-    """Runs one session; returns {id: message}, {id: response}, {of: analysis}."""
+def forward(stream, lines):
+    for line in stream:
+        lines.put(line)
+    lines.put("")
+
+
+def relay(eval_cmd, tool_cmd, cwd, env, log_path, timeout, memory_limit=None):
+    """Runs one session; returns {id: message}, {id: response}, {of: analysis}.
+
+    A message the tool has not answered after `timeout` seconds ends the
+    session, as in GradBench's intermediary: the tool (and what it started)
+    is killed and the message gets an unsuccessful response saying so.
+    `memory_limit` (bytes) bounds the address space of the tool and what it
+    starts, so that on a shared machine it fails with "out of memory"
+    instead of taking the machine's memory.
+    """
+    def limit():
+        if memory_limit:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
     ev = subprocess.Popen(eval_cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
-    tool = subprocess.Popen(tool_cmd, cwd=cwd, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    tool = subprocess.Popen(tool_cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=limit)
+    # The tool's lines come through a queue, so that waiting for one can
+    # end at the timeout; "" when the tool has closed its output.
+    answers = queue.Queue()
+    threading.Thread(target=forward, args=(tool.stdout, answers), daemon=True).start()
     messages, responses, analyses = {}, {}, {}
     with open(log_path, "w") as log:
         while True:
@@ -77,13 +104,31 @@ def relay(eval_cmd, tool_cmd, cwd, env, log_path):
                 analyses[msg["of"]] = msg
             if msg.get("kind") == "end":
                 break
-            tool.stdin.write(line if line.endswith("\n") else line + "\n")
-            tool.stdin.flush()
-            answer = tool.stdout.readline()
+            start = time.perf_counter()
+            try:
+                tool.stdin.write(line if line.endswith("\n") else line + "\n")
+                tool.stdin.flush()
+                answer = answers.get(timeout=timeout)
+            except BrokenPipeError:
+                answer = ""
+            except queue.Empty:
+                os.killpg(tool.pid, signal.SIGKILL)
+                resp = {"id": msg["id"], "success": False,
+                        "error": f"no response within {timeout} s",
+                        "elapsed_seconds": time.perf_counter() - start}
+                log.write(json.dumps({"response": resp}) + "\n")
+                responses[msg["id"]] = resp
+                print(f"error: the tool did not answer message {msg['id']} within "
+                      f"{timeout} s", file=sys.stderr)
+                break
+            elapsed = time.perf_counter() - start
             if not answer:
                 print(f"error: the tool stopped (exit {tool.wait()})", file=sys.stderr)
                 break
             resp = json.loads(answer)
+            # The wall time of the whole message, which GradBench's
+            # intermediary limits (600 s by default).
+            resp["elapsed_seconds"] = elapsed
             log.write(json.dumps({"response": resp}) + "\n")
             responses[resp["id"]] = resp
             ev.stdin.write(answer)
@@ -93,8 +138,15 @@ def relay(eval_cmd, tool_cmd, cwd, env, log_path):
             p.stdin.close()
         except BrokenPipeError:
             pass
-    ev.wait()
-    tool.wait()
+    for p in (ev, tool):
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            if p is tool:
+                os.killpg(p.pid, signal.SIGKILL)
+            else:
+                p.kill()
+            p.wait()
     return messages, responses, analyses
 
 
@@ -141,20 +193,60 @@ def ms(x):
     return "" if x is None else (f"{x:.3g}" if x < 10 else f"{x:.1f}")
 
 
+def run_eval(tool, e, cmd, a, env):
+    """One tool on one eval: rows (tool, eval, function, workload, valid,
+    error, times ms, elapsed s), whether every output was valid, and the
+    longest time the tool took to answer a message (define included)."""
+    name, tool_cmd = tool
+    log = os.path.join(a.work, "logs", f"{e}.jsonl" if name == "stalingrad"
+                       else f"{name}-{e}.jsonl")
+    print(f"[run-evals] eval {e}, tool {name}", file=sys.stderr)
+    # The limit is ours to keep; the peers run as GradBench runs them.
+    limit = int(a.memory_limit * 2**30) if a.memory_limit and name == "stalingrad" else None
+    messages, responses, analyses = relay(cmd, shlex.split(tool_cmd), a.gradbench,
+                                          env, log, a.timeout, limit)
+    longest = max((r.get("elapsed_seconds", 0.0) for r in responses.values()), default=0.0)
+    defined = [r for i, r in responses.items() if messages[i].get("kind") == "define"]
+    if not defined or not defined[0].get("success"):
+        err = (defined[0].get("error", "") if defined else "no response")[-300:]
+        print(f"error: {e}: {name} did not define the module: {err}", file=sys.stderr)
+        return [(name, e, "define", "", False, err, [], 0.0)], False, longest
+    rows, all_valid = [], True
+    for i, m in sorted(messages.items()):
+        if m.get("kind") != "evaluate":
+            continue
+        r = responses.get(i, {})
+        an = analyses.get(i, {})
+        valid = bool(r.get("success")) and an.get("valid", False)
+        all_valid &= valid
+        times = [t["nanoseconds"] / 1e6 for t in r.get("timings", [])
+                 if t.get("name") == "evaluate"]
+        err = an.get("error") or r.get("error")
+        rows.append((name, e, m["function"], m.get("description", ""), valid, err,
+                     times, r.get("elapsed_seconds", 0.0)))
+    return rows, all_valid, longest
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gradbench", required=True)
     ap.add_argument("--tool", required=True)
+    ap.add_argument("--peer", action="append", default=[],
+                    help="NAME=COMMAND of another tool to run on every eval")
     ap.add_argument("--baselines", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--min-runs", default="10")
     ap.add_argument("--min-seconds", default="2")
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--memory-limit", type=float, default=0.0,
+                    help="GiB of address space for our tool (0: no limit)")
     ap.add_argument("evals", nargs="+", help="EVAL or EVAL:ARG,ARG...")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     specs = [(s.split(":", 1)[0], s.split(":", 1)[1].split(",") if ":" in s else [])
              for s in a.evals]
     a.evals = [e for e, _ in specs]
+    tools = [("stalingrad", a.tool)] + [tuple(p.split("=", 1)) for p in a.peer]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(a.gradbench, "python", "gradbench")
     os.makedirs(os.path.join(a.work, "logs"), exist_ok=True)
@@ -174,7 +266,7 @@ def main():
         note = lstm_stand_in(a.gradbench, root)
         if note:
             notes.append(note)
-    rows, all_valid = [], True
+    rows, all_valid, longest = [], True, {}
     for e, extra in specs:
         script = os.path.join(a.gradbench, "python", "gradbench", "gradbench",
                               "evals", e, "run.py")
@@ -184,76 +276,85 @@ def main():
         if e == "ht" and "--max" not in extra:
             top = ht_max(a.gradbench)
             if top < 12:
-                notes.append(f"ht: the inputs hand{top + 1} to hand12 are missing; "
+                missing = "hand12 is" if top == 11 else f"hand{top + 1} to hand12 are"
+                notes.append(f"ht: the inputs {missing} missing; "
                              f"ran sizes 1 to {top} (--max {top})")
                 cmd += ["--max", str(top)]
         cmd += extra
-        print(f"[run-evals] eval {e}", file=sys.stderr)
-        log = os.path.join(a.work, "logs", f"{e}.jsonl")
-        messages, responses, analyses = relay(cmd, shlex.split(a.tool),
-                                              a.gradbench, env, log)
-        defined = [r for i, r in responses.items()
-                   if messages[i].get("kind") == "define"]
-        if not defined or not defined[0].get("success"):
-            print(f"error: {e}: the tool did not define the module", file=sys.stderr)
-            all_valid = False
-            continue
-        for i, m in sorted(messages.items()):
-            if m.get("kind") != "evaluate":
-                continue
-            r = responses.get(i, {})
-            an = analyses.get(i, {})
-            valid = bool(r.get("success")) and an.get("valid", False)
-            all_valid &= valid
-            times = [t["nanoseconds"] / 1e6 for t in r.get("timings", [])
-                     if t.get("name") == "evaluate"]
-            rows.append((e, m["function"], m.get("description", ""), valid,
-                         an.get("error"), times))
+        # Each eval runs with every tool before the next eval, so that the
+        # tools' times of one eval are as close in time as they can be.
+        for tool in tools:
+            got, valid, longest[(tool[0], e)] = run_eval(tool, e, cmd, a, env)
+            rows += got
+            if tool[0] == "stalingrad":
+                all_valid &= valid
     print(f"[run-evals] baselines", file=sys.stderr)
     base = {}
     for key, name in BASELINES.items():
         path = os.path.join(a.baselines, name)
         if os.path.exists(path) and key[0] in a.evals:
             base[key] = time_baseline(path) * 1e3
+    text = summary(a, tools, notes, rows, base, longest)
+    print(text)
+    with open(os.path.join(a.work, "summary.md"), "w") as f:
+        f.write(text)
+    sys.exit(0 if all_valid else 1)
+
+
+def summary(a, tools, notes, rows, base, longest):
+    """The Markdown tables: per function and workload, then per eval."""
     host = "?"
     try:
         with open("/proc/cpuinfo") as f:
             host = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    out = []
-    out.append(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-               f"machine: {os.cpu_count()} cores, {host}; min_runs={a.min_runs} "
-               f"min_seconds={a.min_seconds}")
-    for note in notes:
-        out.append(f"- {note}")
+    peers = [t for t, _ in tools[1:]]
+    out = [f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+           f"machine: {os.cpu_count()} cores, {host}; min_runs={a.min_runs} "
+           f"min_seconds={a.min_seconds}; timeout={a.timeout:g} s"
+           + (f"; memory limit {a.memory_limit:g} GiB" if a.memory_limit else "")]
+    out += [f"- {note}" for note in notes]
     out.append("")
+    by = {(t, e, f, w): (v, err, times, el) for t, e, f, w, v, err, times, el in rows}
+    cells = [f"{p} median ms" for p in peers] or ["Enzyme ms (published)",
+                                                   "Futhark ms (published)"]
     out.append("| eval | function | workload | valid | runs | stalingrad median ms "
-               "| stalingrad best ms | hand-written baseline ms | Enzyme ms (published) "
-               "| Futhark ms (published) |")
-    out.append("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    score = {}
-    for e, f, workload, valid, err, times in rows:
+               "| stalingrad best ms | hand-written baseline ms | " + " | ".join(cells) + " |")
+    out.append("| --- | --- | --- | --- | ---: | ---: | ---: | ---: |" + " ---: |" * len(cells))
+    for t, e, f, w, valid, err, times, _ in rows:
+        if t != "stalingrad":
+            continue
         med = statistics.median(times) if times else None
-        best = min(times) if times else None
-        # GradBench's score: the sum over workloads of every function's time.
-        score[e] = score.get(e, 0.0) + (med or 0.0)
-        error = str(err).replace("\n", " ").replace("|", "/")
-        out.append(f"| {e} | {f} | {workload} | {'yes' if valid else 'NO: ' + error} "
-                   f"| {len(times)} "
-                   f"| {ms(med)} | {ms(best)} | {ms(base.get((e, f)))} "
-                   f"| {ms(PUBLISHED['enzyme'].get((e, f)))} "
-                   f"| {ms(PUBLISHED['futhark'].get((e, f)))} |")
+        error = str(err).replace("\n", " ").replace("|", "/")[:300]
+        if peers:
+            other = []
+            for p in peers:
+                pv = by.get((p, e, f, w))
+                other.append("not run" if pv is None else
+                             ms(statistics.median(pv[2])) if pv[0] and pv[2] else "invalid")
+        else:
+            other = [ms(PUBLISHED[p].get((e, f))) for p in ("enzyme", "futhark")]
+        out.append(f"| {e} | {f} | {w} | {'yes' if valid else 'NO: ' + error} "
+                   f"| {len(times)} | {ms(med)} | {ms(min(times) if times else None)} "
+                   f"| {ms(base.get((e, f)))} | " + " | ".join(other) + " |")
     out.append("")
-    out.append("| eval | stalingrad score ms (sum of medians) |")
-    out.append("| --- | ---: |")
-    for e, total in score.items():
-        out.append(f"| {e} | {ms(total)} |")
-    text = "\n".join(out) + "\n"
-    print(text)
-    with open(os.path.join(a.work, "summary.md"), "w") as f:
-        f.write(text)
-    sys.exit(0 if all_valid else 1)
+    # GradBench's score: the sum over workloads of every function's median
+    # time; a tool with an invalid or missing output has none.
+    out.append("| eval | " + " | ".join(f"{t} score ms" for t, _ in tools)
+               + " | " + " | ".join(f"{t} longest message s" for t, _ in tools) + " |")
+    out.append("| --- |" + " ---: |" * (2 * len(tools)))
+    for e in dict.fromkeys(r[1] for r in rows):
+        scores, slowest = [], []
+        for t, _ in tools:
+            mine = [r for r in rows if r[0] == t and r[1] == e]
+            ok = mine and all(r[4] and r[6] for r in mine)
+            n_ours = len([r for r in rows if r[0] == "stalingrad" and r[1] == e])
+            ok = ok and len(mine) == n_ours
+            scores.append(ms(sum(statistics.median(r[6]) for r in mine)) if ok else "incomplete")
+            slowest.append(f"{longest.get((t, e), 0.0):.1f}")
+        out.append(f"| {e} | " + " | ".join(scores) + " | " + " | ".join(slowest) + " |")
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":
