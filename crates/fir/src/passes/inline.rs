@@ -109,20 +109,34 @@ fn rounds(m: &mut Module, budget: usize) {
             .sum();
         let mut left = budget.saturating_sub(total);
         let admitted = admit(&sizes, &sites, &recursive, left);
-        // The callees as they were at the start of the round: only those
-        // the round may inline (a deep copy of the whole module per round
-        // was most of the build time of large programs).
-        let snapshot: Vec<Option<Func>> = m
-            .funcs
-            .iter()
-            .enumerate()
-            .map(|(g, f)| (sites[g] == 1 || admitted[g]).then(|| f.clone()))
+        // The callees as they were at the start of the round, for those
+        // the round may inline: a function not processed yet still is as
+        // it was, and one processed was copied first if a function after
+        // it may inline it (a copy of every candidate per round was most
+        // of the inlining time of large programs, and its peak of heap).
+        let candidate: Vec<bool> = (0..m.funcs.len())
+            .map(|g| sites[g] == 1 || admitted[g])
             .collect();
+        let mut last_caller = vec![0usize; m.funcs.len()];
+        for (i, f) in m.funcs.iter().enumerate() {
+            f.body.for_each_call(&mut |g, _, _| {
+                last_caller[g.index()] = last_caller[g.index()].max(i);
+            });
+        }
+        let mut saved: Vec<Option<Func>> = vec![None; m.funcs.len()];
         let mut changed = false;
-        for (i, f) in m.funcs.iter_mut().enumerate() {
+        for i in 0..m.funcs.len() {
+            if candidate[i] && last_caller[i] > i {
+                saved[i] = Some(m.funcs[i].clone());
+            }
+            let mut f = std::mem::replace(&mut m.funcs[i], placeholder());
             let mut cx = Inliner {
                 me: FuncId::new(i),
-                funcs: Callees::Snapshot(&snapshot),
+                funcs: Callees::Round {
+                    candidate: &candidate,
+                    saved: &saved,
+                    funcs: &m.funcs,
+                },
                 policy: Policy::Rounds {
                     sizes: &sizes,
                     sites: &sites,
@@ -134,24 +148,17 @@ fn rounds(m: &mut Module, budget: usize) {
                 subst: HashMap::default(),
                 changed: false,
             };
-            let mut body = std::mem::replace(
-                &mut f.body,
-                Block {
-                    insts: vec![],
-                    term: Term::Return(vec![]),
-                },
-            );
-            cx.block(&mut body);
+            cx.block(&mut f.body);
             if !cx.subst.is_empty() {
-                substitute_block(&mut body, &cx.subst);
+                substitute_block(&mut f.body, &cx.subst);
             }
-            f.body = body;
             f.types = cx.types;
             left = cx.budget;
             if cx.changed {
-                super::compact::compact(f);
+                super::compact::compact(&mut f);
             }
             changed |= cx.changed;
+            m.funcs[i] = f;
         }
         if !changed {
             break;
@@ -403,18 +410,51 @@ enum Policy<'a> {
 /// Where an [`Inliner`] reads callees from.
 #[derive(Clone, Copy)]
 enum Callees<'a> {
-    /// The module as it was at the start of a round: the callees the
-    /// round may inline, `None` for the others.
-    Snapshot(&'a [Option<Func>]),
+    /// The module as it was at the start of a round, for the callees the
+    /// round may inline (`candidate`; `None` for the others): a
+    /// function's copy in `saved` if it has one, else its entry in
+    /// `funcs`.
+    Round {
+        candidate: &'a [bool],
+        saved: &'a [Option<Func>],
+        funcs: &'a [Func],
+    },
     Module(&'a [Func]),
 }
 
 impl<'a> Callees<'a> {
     fn get(self, g: FuncId) -> Option<&'a Func> {
         match self {
-            Callees::Snapshot(fs) => fs.get(g.index()).and_then(Option::as_ref),
+            Callees::Round {
+                candidate,
+                saved,
+                funcs,
+            } => {
+                if !candidate.get(g.index()).copied().unwrap_or(false) {
+                    return None;
+                }
+                saved
+                    .get(g.index())
+                    .and_then(Option::as_ref)
+                    .or_else(|| funcs.get(g.index()))
+            }
             Callees::Module(fs) => fs.get(g.index()),
         }
+    }
+}
+
+/// What stands in for a function taken out of the module while it is
+/// rewritten (never read: a function does not inline itself).
+fn placeholder() -> Func {
+    Func {
+        name: String::new(),
+        params: vec![],
+        returns: vec![],
+        types: vec![],
+        body: Block {
+            insts: vec![],
+            term: Term::Return(vec![]),
+        },
     }
 }
 
