@@ -199,26 +199,13 @@ impl Lowerer<'_> {
                 Some(m) => self.ops.dom.intern(Av::Leaf(Sym(*m), k)),
                 None => v,
             },
-            Av::Pair(a, b) => {
-                let (x, y) = (
-                    self.substitute(a, subst, memo),
-                    self.substitute(b, subst, memo),
-                );
-                if (x, y) == (a, b) {
-                    v
-                } else {
-                    self.ops.dom.pair(x, y)
-                }
-            }
-            Av::Bundle(a, b) => {
-                let (x, y) = (
-                    self.substitute(a, subst, memo),
-                    self.substitute(b, subst, memo),
-                );
-                if (x, y) == (a, b) {
-                    v
-                } else {
-                    self.ops.dom.bundle(x, y)
+            node @ (Av::Pair(a, b) | Av::Bundle(a, b)) => {
+                let x = self.substitute(a, subst, memo);
+                let y = self.substitute(b, subst, memo);
+                match node {
+                    _ if (x, y) == (a, b) => v,
+                    Av::Pair(..) => self.ops.dom.pair(x, y),
+                    _ => self.ops.dom.bundle(x, y),
                 }
             }
             Av::Wrap(t, x) => {
