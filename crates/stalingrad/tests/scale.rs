@@ -188,8 +188,9 @@ fn generated_long_programs_build_and_run_as_run_does() {
 
 /// The nested-AD programs of `tests/scale/` (a hyperparameter gradient
 /// through an inner descent, k-means with a Newton step, MAML, a
-/// determinant's gradient, mutual recursion, combinators, streams):
-/// built, and their binaries' output compared with `stalingrad run`'s.
+/// determinant's gradient, mutual recursion, combinators, streams, and a
+/// generated program of the property tests that once took 12 s): built,
+/// and their binaries' output compared with `stalingrad run`'s.
 #[test]
 fn nested_ad_programs_build_and_run_as_run_does() {
     let mut failures = Failures::default();
