@@ -176,34 +176,60 @@ impl Lowerer<'_> {
             let v = fb.emit1(Op::Call(f, args), Ty::Ptr);
             subst.insert(p.result, v.number());
         }
-        r.map(|av| self.substitute(av, &subst))
+        r.map(|av| self.substitute(av, &subst, &mut HashMap::new()))
     }
 
-    /// `v` with its symbolic scalars renumbered.
-    fn substitute(&mut self, v: AvId, subst: &HashMap<u32, u32>) -> AvId {
-        let dom = &mut self.ops.dom;
-        match dom.get(v).clone() {
+    /// `v` with its symbolic scalars renumbered. `v` is a DAG (closures
+    /// share environments): each node is rebuilt once (`memo`), and only
+    /// where a leaf below it changed.
+    fn substitute(
+        &mut self,
+        v: AvId,
+        subst: &HashMap<u32, u32>,
+        memo: &mut HashMap<AvId, AvId>,
+    ) -> AvId {
+        if self.ops.dom.is_known(v) {
+            return v;
+        }
+        if let Some(r) = memo.get(&v) {
+            return *r;
+        }
+        let r = match self.ops.dom.get(v).clone() {
             Av::Leaf(Sym(n), k) => match subst.get(&n) {
-                Some(m) => dom.intern(Av::Leaf(Sym(*m), k)),
+                Some(m) => self.ops.dom.intern(Av::Leaf(Sym(*m), k)),
                 None => v,
             },
-            Av::Pair(a, b) => {
-                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
-                self.ops.dom.pair(a, b)
-            }
-            Av::Bundle(a, b) => {
-                let (a, b) = (self.substitute(a, subst), self.substitute(b, subst));
-                self.ops.dom.bundle(a, b)
+            node @ (Av::Pair(a, b) | Av::Bundle(a, b)) => {
+                let x = self.substitute(a, subst, memo);
+                let y = self.substitute(b, subst, memo);
+                match node {
+                    _ if (x, y) == (a, b) => v,
+                    Av::Pair(..) => self.ops.dom.pair(x, y),
+                    _ => self.ops.dom.bundle(x, y),
+                }
             }
             Av::Wrap(t, x) => {
-                let x = self.substitute(x, subst);
-                self.ops.dom.wrap(t, x)
+                let y = self.substitute(x, subst, memo);
+                if y == x {
+                    v
+                } else {
+                    self.ops.dom.wrap(t, y)
+                }
             }
             Av::Closure(l, env) => {
-                let env = env.iter().map(|x| self.substitute(*x, subst)).collect();
-                self.ops.dom.closure(l, env)
+                let new: Vec<AvId> = env
+                    .iter()
+                    .map(|x| self.substitute(*x, subst, memo))
+                    .collect();
+                if new[..] == env[..] {
+                    v
+                } else {
+                    self.ops.dom.closure(l, new)
+                }
             }
             _ => v,
-        }
+        };
+        memo.insert(v, r);
+        r
     }
 }

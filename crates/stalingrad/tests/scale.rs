@@ -5,6 +5,9 @@
 //! built, and its binary's output compared with `stalingrad run`'s; a
 //! build must end well within the time limit (under 5 s on an idle
 //! machine, where the analysis once refused them as too deep).
+//! `tests/scale/*.vlad` are short programs that nest AD in the styles
+//! that once took seconds to build; they are checked the same way here,
+//! and `benches/build-times.sh` reports their build times.
 
 mod common;
 
@@ -181,4 +184,29 @@ fn generated_long_programs_build_and_run_as_run_does() {
         checked += 2;
     }
     failures.finish("generated long programs", checked);
+}
+
+/// The nested-AD programs of `tests/scale/` (a hyperparameter gradient
+/// through an inner descent, k-means with a Newton step, MAML, a
+/// determinant's gradient, mutual recursion, combinators, streams, and a
+/// generated program of the property tests that once took 12 s): built,
+/// and their binaries' output compared with `stalingrad run`'s.
+#[test]
+fn nested_ad_programs_build_and_run_as_run_does() {
+    let mut failures = Failures::default();
+    let mut checked = 0;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo_root().join("tests/scale"))
+        .expect("tests/scale")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "vlad"))
+        .collect();
+    paths.sort();
+    for path in &paths {
+        let name = path.file_stem().expect("a file name").to_string_lossy();
+        let text = std::fs::read_to_string(path).expect("read the program");
+        check(&mut failures, &name, &text);
+        checked += 1;
+    }
+    assert!(checked >= 7, "the programs of tests/scale are there");
+    failures.finish("nested-AD programs", checked);
 }
