@@ -287,7 +287,7 @@ Measured on the same kind of machine (2 cores, AMD EPYC), time per repetition, b
     );
     let _ = writeln!(
         s,
-        "\n## GradBench\n\nParticle and saddle through GradBench's own eval scripts (`stalingrad gradbench`), beside the figures published for Enzyme and Futhark and our hand-written baselines of the same run: [gradbench.md](gradbench.md), made by `gradbench/run-evals.sh`."
+        "\n## GradBench\n\nAll twelve evals through GradBench's own eval scripts (`stalingrad gradbench`), beside Enzyme and Futhark built here and run in the same invocation, and GradBench's published nightly figures: [gradbench.md](gradbench.md), made by `gradbench/run-evals.sh` and `gradbench/peers.sh`."
     );
     let _ = writeln!(
         s,
