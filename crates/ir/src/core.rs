@@ -264,6 +264,19 @@ impl Program {
         }
     }
 
+    /// The transformations that made lambda `l` (outermost first) and the
+    /// lambda they were applied to: the world of `l`'s code, the
+    /// derivatives in effect where it runs. No tags for a lambda of the
+    /// source, a backpropagator or a custom derivative.
+    pub fn transforms(&self, mut l: LambdaId) -> (Vec<Tag>, LambdaId) {
+        let mut tags = Vec::new();
+        while let Origin::Transform { tag, of } = self.lambdas[l].origin {
+            tags.push(tag);
+            l = of;
+        }
+        (tags, l)
+    }
+
     /// The tags that took a primitive to lambda `l` (outermost first), if
     /// `l` is a chain of transformations of an AD prelude entry: such a
     /// closure is the transformed primitive itself (its zero is a nil
