@@ -399,16 +399,18 @@ impl<'io> Interp<'io> {
                 Value::Prim(p) => match self.prim(p, arg)? {
                     crate::prims::Outcome::Value(v) => return Ok(v),
                     crate::prims::Outcome::TailCall(g, a) => {
-                        tails.leave_prim();
+                        // A chosen thunk that is no procedure is the fault
+                        // of the primitive's call.
+                        if matches!(g, Value::Closure(_) | Value::Prim(_)) {
+                            tails.leave_prim();
+                        }
                         caller = None;
                         f = g;
                         arg = a;
                     }
                 },
                 other => {
-                    let world = caller
-                        .map(|l| self.prog.transforms(l).0)
-                        .unwrap_or_default();
+                    let world = caller.map(|l| self.prog.world(l)).unwrap_or_default();
                     return err(ir::message::not_a_procedure(&other.describe_found(&world)));
                 }
             }

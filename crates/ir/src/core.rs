@@ -277,6 +277,13 @@ impl Program {
         (tags, l)
     }
 
+    /// The world of lambda `l`'s code: the tags of the derivatives in
+    /// effect where it runs, outermost first ([`Program::transforms`]; for
+    /// a transformed primitive, [`Program::prim_chain`]).
+    pub fn world(&self, l: LambdaId) -> Vec<Tag> {
+        self.prim_chain(l).unwrap_or_else(|| self.transforms(l).0)
+    }
+
     /// The tags that took a primitive to lambda `l` (outermost first), if
     /// `l` is a chain of transformations of an AD prelude entry: such a
     /// closure is the transformed primitive itself (its zero is a nil

@@ -128,7 +128,7 @@ impl Lowerer<'_> {
                 Av::Closure(..) | Av::Bottom => Ok(()),
                 _ => {
                     let world = match self.code_of {
-                        Some(l) => self.ops.prog.transforms(l).0,
+                        Some(l) => self.ops.prog.world(l),
                         None => Vec::new(),
                     };
                     Err(ir::message::not_a_procedure(
