@@ -58,6 +58,10 @@ impl Tag {
     }
 }
 
+/// The names of the thunks `if` makes of its arms.
+pub const THEN: &str = "then";
+pub const ELSE: &str = "else";
+
 /// A stack of tags, outermost first.
 pub type Tags = Vec<Tag>;
 
@@ -275,6 +279,28 @@ impl Program {
             l = of;
         }
         (tags, l)
+    }
+
+    /// The procedure of the user's whose code lambda `l` is: `l`, or for
+    /// the thunk of an arm of `if`, the procedure holding that `if`.
+    pub fn procedure_of(&self, mut l: LambdaId) -> LambdaId {
+        loop {
+            let lam = &self.lambdas[l];
+            let arm = matches!(lam.origin, Origin::Source)
+                && matches!(lam.name.as_deref(), Some(THEN | ELSE));
+            if !arm {
+                return l;
+            }
+            let holder = self.lambdas.iter().find(|(_, m)| {
+                m.body
+                    .iter()
+                    .any(|b| matches!(b.rhs, Rhs::Closure { lambda, .. } if lambda == l))
+            });
+            match holder {
+                Some((k, _)) => l = k,
+                None => return l,
+            }
+        }
     }
 
     /// The world of lambda `l`'s code: the tags of the derivatives in

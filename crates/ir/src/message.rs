@@ -102,6 +102,7 @@ pub fn nonconforming_sensitivity(zero: &str, found: &str) -> String {
 /// shown without the tags of these derivatives (`printer::Found`).
 pub fn derivative_note(prog: &Program, l: LambdaId, map: &SourceMap) -> Option<String> {
     let (tags, root) = prog.transforms(l);
+    let root = prog.procedure_of(root);
     if tags.is_empty() {
         return None;
     }
