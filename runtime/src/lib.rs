@@ -352,11 +352,23 @@ pub extern "C" fn rt_err_site() {
     if !ptr.is_null() {
         // SAFETY: see above: `ptr` points to `len` bytes of the program.
         let site = unsafe { core::slice::from_raw_parts(ptr, len) };
-        let line = ERR_LINE.get();
-        line.push(site);
-        line.push(b": ");
+        err_site(site);
     }
 }
+
+/// Adds the position of `site` (`message::site_parts`) to the message
+/// and keeps its note for the end.
+fn err_site(site: &'static [u8]) {
+    let (at, note) = message::site_parts(site);
+    let line = ERR_LINE.get();
+    line.push(at);
+    line.push(b": ");
+    *ERR_NOTE.get() = note;
+}
+
+/// The note on the derivatives in effect at the call site of the message
+/// being assembled, which ends it.
+static ERR_NOTE: Global<&'static [u8]> = Global::new(&[]);
 
 /// `file:line:col: ` of a position given by compiled code (a callee
 /// inlined at a call site, whose errors name that site).
@@ -367,9 +379,7 @@ pub extern "C" fn rt_err_site() {
 pub unsafe extern "C" fn rt_err_at(ptr: *const u8, len: usize) {
     // SAFETY: the caller passes a string of the program's object file.
     let site = unsafe { core::slice::from_raw_parts(ptr, len) };
-    let line = ERR_LINE.get();
-    line.push(site);
-    line.push(b": ");
+    err_site(site);
 }
 
 /// Where the value being added to the error message began.
@@ -381,6 +391,7 @@ static ERR_VALUE_START: Global<usize> = Global::new(0);
 fn reset_error_state() {
     ERR_LINE.get().len = 0;
     *ERR_VALUE_START.get() = 0;
+    *ERR_NOTE.get() = &[];
     // SAFETY: one call at a time; no compiled code is running.
     unsafe {
         rt_site_ptr = core::ptr::null();
@@ -408,7 +419,7 @@ pub extern "C" fn rt_err_value_end() {
 #[no_mangle]
 pub extern "C" fn rt_err_end() -> ! {
     let line = ERR_LINE.get();
-    fail(&[line.as_bytes()])
+    fail(&[line.as_bytes(), ERR_NOTE.get()])
 }
 
 /// A message line assembled before one `write`, so that it is not torn.

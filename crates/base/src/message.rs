@@ -23,6 +23,17 @@ pub fn value_cut(text: &[u8]) -> Option<usize> {
     Some(cut)
 }
 
+/// A call site as compiled code holds it (the string of a `CallAt`):
+/// `file:line:col`, then, where derivatives are in effect, a newline and
+/// the note on them, which ends the message. Splits `site` into the
+/// position and that ending (empty when there is none).
+pub fn site_parts(site: &[u8]) -> (&[u8], &[u8]) {
+    match site.iter().position(|&b| b == b'\n') {
+        Some(i) => site.split_at(i),
+        None => (site, &[]),
+    }
+}
+
 /// `read-real`'s errors are its name quoted (the head, which lowering
 /// places in compiled code with the position) and then one of these, so
 /// that the native runtime, which holds only the head and the word read,
@@ -44,5 +55,14 @@ mod tests {
         t.extend_from_slice("é".as_bytes()); // bytes 116 and 117
         t.extend_from_slice(&[b'b'; 10]);
         assert_eq!(value_cut(&t), Some(116));
+    }
+
+    #[test]
+    fn a_site_is_its_position_and_the_end_of_the_message() {
+        assert_eq!(site_parts(b"a.vlad:1:2"), (&b"a.vlad:1:2"[..], &b""[..]));
+        assert_eq!(
+            site_parts(b"a.vlad:1:2\n  note: n"),
+            (&b"a.vlad:1:2"[..], &b"\n  note: n"[..])
+        );
     }
 }

@@ -196,17 +196,21 @@ impl Eval<'_> {
             Term::ErrorWith(parts) => {
                 let mut msg = String::new();
                 let mut start = 0;
+                // The note of the call site, which ends the message.
+                let mut note = String::new();
+                let site = |msg: &mut String, note: &mut String, s: &str| {
+                    let (at, _) = base::message::site_parts(s.as_bytes());
+                    msg.push_str(&s[..at.len()]);
+                    msg.push_str(": ");
+                    *note = s[at.len()..].to_string();
+                };
                 for p in parts {
                     match p {
                         crate::ErrPart::ValueStart => start = msg.len(),
-                        crate::ErrPart::At(s) => {
-                            msg.push_str(self.string(*s)?);
-                            msg.push_str(": ");
-                        }
+                        crate::ErrPart::At(s) => site(&mut msg, &mut note, self.string(*s)?),
                         crate::ErrPart::Site => {
                             if let Some(s) = self.sites.last() {
-                                msg.push_str(self.string(*s)?);
-                                msg.push_str(": ");
+                                site(&mut msg, &mut note, self.string(*s)?);
                             }
                         }
                         crate::ErrPart::ValueEnd => {
@@ -234,6 +238,7 @@ impl Eval<'_> {
                         },
                     }
                 }
+                msg.push_str(&note);
                 return Err(msg);
             }
         })

@@ -704,24 +704,38 @@ impl<M: Mode> Ops<M> {
         }
     }
 
-    pub fn pattern_message(&self, pat: Option<ir::PatId>, found: AvId) -> String {
+    /// The error of `found`, which an operation of the world `world` (its
+    /// tag stack) took apart, not matching `pat`.
+    pub fn pattern_message(
+        &self,
+        world: &[ir::Tag],
+        pat: Option<ir::PatId>,
+        found: AvId,
+    ) -> String {
+        let found = self.describe_found(world, found);
         match pat {
             Some(p) => {
                 let info = &self.prog.patterns[p];
                 ir::message::pattern_mismatch(
                     info.owner.as_deref().unwrap_or("lambda"),
                     &info.text,
-                    &self.describe(found),
+                    &found,
                 )
             }
-            None => ir::message::not_a_pair(&self.describe(found)),
+            None => ir::message::not_a_pair(&found),
         }
     }
 
     /// An abstract value as the interpreter would print the value in an
     /// error message (unknown reals and booleans as `R` and `B`).
     pub fn describe(&self, v: AvId) -> String {
-        let (s, leaves) = crate::text::value_text(&self.dom, v);
+        self.describe_found(&[], v)
+    }
+
+    /// [`Self::describe`] of a value an operation of the world `world`
+    /// found (`ir::printer::Found`).
+    pub fn describe_found(&self, world: &[ir::Tag], v: AvId) -> String {
+        let (s, leaves) = crate::text::value_text(&self.dom, world, v);
         // A value with parts known only at run time is shortened at run
         // time: lowering turns the marks into `ErrPart::ValueStart/End`.
         if leaves {

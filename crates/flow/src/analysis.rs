@@ -700,7 +700,7 @@ impl Analyzer {
                 let r = self
                     .ops
                     .car_t(tags, p, is_car)
-                    .map_err(|_| self.ops.pattern_message(*pat, p));
+                    .map_err(|_| self.ops.pattern_message(tags, *pat, p));
                 plain(r, &self.ops.dom)
             }
             Rhs::Check {
@@ -721,7 +721,7 @@ impl Analyzer {
                     },
                     Ok(Some(false)) | Err(_) => BindInfo {
                         av: self.ops.dom.bottom(),
-                        plan: Plan::Error(self.ops.pattern_message(*pat, x)),
+                        plan: Plan::Error(self.ops.pattern_message(tags, *pat, x)),
                     },
                 }
             }

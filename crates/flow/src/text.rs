@@ -154,6 +154,27 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
 /// interpreter shortens longer text anyway).
 const MAX_SHOWN: usize = 64;
 
+/// A value as a message shows it: a [`Shape`], except that a tagged or
+/// forward vector of leaves whose elements lowering has loaded
+/// (`Domain::show_items`) is a tagged or forward vector, as the
+/// interpreter's is, whose tags an error inside a derivative takes off
+/// (`printer::Found`).
+#[derive(Clone, Copy)]
+struct Said<'a, L>(Shape<'a, L>);
+
+impl<L: Leaf> printer::View for Said<'_, L> {
+    fn node(self) -> Node<Self> {
+        let Shape { dom, v } = self.0;
+        let at = |v| Said(Shape { dom, v });
+        let shown = |x: &AvId| dom.shown_items(*x).is_some();
+        match dom.get(v) {
+            Av::Wrap(t, x) if shown(x) => Node::Tagged(*t, at(*x)),
+            Av::Bundle(p, t) if shown(p) => Node::Bundle(at(*p), at(*t)),
+            _ => self.0.node().map(Said),
+        }
+    }
+}
+
 /// Writes the unknown parts of a value in a message; `leaves` is set
 /// when one of them is a leaf ([`Leaf::write_message`]).
 struct Message {
@@ -161,11 +182,11 @@ struct Message {
     leaves: bool,
 }
 
-impl<L: Leaf> printer::Sink<Shape<'_, L>> for Message {
+impl<L: Leaf> printer::Sink<Said<'_, L>> for Message {
     fn text(&mut self, s: &str) {
         self.text.push_str(s);
     }
-    fn opaque(&mut self, x: Shape<'_, L>) {
+    fn opaque(&mut self, Said(x): Said<'_, L>) {
         match x.dom.get(x.v) {
             Av::Real(None) => self.text.push('R'),
             Av::Bool(None) => self.text.push('B'),
@@ -179,14 +200,15 @@ impl<L: Leaf> printer::Sink<Shape<'_, L>> for Message {
     }
 }
 
-/// An abstract value printed the way the interpreter prints the value,
-/// and whether the text has leaves in it.
-pub fn value_text<L: Leaf>(dom: &Domain<L>, v: AvId) -> (String, bool) {
+/// An abstract value printed the way the interpreter prints the value
+/// found in the world `world` (`ir::printer::Found`), and whether the text
+/// has leaves in it.
+pub fn value_text<L: Leaf>(dom: &Domain<L>, world: &[ir::Tag], v: AvId) -> (String, bool) {
     let mut out = Message {
         text: String::new(),
         leaves: false,
     };
-    printer::write(Shape { dom, v }, &mut out);
+    printer::write_found(world, Said(Shape { dom, v }), &mut out);
     (out.text, out.leaves)
 }
 

@@ -498,7 +498,7 @@ impl Interp<'_> {
         pat: Option<PatId>,
     ) -> Result<Value> {
         self.car_inner(tags, &v, car)
-            .map_err(|_| self.pattern_error(pat, &v))
+            .map_err(|_| self.pattern_error(tags, pat, &v))
     }
 
     fn car_inner(&mut self, tags: &[Tag], v: &Value, car: bool) -> Result<Value> {
@@ -538,12 +538,12 @@ impl Interp<'_> {
                 Tag::Forward => self.primal(x),
                 _ => self.tag_unwrap(*t, x),
             }
-            .map_err(|_| self.pattern_error(pat, &v))?;
+            .map_err(|_| self.pattern_error(tags, pat, &v))?;
         }
         if equal_datum(&x, &self.prog.consts[k].datum) {
             Ok(v)
         } else {
-            Err(self.pattern_error(pat, &v))
+            Err(self.pattern_error(tags, pat, &v))
         }
     }
 }

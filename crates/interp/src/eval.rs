@@ -24,6 +24,11 @@ pub struct RunError {
     pub blame_caller: bool,
     /// Where the pattern that failed to match is, for a note.
     pub pattern_at: Option<Span>,
+    /// The lambda whose code holds `span`, for the note on the
+    /// derivatives in effect (`ir::message::derivative_note`).
+    pub lambda: Option<LambdaId>,
+    /// The lambda whose parameter pattern did not match.
+    pub pattern_of: Option<LambdaId>,
 }
 
 impl RunError {
@@ -33,6 +38,8 @@ impl RunError {
             span: None,
             blame_caller: false,
             pattern_at: None,
+            lambda: None,
+            pattern_of: None,
         }
     }
 }
@@ -288,10 +295,16 @@ impl<'io> Interp<'io> {
     }
 
     fn diagnostic(&self, map: &base::diag::SourceMap, e: RunError, at: Option<Span>) -> Diagnostic {
-        let e = blame(e, at);
+        let e = blame(e, at, None);
         let mut d = Diagnostic::new(e.span, e.message);
         if let Some(p) = e.pattern_at {
             d = d.with_note(format!("the pattern is at {}", map.locate(p)));
+        }
+        if let Some(note) = e
+            .lambda
+            .and_then(|l| ir::message::derivative_note(&self.prog, l, map))
+        {
+            d = d.with_note(note);
         }
         d
     }
@@ -336,7 +349,25 @@ impl<'io> Interp<'io> {
     }
 
     /// Applies a procedure to an argument.
-    pub fn apply(&mut self, mut f: Value, mut arg: Value) -> Result<Value> {
+    pub fn apply(&mut self, f: Value, arg: Value) -> Result<Value> {
+        self.apply_from(None, f, arg)
+    }
+
+    /// Applies a procedure to an argument, for the code of lambda `caller`
+    /// (`None`: the top level, a primitive or an AD operation).
+    fn apply_from(&mut self, caller: Option<LambdaId>, f: Value, arg: Value) -> Result<Value> {
+        let mut tails = TailSites::default();
+        self.apply_loop(caller, f, arg, &mut tails)
+            .map_err(|e| tails.blame(e))
+    }
+
+    fn apply_loop(
+        &mut self,
+        mut caller: Option<LambdaId>,
+        mut f: Value,
+        mut arg: Value,
+        tails: &mut TailSites,
+    ) -> Result<Value> {
         loop {
             match f {
                 Value::Closure(c) => {
@@ -347,14 +378,16 @@ impl<'io> Interp<'io> {
                     for (op, span) in &code.ops[..n] {
                         let v = self
                             .op(op, &slots, &c, &code)
-                            .map_err(|e| blame(e, *span))?;
+                            .map_err(|e| blame(e, *span, Some(c.lambda)))?;
                         slots.push(v);
                     }
                     if code.tail {
-                        match &code.ops[n].0 {
-                            Op::App(g, a) => {
+                        match &code.ops[n] {
+                            (Op::App(g, a), span) => {
                                 let g2 = load(*g, &slots, &c);
                                 arg = load(*a, &slots, &c);
+                                tails.enter(&self.prog, *span, c.lambda, &g2);
+                                caller = Some(c.lambda);
                                 f = g2;
                                 continue;
                             }
@@ -366,11 +399,20 @@ impl<'io> Interp<'io> {
                 Value::Prim(p) => match self.prim(p, arg)? {
                     crate::prims::Outcome::Value(v) => return Ok(v),
                     crate::prims::Outcome::TailCall(g, a) => {
+                        // A chosen thunk that is no procedure is the fault
+                        // of the primitive's call.
+                        if matches!(g, Value::Closure(_) | Value::Prim(_)) {
+                            tails.leave_prim();
+                        }
+                        caller = None;
                         f = g;
                         arg = a;
                     }
                 },
-                other => return err(ir::message::not_a_procedure(&other.describe())),
+                other => {
+                    let world = caller.map(|l| self.prog.world(l)).unwrap_or_default();
+                    return err(ir::message::not_a_procedure(&other.describe_found(&world)));
+                }
             }
         }
     }
@@ -404,7 +446,7 @@ impl<'io> Interp<'io> {
                 }
                 check_stack()?;
                 self.depth += 1;
-                let r = self.apply(ld(f), ld(a));
+                let r = self.apply_from(Some(c.lambda), ld(f), ld(a));
                 self.depth -= 1;
                 r
             }
@@ -513,39 +555,108 @@ impl<'io> Interp<'io> {
         }
     }
 
-    pub(crate) fn pattern_error(&self, pat: Option<PatId>, found: &Value) -> RunError {
+    /// The error of `found`, which an operation of the world `world` took
+    /// apart, not matching `pat`.
+    pub(crate) fn pattern_error(
+        &self,
+        world: &[Tag],
+        pat: Option<PatId>,
+        found: &Value,
+    ) -> RunError {
+        let found = found.describe_found(world);
         match pat {
             Some(p) => {
                 let info = &self.prog.patterns[p];
                 let owner = info.owner.as_deref().unwrap_or("lambda");
-                let mut e = RunError::new(ir::message::pattern_mismatch(
-                    owner,
-                    &info.text,
-                    &found.describe(),
-                ));
+                let mut e = RunError::new(ir::message::pattern_mismatch(owner, &info.text, &found));
                 e.blame_caller = owner != "let";
                 e.pattern_at = Some(info.span);
                 e
             }
-            None => RunError::new(ir::message::not_a_pair(&found.describe())),
+            None => RunError::new(ir::message::not_a_pair(&found)),
         }
     }
 }
 
-/// Attributes an error to the form at `span` unless it already points into
-/// user code: as an error travels out through the calls, the innermost
-/// position in the user's files wins, since library code (file 0) is not
-/// where the user can fix anything.
-fn blame(mut e: RunError, span: Option<Span>) -> RunError {
+/// Attributes an error to the form at `span`, in the code of `lambda`,
+/// unless it already points into user code: as an error travels out
+/// through the calls, the innermost position in the user's files wins,
+/// since library code (file 0) is not where the user can fix anything.
+fn blame(mut e: RunError, span: Option<Span>, lambda: Option<LambdaId>) -> RunError {
     if e.blame_caller {
         e.blame_caller = false;
+        e.pattern_of = lambda;
         return e;
     }
-    let in_user = |s: Option<Span>| s.is_some_and(|s| s.file.0 != 0);
     if !in_user(e.span) && (in_user(span) || e.span.is_none()) {
         e.span = span.or(e.span);
+        e.lambda = lambda;
     }
     e
+}
+
+fn in_user(s: Option<Span>) -> bool {
+    s.is_some_and(|s| s.file.0 != 0)
+}
+
+/// The last tail call an application made from the user's code into code
+/// that is not the user's: the call is at fault for an error there that
+/// has no position in the user's files, as if it were not a tail call
+/// (compiled code makes such a call one that sets the call site: `lower`,
+/// `sites.rs`), when the callee is a primitive as the user sees it (a
+/// primitive, a transformed one from the AD prelude, or not a procedure)
+/// or a procedure of the standard library whose parameter did not match.
+#[derive(Default)]
+struct TailSites {
+    user: Option<TailSite>,
+    /// `user` before the tail call of a primitive: `if-procedure` goes on
+    /// to its thunk, code of the user, which compiled code does not call.
+    before_prim: Option<TailSite>,
+}
+
+#[derive(Clone, Copy)]
+struct TailSite {
+    span: Span,
+    /// The lambda whose code holds the call.
+    lambda: LambdaId,
+    /// The library procedure called, `None` for a primitive.
+    callee: Option<LambdaId>,
+}
+
+impl TailSites {
+    /// Records the tail call at `span` in the code of `lambda` of `f`.
+    fn enter(&mut self, prog: &Program, span: Option<Span>, lambda: LambdaId, f: &Value) {
+        let callee = match f {
+            Value::Prim(_) => {
+                self.before_prim = self.user;
+                None
+            }
+            Value::Closure(c) if in_user(prog.lambdas[c.lambda].span) => return,
+            Value::Closure(c) if prog.prim_chain(c.lambda).is_none() => Some(c.lambda),
+            _ => None,
+        };
+        if let Some(span) = span.filter(|s| in_user(Some(*s))) {
+            self.user = Some(TailSite {
+                span,
+                lambda,
+                callee,
+            });
+        }
+    }
+
+    /// A primitive went on to call a procedure of the user's code.
+    fn leave_prim(&mut self) {
+        self.user = self.before_prim;
+    }
+
+    fn blame(&self, e: RunError) -> RunError {
+        match self.user {
+            Some(t) if t.callee.is_none() || t.callee == e.pattern_of => {
+                blame(e, Some(t.span), Some(t.lambda))
+            }
+            _ => e,
+        }
+    }
 }
 
 fn load(l: Loc, slots: &[Value], c: &Closure) -> Value {

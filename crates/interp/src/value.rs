@@ -90,6 +90,14 @@ impl Value {
         printer::shortened(self.to_text())
     }
 
+    /// The value as an error message shows it when an operation of the
+    /// world `world` found it ([`printer::Found`]), shortened.
+    pub fn describe_found(&self, world: &[Tag]) -> String {
+        let mut s = String::new();
+        printer::write_found(world, self, &mut s);
+        printer::shortened(s)
+    }
+
     /// The value as the datum it prints as, for comparing with `===>`.
     pub fn to_expect(&self) -> ExpectDatum {
         expect_of(&Shown::Plain(self))

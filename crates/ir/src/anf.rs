@@ -227,8 +227,8 @@ impl Lowerer<'_> {
             }
             Expr::If(c, a, b, span) => {
                 let vc = self.expr(c, out, None)?;
-                let ta = self.thunk(a, out, "then")?;
-                let tb = self.thunk(b, out, "else")?;
+                let ta = self.thunk(a, out, THEN)?;
+                let tb = self.thunk(b, out, ELSE)?;
                 let arms = self.fresh("p");
                 bind(
                     out,

@@ -58,6 +58,10 @@ impl Tag {
     }
 }
 
+/// The names of the thunks `if` makes of its arms.
+pub const THEN: &str = "then";
+pub const ELSE: &str = "else";
+
 /// A stack of tags, outermost first.
 pub type Tags = Vec<Tag>;
 
@@ -262,6 +266,48 @@ impl Program {
             Origin::Transform { tag, .. } | Origin::PrimTransform { tag, .. } => Some(tag),
             Origin::Source | Origin::Backprop { .. } | Origin::Custom { .. } => None,
         }
+    }
+
+    /// The transformations that made lambda `l` (outermost first) and the
+    /// lambda they were applied to: the world of `l`'s code, the
+    /// derivatives in effect where it runs. No tags for a lambda of the
+    /// source, a backpropagator or a custom derivative.
+    pub fn transforms(&self, mut l: LambdaId) -> (Vec<Tag>, LambdaId) {
+        let mut tags = Vec::new();
+        while let Origin::Transform { tag, of } = self.lambdas[l].origin {
+            tags.push(tag);
+            l = of;
+        }
+        (tags, l)
+    }
+
+    /// The procedure of the user's whose code lambda `l` is: `l`, or for
+    /// the thunk of an arm of `if`, the procedure holding that `if`.
+    pub fn procedure_of(&self, mut l: LambdaId) -> LambdaId {
+        loop {
+            let lam = &self.lambdas[l];
+            let arm = matches!(lam.origin, Origin::Source)
+                && matches!(lam.name.as_deref(), Some(THEN | ELSE));
+            if !arm {
+                return l;
+            }
+            let holder = self.lambdas.iter().find(|(_, m)| {
+                m.body
+                    .iter()
+                    .any(|b| matches!(b.rhs, Rhs::Closure { lambda, .. } if lambda == l))
+            });
+            match holder {
+                Some((k, _)) => l = k,
+                None => return l,
+            }
+        }
+    }
+
+    /// The world of lambda `l`'s code: the tags of the derivatives in
+    /// effect where it runs, outermost first ([`Program::transforms`]; for
+    /// a transformed primitive, [`Program::prim_chain`]).
+    pub fn world(&self, l: LambdaId) -> Vec<Tag> {
+        self.prim_chain(l).unwrap_or_else(|| self.transforms(l).0)
     }
 
     /// The tags that took a primitive to lambda `l` (outermost first), if

@@ -7,7 +7,8 @@
 //! [`base::message`]. A `found` argument is a value as messages show it:
 //! printed by [`crate::printer`] and shortened by `base::message`.
 
-use crate::{Prim, Tag};
+use crate::{LambdaId, Prim, Program, Tag};
+use base::diag::SourceMap;
 use base::message::{END_OF_INPUT, NOT_A_NUMERAL};
 
 /// What a primitive expects of its argument, when the argument does not
@@ -92,6 +93,34 @@ pub fn bundle_mismatch(primal: &str, tangent: &str) -> String {
 /// the user broke (docs/reference.md).
 pub fn nonconforming_sensitivity(zero: &str, found: &str) -> String {
     format!("`custom-*j` expects a sensitivity of the same shape as {zero}, found {found}")
+}
+
+/// The note on the derivatives in effect where an error is placed, in
+/// the code of lambda `l`: the transformations that made `l` (outermost
+/// first) and the procedure of the user's they were applied to. `None`
+/// when `l` is the user's code untransformed. Values in the message are
+/// shown without the tags of these derivatives (`printer::Found`).
+pub fn derivative_note(prog: &Program, l: LambdaId, map: &SourceMap) -> Option<String> {
+    let (tags, root) = prog.transforms(l);
+    let root = prog.procedure_of(root);
+    if tags.is_empty() {
+        return None;
+    }
+    let mut note = String::from("while taking ");
+    for t in &tags {
+        note.push_str(match t {
+            Tag::Forward => "the forward derivative of ",
+            Tag::Reverse => "the reverse derivative of ",
+            Tag::Perturb => "the perturbation of ",
+            Tag::Sensitize => "the sensitivity of ",
+        });
+    }
+    note.push_str("the procedure");
+    if let Some(s) = prog.lambdas[root].span {
+        note.push_str(" at ");
+        note.push_str(&map.locate(s));
+    }
+    Some(note)
 }
 
 /// The error of `read-real` at the end of its input.

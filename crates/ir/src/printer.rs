@@ -41,6 +41,23 @@ pub enum Node<V> {
     Opaque,
 }
 
+impl<V> Node<V> {
+    /// The node with its children seen through `at`.
+    pub fn map<W>(self, at: impl Fn(V) -> W) -> Node<W> {
+        match self {
+            Node::Real(x) => Node::Real(x),
+            Node::Bool(b) => Node::Bool(b),
+            Node::Nil => Node::Nil,
+            Node::Procedure => Node::Procedure,
+            Node::Pair(a, b) => Node::Pair(at(a), at(b)),
+            Node::Tagged(t, x) => Node::Tagged(t, at(x)),
+            Node::Bundle(p, t) => Node::Bundle(at(p), at(t)),
+            Node::Vector(items) => Node::Vector(items.into_iter().map(at).collect()),
+            Node::Opaque => Node::Opaque,
+        }
+    }
+}
+
 /// A value printing can look at, one node at a time.
 pub trait View: Copy {
     fn node(self) -> Node<Self>;
@@ -177,6 +194,67 @@ pub fn text<V: View>(v: V) -> String {
     let mut s = String::new();
     write(v, &mut s);
     s
+}
+
+/// A value an operation of the world `world` found: the tags of the
+/// derivatives in effect, outermost first (a pair operation's tag stack).
+/// An error message shows it as the program made it: without those tags,
+/// the primal of a forward value and the value under a perturbation,
+/// sensitivity or reverse tag, at every node. Tags the program put on
+/// itself (with `bundle`, `*j`, ...) lie under the world's and are kept.
+#[derive(Clone, Copy)]
+pub struct Found<'w, V> {
+    pub world: &'w [Tag],
+    pub v: V,
+}
+
+impl<'w, V: View> Found<'w, V> {
+    /// The same value with the world's outer tags taken off as far as
+    /// they are on it.
+    fn settle(self) -> Self {
+        let mut x = self;
+        while let Some((&outer, inner)) = x.world.split_first() {
+            x = match x.v.node() {
+                Node::Tagged(t, v) if t == outer => Found { world: inner, v },
+                Node::Bundle(v, _) if outer == Tag::Forward => Found { world: inner, v },
+                _ => break,
+            };
+        }
+        x
+    }
+}
+
+impl<V: View> View for Found<'_, V> {
+    fn node(self) -> Node<Self> {
+        let x = self.settle();
+        let world = x.world;
+        x.v.node().map(|v| Found { world, v })
+    }
+}
+
+/// Writes the opaque nodes of a [`Found`] value with the sink of the
+/// value itself.
+struct FoundSink<'s, S>(&'s mut S);
+
+impl<V: View, S: Sink<V>> Sink<Found<'_, V>> for FoundSink<'_, S> {
+    fn text(&mut self, s: &str) {
+        self.0.text(s);
+    }
+    fn opaque(&mut self, x: Found<'_, V>) {
+        self.0.opaque(x.settle().v);
+    }
+    fn opaque_rest(&mut self, x: Found<'_, V>) -> bool {
+        self.0.opaque_rest(x.settle().v)
+    }
+}
+
+/// Writes `v`, found in `world`, as an error message shows it ([`Found`]).
+pub fn write_found<V: View>(world: &[Tag], v: V, out: &mut impl Sink<V>) {
+    if world.is_empty() {
+        write(v, out);
+    } else {
+        write(Found { world, v }, &mut FoundSink(out));
+    }
 }
 
 /// A value's printed form shortened for an error message.
@@ -410,6 +488,18 @@ mod tests {
         assert_eq!(show(&odd), "(forward (1 . 2) (1 . 2))");
     }
 
+    /// The forward vector of primal `#(1 2)` and tangent `#(3 4)`.
+    const FORWARD_VECTOR: [T; 8] = [
+        T::Real(1.0),
+        T::Real(2.0),
+        T::Vector(&[0, 1]),
+        T::Real(3.0),
+        T::Real(4.0),
+        T::Vector(&[3, 4]),
+        T::Tagged(Tag::Perturb, 5),
+        T::Bundle(2, 6),
+    ];
+
     #[test]
     fn vectors_print_with_their_tags_on_the_elements() {
         use T::*;
@@ -418,16 +508,7 @@ mod tests {
         assert_eq!(show(&m), "#(#(1 2) #(1 2))");
         let r = [Real(1.0), Nil, Vector(&[0, 1]), Tagged(Tag::Reverse, 2)];
         assert_eq!(show(&r), "#((reverse 1) (reverse ()))");
-        let f = [
-            Real(1.0),
-            Real(2.0),
-            Vector(&[0, 1]),
-            Real(3.0),
-            Real(4.0),
-            Vector(&[3, 4]),
-            Tagged(Tag::Perturb, 5),
-            Bundle(2, 6),
-        ];
+        let f = FORWARD_VECTOR;
         assert_eq!(
             show(&f),
             "#((forward 1 (perturbation 3)) (forward 2 (perturbation 4)))"
@@ -444,6 +525,49 @@ mod tests {
         let mut rest = Syms(String::new());
         write_rest(V(&list, 2), &mut rest);
         assert_eq!(rest.0, " x ...)");
+    }
+
+    /// The text of the last node of `arena`, found in `world`.
+    fn found(world: &[Tag], arena: &[T]) -> String {
+        let mut out = Syms(String::new());
+        write_found(world, V(arena, arena.len() - 1), &mut out);
+        out.0
+    }
+
+    #[test]
+    fn values_found_inside_derivatives_lose_the_derivatives_tags() {
+        use T::*;
+        // (forward (reverse 2) (perturbation (reverse 0))), found under
+        // forward of reverse: 2.
+        let nested = [
+            Real(2.0),
+            Tagged(Tag::Reverse, 0),
+            Real(0.0),
+            Tagged(Tag::Reverse, 2),
+            Tagged(Tag::Perturb, 3),
+            Bundle(1, 4),
+        ];
+        assert_eq!(found(&[Tag::Forward, Tag::Reverse], &nested), "2");
+        // Only the world's tags go: one tag the program put on stays.
+        assert_eq!(found(&[Tag::Forward], &nested), "(reverse 2)");
+        assert_eq!(found(&[], &nested), show(&nested));
+        // A reverse pair and a reverse list of reverse values.
+        let pair = [Real(1.0), Real(2.0), Pair(0, 1), Tagged(Tag::Reverse, 2)];
+        assert_eq!(found(&[Tag::Reverse], &pair), "(1 . 2)");
+        let list = [
+            Nil,
+            Tagged(Tag::Reverse, 0),
+            Real(1.0),
+            Tagged(Tag::Reverse, 2),
+            Pair(3, 1),
+        ];
+        assert_eq!(found(&[Tag::Reverse], &list), "(1)");
+        // A forward vector shows its primals.
+        let f = FORWARD_VECTOR;
+        assert_eq!(found(&[Tag::Forward], &f), "#(1 2)");
+        // Opaque nodes are written by the sink, under the tags taken off.
+        let sym = [Sym("x"), Tagged(Tag::Sensitize, 0)];
+        assert_eq!(found(&[Tag::Sensitize], &sym), "x");
     }
 
     #[test]

@@ -163,6 +163,7 @@ impl Lowerer<'_> {
         self.coerce(fb, arg, spec.arg, &mut args);
         let callee = FuncId::new(s.index());
         if tail && fb.result == Some(spec.result) {
+            self.record_tail_call(fb.site, spec.lambda, callee, &args);
             return Flow::Done(Term::TailCall(callee, args));
         }
         let tys = layout_of(&self.ops.dom, spec.result);
@@ -170,7 +171,7 @@ impl Lowerer<'_> {
         // of their own are reported while it runs.
         let op = match fb.site.filter(|s| s.file.0 != 0) {
             Some(s) => {
-                let at = self.map.locate(s);
+                let at = self.site_text(s);
                 Op::CallAt(callee, args, self.string(&at))
             }
             None => Op::Call(callee, args),

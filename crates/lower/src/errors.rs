@@ -42,7 +42,11 @@ impl Lowerer<'_> {
         };
         let here = span.filter(|s| s.file.0 != 0 && !blame_caller);
         let text = match here {
-            Some(s) => format!("{}: error: {msg}{note}", self.map.locate(s)),
+            Some(s) => format!(
+                "{}: error: {msg}{note}{}",
+                self.map.locate(s),
+                self.derivative_note()
+            ),
             None => format!("error: {msg}{note}"),
         };
         if here.is_some() && !text.contains(SYM_MARK) {
@@ -51,6 +55,11 @@ impl Lowerer<'_> {
         let mut parts = Vec::new();
         if here.is_none() {
             parts.push(fir::ErrPart::Site);
+            if blame_caller {
+                if let Some(f) = self.lowering {
+                    self.pattern_sites.insert(f);
+                }
+            }
         }
         let mut in_value = false;
         for (i, piece) in text.split(SYM_MARK).enumerate() {
@@ -117,12 +126,20 @@ impl Lowerer<'_> {
                 }
                 Av::Prim(p) => self.ops.prim(p, v(arg)).map(|_| ()),
                 Av::Closure(..) | Av::Bottom => Ok(()),
-                _ => Err(ir::message::not_a_procedure(&self.ops.describe(v(f)))),
+                _ => {
+                    let world = match self.code_of {
+                        Some(l) => self.ops.prog.world(l),
+                        None => Vec::new(),
+                    };
+                    Err(ir::message::not_a_procedure(
+                        &self.ops.describe_found(&world, v(f)),
+                    ))
+                }
             },
-            Rhs::Car { pat, pair, .. } | Rhs::Cdr { pat, pair, .. } => {
-                Err(self.ops.pattern_message(*pat, v(pair)))
+            Rhs::Car { tags, pat, pair } | Rhs::Cdr { tags, pat, pair } => {
+                Err(self.ops.pattern_message(tags, *pat, v(pair)))
             }
-            Rhs::Check { pat, var, .. } => Err(self.ops.pattern_message(*pat, v(var))),
+            Rhs::Check { tags, pat, var, .. } => Err(self.ops.pattern_message(tags, *pat, v(var))),
             Rhs::Cons { tags, car, cdr } => self.ops.cons_t(tags, v(car), v(cdr)).map(|_| ()),
             _ => Ok(()),
         };

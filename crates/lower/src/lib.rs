@@ -46,6 +46,7 @@ mod lowerer;
 mod prims;
 mod print;
 mod sharing;
+mod sites;
 mod switch;
 mod symbolic;
 mod union_fns;
@@ -83,6 +84,10 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         vector_fns: HashMap::new(),
         sharing: sharing::Sharing::default(),
         map,
+        lowering: None,
+        code_of: None,
+        tail_sites: Vec::new(),
+        pattern_sites: Default::default(),
     };
     for (i, s) in lw.specs.iter().enumerate() {
         let name = format!(
@@ -126,6 +131,7 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let m = lw.lower_main(&main);
     lw.module.main = Some(FuncId::new(lw.module.funcs.len()));
     lw.module.funcs.push(m);
+    lw.place_tail_calls();
     lw.identity_maps();
     lw.module
 }

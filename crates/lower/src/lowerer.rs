@@ -101,6 +101,14 @@ pub(crate) struct Lowerer<'m> {
     /// Representation classes and memo tables of the maps of unions.
     pub(crate) sharing: sharing::Sharing,
     pub(crate) map: &'m SourceMap,
+    /// The function being lowered (`None`: `vlad_main`) and the lambda
+    /// whose code it is.
+    pub(crate) lowering: Option<FuncId>,
+    pub(crate) code_of: Option<ir::LambdaId>,
+    /// Tail calls from the user's code into library code, and the
+    /// functions whose parameter pattern can fail (`sites.rs`).
+    pub(crate) tail_sites: Vec<crate::sites::TailSite>,
+    pub(crate) pattern_sites: std::collections::HashSet<FuncId>,
 }
 
 /// One function under construction.
@@ -227,6 +235,8 @@ impl Lowerer<'_> {
     pub(crate) fn lower_spec(&mut self, id: SpecId) -> fir::Func {
         let s = self.specs[id.index()].clone();
         let proto = self.module.funcs[id.index()].clone();
+        self.lowering = Some(FuncId::new(id.index()));
+        self.code_of = Some(s.lambda);
         let mut fb = Fb {
             types: proto.params.clone(),
             blocks: vec![Vec::new()],
@@ -272,6 +282,8 @@ impl Lowerer<'_> {
     }
 
     pub(crate) fn lower_main(&mut self, infos: &[BindInfo]) -> fir::Func {
+        self.lowering = None;
+        self.code_of = None;
         let mut fb = Fb {
             types: vec![],
             blocks: vec![Vec::new()],
@@ -435,7 +447,7 @@ impl Lowerer<'_> {
             } => {
                 if info.plan == Plan::Check {
                     self.show_vectors(fb, v(var));
-                    let msg = self.ops.pattern_message(*pat, v(var));
+                    let msg = self.ops.pattern_message(tags, *pat, v(var));
                     let err = self.error_term_at(b.span, &msg, *pat);
                     let mut x = v(var);
                     for t in tags {

@@ -12,7 +12,10 @@
 //!
 //! `stalingrad run FILE` must exit with a non-zero status, print nothing on
 //! standard output (run-time errors are placed in the first expression), and
-//! not panic. Standard input is the `.in` sibling or empty.
+//! not panic. Standard input is the `.in` sibling or empty. A value in a
+//! message shows tags (`(forward ...`, `(reverse ...`, ...) only where the
+//! program put them itself, so a tag form in standard error must be in one
+//! of the `;; error:` texts too.
 
 mod common;
 
@@ -47,6 +50,9 @@ fn has_position(haystack: &str, file: &str, line: u32, col: u32) -> bool {
         }
     })
 }
+
+/// How tagged values print (docs/reference.md).
+const TAG_FORMS: [&str; 4] = ["(forward ", "(reverse ", "(perturbation ", "(sensitivity "];
 
 #[test]
 fn bad_programs_are_rejected_with_positions() {
@@ -100,6 +106,15 @@ fn bad_programs_are_rejected_with_positions() {
                 .any(|alt| !alt.is_empty() && stderr_lower.contains(&alt));
             if !found {
                 problems.push(format!("standard error does not mention `{w}`"));
+            }
+        }
+        for form in TAG_FORMS {
+            if stderr_lower.contains(form)
+                && !wanted.iter().any(|w| w.to_lowercase().contains(form))
+            {
+                problems.push(format!(
+                    "standard error shows the tag form `{form}`, which no `;; error:` expects"
+                ));
             }
         }
         match &position {

@@ -202,6 +202,34 @@ fn emit_prints_what_build_prints() {
 }
 
 #[test]
+fn errors_inside_derivatives_read_as_run_prints_them() {
+    let programs = [
+        "((derivative-R (lambda (x) (car x))) 3)\n",
+        "(define (g w) (lambda (x) (* w (car x))))\n\
+         ((derivative-F (lambda (w) ((derivative-R (g w)) 2))) 1)\n",
+        "((derivative-F (lambda (x) (+ x (list 1)))) 3)\n",
+    ];
+    let dir = std::env::temp_dir().join(format!("stalingrad-repl-ad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let src = dir.join("ad.vlad");
+    for program in programs {
+        std::fs::write(&src, program).expect("write program");
+        let ran = run_stalingrad(&args(&["run", &src.to_string_lossy()]), None);
+        assert!(!ran.success(), "{}", ran.transcript());
+        assert!(
+            ran.stderr.contains("note: while taking"),
+            "{}",
+            ran.transcript()
+        );
+        let run = repl(program);
+        assert_clean(&run);
+        let expected = ran.stderr.replace(&*src.to_string_lossy(), "<stdin>");
+        assert_eq!(run.stderr, expected, "{}", run.transcript());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn time_prints_the_value_then_the_time() {
     let run = repl(",time (+ 1 2)\n");
     assert_clean(&run);
