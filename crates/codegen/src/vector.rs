@@ -1,9 +1,10 @@
 //! Instruction selection for the vector operations (`fir::Op::VecOf` and
 //! the others): the objects `base::cell_layout` describes, allocated by
 //! the runtime (`rt_alloc_vector`), read and tested inline; the sums of
-//! vectors (`VecZero`, `VecOneHot`, `VecPlus`) are the runtime's, and a
-//! read of an element tests for one first. Lengths and
-//! indices are `F64`s in the FIR and integers in memory.
+//! vectors (`VecZero`, `VecPlus`) are the runtime's, but for the one-hot
+//! a `vector-ref`'s sensitivity is (`VecOneHot`), a sum of one addition
+//! made inline as a cell is; a read of an element tests for a sum first.
+//! Lengths and indices are `F64`s in the FIR and integers in memory.
 
 use super::*;
 use base::cell_layout::{
