@@ -124,6 +124,14 @@ impl Lowerer<'_> {
                         None => Ok(()),
                     }
                 }
+                // The analysis checks `build-vector`'s argument itself
+                // (`flow::analysis`): its message, with the value as it
+                // is at run time.
+                Av::Prim(p @ ir::Prim::BuildVector)
+                    if !matches!(self.ops.dom.get(v(arg)), Av::Pair(..)) =>
+                {
+                    Err(p.expects(ir::Expects::LengthAndProcedure, &self.ops.describe(v(arg))))
+                }
                 Av::Prim(p) => self.ops.prim(p, v(arg)).map(|_| ()),
                 Av::Closure(..) | Av::Bottom => Ok(()),
                 _ => {
