@@ -286,6 +286,19 @@ impl Lowerer<'_> {
             let mut it = ps.iter().copied();
             let f = this.resymbolize(fb, fv, &mut it);
             let i = this.sym(i, LeafKind::Real);
+            // The analysis found that the element procedure cannot be
+            // applied (a length known only at run time leaves it to the
+            // first call): its message, with the values run time has.
+            if let flow::Plan::Error(m) = &elem.plan {
+                let m = match this.ops.dom.get(f) {
+                    Av::Closure(..) | Av::Prim(_) => m.clone(),
+                    _ => {
+                        this.show_vectors(fb, f);
+                        ir::message::not_a_procedure(&this.ops.describe(f))
+                    }
+                };
+                return Err(this.error_term(b2.span, &m));
+            }
             match this.lower_app(fb, &b2, &elem, f, i, false) {
                 Flow::Value(x) => Ok(x),
                 Flow::Done(t) => Err(t),
