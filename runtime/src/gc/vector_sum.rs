@@ -160,27 +160,61 @@ fn log_fill(log: usize) -> (usize, usize) {
     unsafe { (word(log, VECTOR_SLOTS_AT), word(log, 8) - 1) }
 }
 
+/// Copies the `m` entries at `from` after the `count` entries of `log`
+/// (which has room for them) and records them written. Word by word: a
+/// call of `memcpy` costs more than the two or three words of most
+/// entries, and the two of an entry of a real are the backward sweep's
+/// every step.
+///
+/// # Safety
+/// `log` is a log of entries of `w` words with room for `count + m`;
+/// `from` points to `m` entries that no allocation moves or frees.
+unsafe fn write_entries(log: usize, w: usize, count: usize, from: *const usize, m: usize) {
+    let to = (log + VECTOR_SLOTS_AT + 8 * w * (1 + count)) as *mut usize;
+    if w * m == 2 {
+        *to = *from;
+        *to.add(1) = *from.add(1);
+    } else {
+        for k in 0..w * m {
+            *to.add(k) = *from.add(k);
+        }
+    }
+    *((log + VECTOR_SLOTS_AT) as *mut usize) = count + m;
+}
+
 /// `big` with the `m` entries at `from` (`1 + stride` words each) added
 /// after its own: written into its log when it reads all of it and the
 /// log has room, else into a new log after a copy of its entries.
 ///
 /// # Safety
 /// `from` points to `m` entries that no allocation moves or frees.
+#[inline(always)]
 unsafe fn append(big: Summand, stride: usize, n: usize, from: *const usize, m: usize) -> Summand {
-    let w = 1 + stride;
     let count = big.count + m;
     if big.log != 0 {
         let (written, room) = log_fill(big.log);
         if written == big.count && room >= count {
-            core::ptr::copy_nonoverlapping(
-                from,
-                (big.entries + 8 * w * big.count) as *mut usize,
-                w * m,
-            );
-            *((big.log + VECTOR_SLOTS_AT) as *mut usize) = count;
+            write_entries(big.log, 1 + stride, big.count, from, m);
             return Summand { count, ..big };
         }
     }
+    append_copy(big, stride, n, from, m)
+}
+
+/// [`append`] into a new log.
+///
+/// # Safety
+/// As [`append`]'s.
+#[inline(never)]
+unsafe fn append_copy(
+    big: Summand,
+    stride: usize,
+    n: usize,
+    from: *const usize,
+    m: usize,
+) -> Summand {
+    let w = 1 + stride;
+    let count = big.count + m;
     if w >= VECTOR_MAX_STRIDE {
         fail(&[b"error: internal error: a sum's element is too large"]);
     }
@@ -194,19 +228,13 @@ unsafe fn append(big: Summand, stride: usize, n: usize, from: *const usize, m: u
     }
     let room = room.min(n).max(count);
     let log = rt_alloc_vector(u64::from(vector_header(w, 0)), (room + 1) as u64) as usize;
-    let entries = log + VECTOR_SLOTS_AT + 8 * w;
     if big.count > 0 {
-        core::ptr::copy_nonoverlapping(
-            big.entries as *const usize,
-            entries as *mut usize,
-            w * big.count,
-        );
+        write_entries(log, w, 0, big.entries as *const usize, big.count);
     }
-    core::ptr::copy_nonoverlapping(from, (entries + 8 * w * big.count) as *mut usize, w * m);
-    *((log + VECTOR_SLOTS_AT) as *mut usize) = count;
+    write_entries(log, w, big.count, from, m);
     Summand {
         base: big.base,
-        entries,
+        entries: log + VECTOR_SLOTS_AT + 8 * w,
         log,
         count,
     }
@@ -279,55 +307,33 @@ pub extern "C" fn rt_vec_zero(shape: u64, len: u64) -> usize {
     new_sum(stride, len as usize, s, 0)
 }
 
-/// `plus` of `sum` and `one_hot` when it is the backward sweep's step:
-/// `sum` reads all of its log, which has room, and is the larger operand
-/// (`sum_first`: it is `plus`'s first; else it must be larger than one
-/// addition), so the one-hot's addition goes into the log in place. What
-/// `rt_vec_plus` would do, without its general steps.
+/// `plus` of `sum` and `one_hot` when `one_hot` is a one-hot and the
+/// larger operand is `sum` (`sum_first`: it is `plus`'s first operand,
+/// which ties go to): the backward sweep's step, `plus_general`'s
+/// one-addition case without its general steps and frame.
 #[inline(always)]
-fn plus_in_place(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
+fn plus_one_hot(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
     // SAFETY: compiled code passes vectors and sums of one length; a
-    // sum's words and its log's were written when they were made.
+    // one-hot's entry lives in it, which the caller's frame holds.
     unsafe {
         if *(one_hot as *const u32) != SUM_TAG
-            || *(sum as *const u32) != SUM_TAG
             || word(one_hot, SUM_LOG_AT) != 0
             || word(one_hot, SUM_COUNT_AT) != 1
         {
             return None;
         }
-        let (log, count, n) = (word(sum, SUM_LOG_AT), word(sum, SUM_COUNT_AT), word(sum, 8));
-        let base = word(sum, SUM_BASE_AT);
-        if log == 0 || count == 0 || (!sum_first && base == 0 && count < 2) || count >= n {
-            return None;
-        }
-        let (written, room) = log_fill(log);
-        if written != count || room <= count {
-            return None;
-        }
-        let (stride, _) = vector_shape(*((sum + 4) as *const u32));
-        let w = 1 + stride;
-        let to = (log + VECTOR_SLOTS_AT + 8 * w * (count + 1)) as *mut usize;
-        let from = (one_hot + SUM_BYTES) as *const usize;
-        // Word by word: a call of `memcpy` costs more than the two or
-        // three words of most entries; an entry of a real is the case to
-        // make fast.
-        if w == 2 {
-            *to = *from;
-            *to.add(1) = *from.add(1);
+        let (_, stride, n) = shape_of(sum);
+        let big = summand(sum, stride);
+        let larger = if sum_first {
+            big.size(n) >= 1
         } else {
-            for k in 0..w {
-                *to.add(k) = *from.add(k);
-            }
-        }
-        *((log + VECTOR_SLOTS_AT) as *mut usize) = count + 1;
-        let s = Summand {
-            base,
-            entries: 0,
-            log,
-            count: count + 1,
+            big.size(n) > 1
         };
-        Some(new_sum(stride, n, s, 0))
+        if !larger {
+            return None;
+        }
+        let s = append(big, stride, n, (one_hot + SUM_BYTES) as *const usize, 1);
+        Some(finish(s, stride, n))
     }
 }
 
@@ -339,7 +345,7 @@ fn plus_in_place(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
 pub extern "C" fn rt_vec_plus(a: usize, b: usize) -> usize {
     // A sensitivity's step is `plus` of the one-hot a `vector-ref` made
     // and the sum of the reads after it: try that order first.
-    match plus_in_place(b, a, false).or_else(|| plus_in_place(a, b, true)) {
+    match plus_one_hot(b, a, false).or_else(|| plus_one_hot(a, b, true)) {
         Some(p) => p,
         None => plus_general(a, b),
     }
