@@ -146,7 +146,7 @@ impl Heap {
         self.filling = [0; CLASSES];
         self.partial = [0; CLASSES];
         self.empty_len = 0;
-        let mut live = 0;
+        let (mut live, mut cells) = (0, 0);
         for i in (0..self.len).rev() {
             let c = *self.chunk(i);
             let class = (c.cell / 8).min(CLASSES - 1);
@@ -160,6 +160,7 @@ impl Heap {
                 }
                 continue;
             }
+            cells += marked * c.cell;
             let head = self.partial[class];
             let c = self.chunk_mut(i);
             c.next = c.start;
@@ -180,13 +181,18 @@ impl Heap {
         self.growth = 200 + 200 * survived / self.since.max(1);
         self.since = 0;
         self.live = live;
-        // Old cells that died stay marked until a full collection: one
+        self.live_cells = cells;
+        // Old cells that died stay marked until a full collection. One
         // runs once the marked bytes reach twice what the last one found
-        // live.
+        // live, or whenever the live data are mostly large objects (an
+        // eighth or less in cells): a vector of reals is marked without a
+        // scan, so tracing them again costs little, and the large vectors
+        // that died since are given back at once rather than kept until
+        // the live data have doubled.
         if full {
             self.full_live = live;
         }
-        self.full_next = live > 2 * self.full_live;
+        self.full_next = live > 2 * self.full_live || 8 * cells <= live;
         self.stack_scanned += stack_bytes;
         self.live_marked += live;
 
