@@ -41,7 +41,9 @@ impl Lowerer<'_> {
     /// lowered, or nothing.
     pub(crate) fn derivative_note(&self) -> String {
         self.code_of
-            .and_then(|l| ir::message::derivative_note(&self.ops.prog, l, self.map))
+            .and_then(|l| {
+                ir::message::derivative_note(&self.ops.prog, &self.operator_sites, l, self.map)
+            })
             .map(|n| format!("\n  note: {n}"))
             .unwrap_or_default()
     }
