@@ -550,7 +550,7 @@ fn read_stdin(msg: &[u8]) -> f64 {
     let input = IN.get();
     let n = match input.next_word() {
         Some(n) => n,
-        None => fail(&[msg]),
+        None => fail_read(msg, &[msg]),
     };
     let word = &input.word[..n];
     if let Some(x) = core::str::from_utf8(word)
@@ -563,7 +563,22 @@ fn read_stdin(msg: &[u8]) -> f64 {
         .strip_suffix(message::END_OF_INPUT.as_bytes())
         .unwrap_or(msg);
     let [before, after] = message::NOT_A_NUMERAL;
-    fail(&[head, before.as_bytes(), word, after.as_bytes()])
+    fail_read(msg, &[head, before.as_bytes(), word, after.as_bytes()])
+}
+
+/// Fails with `read-real`'s error `parts`, of its message `msg`; one
+/// without a position of its own (`message::UNPLACED`) is placed at the
+/// running call site.
+#[cfg(not(vlad_lib))]
+fn fail_read(msg: &[u8], parts: &[&[u8]]) -> ! {
+    if !msg.starts_with(message::UNPLACED.as_bytes()) {
+        fail(parts)
+    }
+    rt_err_site();
+    for p in parts {
+        ERR_LINE.get().push(p);
+    }
+    rt_err_end()
 }
 
 // -------------------------------------------------------------- counters

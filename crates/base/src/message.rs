@@ -34,6 +34,13 @@ pub fn site_parts(site: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// The start of a message compiled code holds without a position of its
+/// own (`read-real`'s in code of the library, such as the transformed
+/// `read-real` a derivative calls): the FIR evaluator and the runtime
+/// place it at the running call site, `file:line:col: ` before it and the
+/// site's note after it, where the interpreter places it.
+pub const UNPLACED: &str = "error: ";
+
 /// `read-real`'s errors are its name quoted (the head, which lowering
 /// places in compiled code with the position) and then one of these, so
 /// that the native runtime, which holds only the head and the word read,

@@ -383,17 +383,29 @@ impl Eval<'_> {
             }
             Op::ReadReal(msg) => {
                 let msg = self.string(*msg)?.to_string();
-                let Some(word) = self.read_word()? else {
-                    return Err(msg);
+                let text = match self.read_word()? {
+                    None => msg.clone(),
+                    Some(word) => match base::number_core::parse_numeral(&word) {
+                        Some(x) => return Ok(Ok(vec![V::F(x)])),
+                        None => {
+                            use base::message::{END_OF_INPUT, NOT_A_NUMERAL};
+                            let head = msg.strip_suffix(END_OF_INPUT).unwrap_or(&msg);
+                            let [before, after] = NOT_A_NUMERAL;
+                            format!("{head}{before}{word}{after}")
+                        }
+                    },
                 };
-                match base::number_core::parse_numeral(&word) {
-                    Some(x) => vec![V::F(x)],
-                    None => {
-                        use base::message::{END_OF_INPUT, NOT_A_NUMERAL};
-                        let head = msg.strip_suffix(END_OF_INPUT).unwrap_or(&msg);
-                        let [before, after] = NOT_A_NUMERAL;
-                        return Err(format!("{head}{before}{word}{after}"));
+                // A message without a position of its own is placed at
+                // the running call site, as the runtime places it.
+                let site = self.sites.last().map(|s| self.string(*s)).transpose()?;
+                match site.filter(|_| msg.starts_with(base::message::UNPLACED)) {
+                    Some(s) => {
+                        let (at, note) = base::message::site_parts(s.as_bytes());
+                        let at = String::from_utf8_lossy(at);
+                        let note = String::from_utf8_lossy(note);
+                        return Err(format!("{at}: {text}{note}"));
                     }
+                    None => return Err(text),
                 }
             }
         }))
@@ -628,6 +640,51 @@ mod tests {
         assert_eq!(
             r,
             Err("a.vlad:1:2: error: `read-real` expects a real, found `x`".into())
+        );
+    }
+
+    #[test]
+    fn a_read_without_a_position_is_placed_at_the_running_call_site() {
+        // f1 reads with a message of library code; main calls it at a site.
+        let read = func(
+            "read",
+            &[],
+            &[F],
+            &[F],
+            blk(
+                vec![i(&[0], Op::ReadReal(StrId::new(0)))],
+                Term::Return(vec![Val::new(0)]),
+            ),
+        );
+        let main = func(
+            "main",
+            &[],
+            &[],
+            &[F],
+            blk(
+                vec![i(&[0], Op::CallAt(FuncId::new(0), vec![], StrId::new(1)))],
+                Term::Return(vec![]),
+            ),
+        );
+        let m = Module {
+            funcs: vec![read, main],
+            main: Some(FuncId::new(1)),
+            vectors: Default::default(),
+            strings: vec![
+                "error: `read-real` reached the end of input".into(),
+                "a.vlad:1:2\n  note: n".into(),
+            ],
+            cells: Default::default(),
+        };
+        let (_, r) = eval(&m, "");
+        assert_eq!(
+            r,
+            Err("a.vlad:1:2: error: `read-real` reached the end of input\n  note: n".into())
+        );
+        let (_, r) = eval(&m, "y");
+        assert_eq!(
+            r,
+            Err("a.vlad:1:2: error: `read-real` expects a real, found `y`\n  note: n".into())
         );
     }
 

@@ -236,19 +236,19 @@ impl<'io> Interp<'io> {
                     Stmt::Bind(b) => {
                         let v = self
                             .eval_top(&b.rhs, &slots)
-                            .map_err(|e| self.diagnostic(map, e, b.span))?;
+                            .map_err(|e| self.diagnostic(map, &main, e, b.span))?;
                         slots.insert(b.var, v);
                     }
                     Stmt::Show { var, expect, span } => {
                         let v = slots.get(var).cloned().unwrap_or(Value::Nil);
                         self.settle(&v)
-                            .map_err(|e| self.diagnostic(map, e, Some(*span)))?;
+                            .map_err(|e| self.diagnostic(map, &main, e, Some(*span)))?;
                         match mode {
                             Mode::Run => {
                                 let mut s = v.to_text();
                                 s.push('\n');
                                 self.emit(&s)
-                                    .map_err(|e| self.diagnostic(map, e, Some(*span)))?;
+                                    .map_err(|e| self.diagnostic(map, &main, e, Some(*span)))?;
                             }
                             Mode::Test => {
                                 if let Some(exp) = expect {
@@ -266,7 +266,7 @@ impl<'io> Interp<'io> {
                                         )
                                     };
                                     self.emit(&line)
-                                        .map_err(|e| self.diagnostic(map, e, Some(*span)))?;
+                                        .map_err(|e| self.diagnostic(map, &main, e, Some(*span)))?;
                                 }
                             }
                         }
@@ -294,16 +294,25 @@ impl<'io> Interp<'io> {
         })
     }
 
-    fn diagnostic(&self, map: &base::diag::SourceMap, e: RunError, at: Option<Span>) -> Diagnostic {
+    /// The diagnostic of `e`; `main` is the program's top level, which
+    /// `run_main` holds while it runs.
+    fn diagnostic(
+        &self,
+        map: &base::diag::SourceMap,
+        main: &[Stmt],
+        e: RunError,
+        at: Option<Span>,
+    ) -> Diagnostic {
         let e = blame(e, at, None);
         let mut d = Diagnostic::new(e.span, e.message);
         if let Some(p) = e.pattern_at {
             d = d.with_note(format!("the pattern is at {}", map.locate(p)));
         }
-        if let Some(note) = e
-            .lambda
-            .and_then(|l| ir::message::derivative_note(&self.prog, l, map))
-        {
+        let note = e.lambda.and_then(|l| {
+            let sites = ir::operators::OperatorSites::new(&self.prog, main);
+            ir::message::derivative_note(&self.prog, &sites, l, map)
+        });
+        if let Some(note) = note {
             d = d.with_note(note);
         }
         d

@@ -288,26 +288,42 @@ impl Program {
             let lam = &self.lambdas[l];
             let arm = matches!(lam.origin, Origin::Source)
                 && matches!(lam.name.as_deref(), Some(THEN | ELSE));
-            if !arm {
-                return l;
-            }
-            let holder = self.lambdas.iter().find(|(_, m)| {
-                m.body
-                    .iter()
-                    .any(|b| matches!(b.rhs, Rhs::Closure { lambda, .. } if lambda == l))
-            });
-            match holder {
-                Some((k, _)) => l = k,
+            match self.holder(l).filter(|_| arm) {
+                Some(k) => l = k,
                 None => return l,
             }
         }
     }
 
+    /// The lambda whose code makes closures of lambda `l`, if any.
+    fn holder(&self, l: LambdaId) -> Option<LambdaId> {
+        self.lambdas
+            .iter()
+            .find(|(_, m)| {
+                m.body
+                    .iter()
+                    .any(|b| matches!(b.rhs, Rhs::Closure { lambda, .. } if lambda == l))
+            })
+            .map(|(k, _)| k)
+    }
+
     /// The world of lambda `l`'s code: the tags of the derivatives in
     /// effect where it runs, outermost first ([`Program::transforms`]; for
-    /// a transformed primitive, [`Program::prim_chain`]).
+    /// a transformed primitive, [`Program::prim_chain`]; for a lambda
+    /// written inside a transformed primitive of the AD prelude, such as
+    /// the thunks of `if-procedure`'s, that primitive's world within).
     pub fn world(&self, l: LambdaId) -> Vec<Tag> {
-        self.prim_chain(l).unwrap_or_else(|| self.transforms(l).0)
+        if let Some(tags) = self.prim_chain(l) {
+            return tags;
+        }
+        let (mut tags, root) = self.transforms(l);
+        let in_library = self.lambdas[root].span.is_none_or(|s| s.file.0 == 0);
+        if matches!(self.lambdas[root].origin, Origin::Source) && in_library {
+            if let Some(h) = self.holder(root) {
+                tags.extend(self.world(h));
+            }
+        }
+        tags
     }
 
     /// The tags that took a primitive to lambda `l` (outermost first), if

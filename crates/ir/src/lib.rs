@@ -19,6 +19,7 @@
 pub mod anf;
 pub mod core;
 pub mod message;
+pub mod operators;
 pub mod prelude;
 pub mod prim;
 pub mod print;

@@ -7,6 +7,7 @@
 //! [`base::message`]. A `found` argument is a value as messages show it:
 //! printed by [`crate::printer`] and shortened by `base::message`.
 
+use crate::operators::OperatorSites;
 use crate::{LambdaId, Prim, Program, Tag};
 use base::diag::SourceMap;
 use base::message::{END_OF_INPUT, NOT_A_NUMERAL};
@@ -96,29 +97,44 @@ pub fn nonconforming_sensitivity(zero: &str, found: &str) -> String {
 }
 
 /// The note on the derivatives in effect where an error is placed, in
-/// the code of lambda `l`: the transformations that made `l` (outermost
-/// first) and the procedure of the user's they were applied to. `None`
-/// when `l` is the user's code untransformed. Values in the message are
-/// shown without the tags of these derivatives (`printer::Found`).
-pub fn derivative_note(prog: &Program, l: LambdaId, map: &SourceMap) -> Option<String> {
+/// the code of lambda `l`: each derivative, outermost first, named by the
+/// operator and the call in the user's files that applied it when the
+/// program's text says which call that is (`operators`), else by its
+/// kind, then the procedure of the user's it was taken of when the
+/// innermost is not named. `None` when `l` is the user's code
+/// untransformed. Values in the message are shown without the tags of
+/// these derivatives (`printer::Found`).
+pub fn derivative_note(
+    prog: &Program,
+    sites: &OperatorSites,
+    l: LambdaId,
+    map: &SourceMap,
+) -> Option<String> {
     let (tags, root) = prog.transforms(l);
-    let root = prog.procedure_of(root);
     if tags.is_empty() {
         return None;
     }
-    let mut note = String::from("while taking ");
-    for t in &tags {
-        note.push_str(match t {
-            Tag::Forward => "the forward derivative of ",
-            Tag::Reverse => "the reverse derivative of ",
-            Tag::Perturb => "the perturbation of ",
-            Tag::Sensitize => "the sensitivity of ",
+    let named = sites.chain(&tags, root);
+    let mut parts = Vec::new();
+    for (t, a) in tags.iter().zip(&named) {
+        parts.push(match a {
+            Some(a) => format!("{} at {}", a.name, map.locate(a.span)),
+            None => match t {
+                Tag::Forward => "the forward derivative",
+                Tag::Reverse => "the reverse derivative",
+                Tag::Perturb => "the perturbation",
+                Tag::Sensitize => "the sensitivity",
+            }
+            .to_string(),
         });
     }
-    note.push_str("the procedure");
-    if let Some(s) = prog.lambdas[root].span {
-        note.push_str(" at ");
-        note.push_str(&map.locate(s));
+    let mut note = format!("while taking {}", parts.join(" of "));
+    if named.last().is_some_and(|a| a.is_none()) {
+        note.push_str(" of the procedure");
+        if let Some(s) = prog.lambdas[prog.procedure_of(root)].span {
+            note.push_str(" at ");
+            note.push_str(&map.locate(s));
+        }
     }
     Some(note)
 }

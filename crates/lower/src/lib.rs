@@ -74,6 +74,7 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         ops, specs, main, ..
     } = analysis;
     let ops = ops.into_mode(Symbolic::default());
+    let operator_sites = ir::operators::OperatorSites::new(&ops.prog, &ops.prog.main);
     let mut lw = Lowerer {
         ops,
         specs,
@@ -88,6 +89,7 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         code_of: None,
         tail_sites: Vec::new(),
         pattern_sites: Default::default(),
+        operator_sites,
     };
     for (i, s) in lw.specs.iter().enumerate() {
         let name = format!(

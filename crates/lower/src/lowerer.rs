@@ -109,6 +109,8 @@ pub(crate) struct Lowerer<'m> {
     /// functions whose parameter pattern can fail (`sites.rs`).
     pub(crate) tail_sites: Vec<crate::sites::TailSite>,
     pub(crate) pattern_sites: std::collections::HashSet<FuncId>,
+    /// The calls that apply derivative operators, for error notes.
+    pub(crate) operator_sites: ir::operators::OperatorSites,
 }
 
 /// One function under construction.

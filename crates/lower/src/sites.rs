@@ -41,7 +41,9 @@ impl Lowerer<'_> {
     /// lowered, or nothing.
     pub(crate) fn derivative_note(&self) -> String {
         self.code_of
-            .and_then(|l| ir::message::derivative_note(&self.ops.prog, l, self.map))
+            .and_then(|l| {
+                ir::message::derivative_note(&self.ops.prog, &self.operator_sites, l, self.map)
+            })
             .map(|n| format!("\n  note: {n}"))
             .unwrap_or_default()
     }
@@ -138,7 +140,9 @@ fn find_tail_call<'b>(b: &'b mut Block, callee: FuncId, args: &[Val]) -> Option<
 }
 
 /// Which functions can raise an error reported at the running call site:
-/// one with such an error term, or calling one without a site of its own.
+/// one with such an error term or a `read-real` whose message has no
+/// position (`base::message::UNPLACED`), or calling one without a site of
+/// its own.
 fn raises_at_site(m: &Module) -> Vec<bool> {
     let n = m.funcs.len();
     let mut raises = vec![false; n];
@@ -153,6 +157,11 @@ fn raises_at_site(m: &Module) -> Vec<bool> {
             }
             for inst in &b.insts {
                 match &inst.op {
+                    Op::ReadReal(s)
+                        if m.strings[s.index()].starts_with(base::message::UNPLACED) =>
+                    {
+                        raises[i] = true
+                    }
                     Op::Call(g, _)
                     | Op::VecBuild {
                         func: g, at: None, ..

@@ -135,6 +135,7 @@ fn rounds(m: &mut Module, budget: usize) {
             });
         }
         let mut saved: Vec<Option<Func>> = vec![None; m.funcs.len()];
+        let reads = reads_unplaced(m);
         let mut changed = false;
         for i in 0..m.funcs.len() {
             if candidate[i] && last_caller[i] > i {
@@ -143,6 +144,7 @@ fn rounds(m: &mut Module, budget: usize) {
             let mut f = std::mem::replace(&mut m.funcs[i], placeholder());
             let mut cx = Inliner {
                 me: FuncId::new(i),
+                reads_unplaced: &reads,
                 funcs: Callees::Round {
                     candidate: &candidate,
                     saved: &saved,
@@ -249,6 +251,7 @@ const MAX_SIZE_BOTTOM_UP: usize = 6000;
 /// Says which functions it changed.
 fn bottom_up(m: &mut Module, budget: usize) -> Vec<bool> {
     let (graph, comps, scc, recursive) = call_graph(m);
+    let reads = reads_unplaced(m);
     let mut changed_funcs = vec![false; m.funcs.len()];
     let mut left = budget.saturating_sub(m.funcs.iter().map(|f| f.body.size()).sum());
     let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
@@ -267,6 +270,7 @@ fn bottom_up(m: &mut Module, budget: usize) -> Vec<bool> {
             let types = std::mem::take(&mut m.funcs[i].types);
             let mut cx = Inliner {
                 me: FuncId::new(i),
+                reads_unplaced: &reads,
                 funcs: Callees::Module(&m.funcs),
                 policy: Policy::BottomUp {
                     sizes: &sizes,
@@ -471,6 +475,8 @@ fn placeholder() -> Func {
 
 struct Inliner<'a> {
     me: FuncId,
+    /// [`reads_unplaced`] of the module.
+    reads_unplaced: &'a [bool],
     funcs: Callees<'a>,
     policy: Policy<'a>,
     size: usize,
@@ -510,6 +516,7 @@ impl Inliner<'_> {
         let insts = std::mem::take(&mut b.insts);
         let mut out = Vec::with_capacity(insts.len());
         for mut inst in insts {
+            let at = matches!(inst.op, Op::CallAt(..));
             match &mut inst.op {
                 Op::If { then_, else_, .. } => {
                     self.block(then_);
@@ -518,6 +525,7 @@ impl Inliner<'_> {
                 }
                 Op::Call(g, args) | Op::CallAt(g, args, _)
                     if self.worth(*g)
+                        && !(at && self.reads_unplaced[g.index()])
                         && self.funcs.get(*g).is_some_and(|c| single_exit(&c.body)) =>
                 {
                     let g = *g;
@@ -644,7 +652,7 @@ fn drop_unneeded_sites(m: &mut Module) {
     loop {
         let mut changed = false;
         for i in 0..n {
-            if !may[i] && block_may_site(&m.funcs[i].body, &may) {
+            if !may[i] && block_may_site(&m.funcs[i].body, &may, &m.strings) {
                 may[i] = true;
                 changed = true;
             }
@@ -658,7 +666,7 @@ fn drop_unneeded_sites(m: &mut Module) {
     }
 }
 
-fn block_may_site(b: &Block, may: &[bool]) -> bool {
+fn block_may_site(b: &Block, may: &[bool], strings: &[String]) -> bool {
     let term = match &b.term {
         Term::ErrorWith(parts) => parts.iter().any(|p| matches!(p, crate::ErrPart::Site)),
         Term::TailCall(g, _) => may[g.index()],
@@ -666,9 +674,56 @@ fn block_may_site(b: &Block, may: &[bool]) -> bool {
     };
     term || b.insts.iter().any(|i| match &i.op {
         Op::Call(g, _) | Op::CallAt(g, _, _) | Op::VecBuild { func: g, .. } => may[g.index()],
-        Op::If { then_, else_, .. } => block_may_site(then_, may) || block_may_site(else_, may),
+        Op::If { then_, else_, .. } => {
+            block_may_site(then_, may, strings) || block_may_site(else_, may, strings)
+        }
+        Op::ReadReal(s) => unplaced(strings, *s),
         _ => false,
     })
+}
+
+/// Is string `s` a message without a position of its own, which the
+/// running call site places (`base::message::UNPLACED`)?
+fn unplaced(strings: &[String], s: crate::StrId) -> bool {
+    strings
+        .get(s.index())
+        .is_some_and(|t| t.starts_with(base::message::UNPLACED))
+}
+
+/// The functions that may read (`read-real`) with such a message, directly
+/// or through calls that leave the running call site as it is: inlined at
+/// a `CallAt`, the read would lose that site, so they are not.
+fn reads_unplaced(m: &Module) -> Vec<bool> {
+    let n = m.funcs.len();
+    let mut may = vec![false; n];
+    loop {
+        let mut changed = false;
+        for i in 0..n {
+            if !may[i] && block_reads_unplaced(&m.funcs[i].body, &may, &m.strings) {
+                may[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return may;
+        }
+    }
+}
+
+fn block_reads_unplaced(b: &Block, may: &[bool], strings: &[String]) -> bool {
+    matches!(&b.term, Term::TailCall(g, _) if may[g.index()])
+        || b.insts.iter().any(|i| match &i.op {
+            Op::Call(g, _)
+            | Op::VecBuild {
+                func: g, at: None, ..
+            } => may[g.index()],
+            Op::If { then_, else_, .. } => {
+                block_reads_unplaced(then_, may, strings)
+                    || block_reads_unplaced(else_, may, strings)
+            }
+            Op::ReadReal(s) => unplaced(strings, *s),
+            _ => false,
+        })
 }
 
 fn plain_calls(b: &mut Block, may: &[bool]) {
