@@ -69,7 +69,7 @@ impl<M: Mode> Ops<M> {
 
     /// Whether `v` holds union `u` within `depth` levels (or is too deep
     /// to tell, which counts as holding it).
-    fn contains_union(&self, v: AvId, u: crate::domain::UnionId, depth: usize) -> bool {
+    pub(super) fn contains_union(&self, v: AvId, u: crate::domain::UnionId, depth: usize) -> bool {
         if depth == 0 {
             return true;
         }
@@ -109,10 +109,26 @@ impl<M: Mode> Ops<M> {
     /// Whether `plus` of `a` and `b` is defined: `None` when that depends
     /// on values known only at run time.
     fn conforms(&self, a: AvId, b: AvId) -> Option<bool> {
+        self.conforms_within(a, b, &mut Vec::new())
+    }
+
+    /// [`Self::conforms`], with the pairs of values being compared around
+    /// it: a union that holds itself (a list of run-time length) leads
+    /// back to one of them, and `plus` is defined on the two values when
+    /// it is at every depth, so a pair met again is taken to conform (the
+    /// greatest fixpoint) and the rest of the comparison decides.
+    fn conforms_within(&self, a: AvId, b: AvId, around: &mut Vec<(AvId, AvId)>) -> Option<bool> {
         let bottom = self.dom.bottom();
-        if a == bottom || b == bottom {
+        if a == bottom || b == bottom || around.contains(&(a, b)) {
             return Some(true);
         }
+        around.push((a, b));
+        let r = self.conforms_once(a, b, around);
+        around.pop();
+        r
+    }
+
+    fn conforms_once(&self, a: AvId, b: AvId, around: &mut Vec<(AvId, AvId)>) -> Option<bool> {
         for (u, other, first) in [(a, b, true), (b, a, false)] {
             if let Some(u) = self.dom.as_union_id(u) {
                 let answers: Vec<Option<bool>> = self
@@ -121,9 +137,9 @@ impl<M: Mode> Ops<M> {
                     .iter()
                     .map(|m| {
                         if first {
-                            self.conforms(*m, other)
+                            self.conforms_within(*m, other, around)
                         } else {
-                            self.conforms(other, *m)
+                            self.conforms_within(other, *m, around)
                         }
                     })
                     .collect();
@@ -136,10 +152,10 @@ impl<M: Mode> Ops<M> {
                 };
             }
         }
-        let all = |pairs: &mut dyn Iterator<Item = (AvId, AvId)>| {
+        let mut all = |pairs: &mut dyn Iterator<Item = (AvId, AvId)>| {
             let mut known = true;
             for (x, y) in pairs {
-                match self.conforms(x, y) {
+                match self.conforms_within(x, y, around) {
                     Some(false) => return Some(false),
                     None => known = false,
                     Some(true) => {}
@@ -163,7 +179,7 @@ impl<M: Mode> Ops<M> {
             (Av::Closure(l1, e1), Av::Closure(l2, e2)) if l1 == l2 && e1.len() == e2.len() => {
                 all(&mut e1.iter().copied().zip(e2.iter().copied()))
             }
-            (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => self.conforms(*x, *y),
+            (Av::Wrap(t1, x), Av::Wrap(t2, y)) if t1 == t2 => all(&mut [(*x, *y)].into_iter()),
             (
                 Av::Vector(e1, n1) | Av::Leaf(_, LeafKind::Vector(e1, n1)),
                 Av::Vector(e2, n2) | Av::Leaf(_, LeafKind::Vector(e2, n2)),
@@ -171,7 +187,7 @@ impl<M: Mode> Ops<M> {
                 (Some(x), Some(y)) if x != y => Some(false),
                 // An empty vector has no elements to compare.
                 (Some(0.0), Some(_)) => Some(true),
-                (Some(_), Some(_)) => self.conforms(*e1, *e2),
+                (Some(_), Some(_)) => all(&mut [(*e1, *e2)].into_iter()),
                 // Lengths known only at run time: `plus` checks them.
                 _ => None,
             },

@@ -67,11 +67,58 @@ impl<M: Mode> Ops<M> {
         Ok(())
     }
 
+    /// The operands of vector primitive `p` that must be vectors: the
+    /// argument of `vector-length`, the vector of `vector-ref`,
+    /// `vector-one-hot` and `vector-check-range`, and each vector of a
+    /// list of known length given to `vector-check-lengths`.
+    fn vector_operands(&self, p: Prim, arg: AvId) -> Vec<AvId> {
+        let rest = |x: AvId| self.pair_parts(x).map(|(_, r)| r);
+        match p {
+            Prim::VectorLength => vec![arg],
+            Prim::VectorRef | Prim::VectorOneHot => {
+                self.pair_parts(arg).map(|(v, _)| v).into_iter().collect()
+            }
+            Prim::VectorCheckRange => rest(arg)
+                .and_then(|r| self.pair_parts(r))
+                .map(|(v, _)| v)
+                .into_iter()
+                .collect(),
+            Prim::VectorCheckLengths => {
+                let mut out = Vec::new();
+                let mut l = rest(arg);
+                while let Some((v, r)) = l.and_then(|l| self.pair_parts(l)) {
+                    out.push(v);
+                    l = Some(r);
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// A vector primitive other than `build-vector` on an untagged
     /// argument. `site` is where elements of different shapes meet; with
     /// `None` (lowering re-deriving a message) no join is made.
+    ///
+    /// An operand that must be a vector but is a union (a vector or a
+    /// real, as a branch decides) is split on, as `car` splits on a union
+    /// of pairs: each member is decided on its own, so the vector member
+    /// is not refused for the others. A union that holds itself (a list
+    /// of run-time length) is no vector and would split without end: the
+    /// primitive refuses it as before.
     pub fn vector_prim(&mut self, p: Prim, arg: AvId, site: Option<Site>) -> Op<AvId> {
         let bottom = self.dom.bottom();
+        if M::SPLITS {
+            for v in self.vector_operands(p, arg) {
+                if let Some(u) = self.dom.as_union_id(v) {
+                    let members = self.dom.members(u);
+                    if !members.iter().any(|m| self.contains_union(*m, u, 16)) {
+                        self.hit(p.name(), v);
+                        return Ok(bottom);
+                    }
+                }
+            }
+        }
         match p {
             Prim::VectorLength => match self.vector_parts(arg) {
                 Some((_, n)) => Ok(n),
