@@ -287,6 +287,11 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
 
 type SpecKey = (LambdaId, Box<[AvId]>, AvId);
 
+/// A recursive lambda's summary of its recursive calls in one environment
+/// it was closed over: the summary's number (its join sites'), and the
+/// joined environment and argument.
+type Summary = (u32, Box<[AvId]>, AvId);
+
 struct Analyzer {
     /// [`MAX_SPECS`] for this program.
     max_specs: usize,
@@ -307,8 +312,8 @@ struct Analyzer {
     /// The context being analysed (`u32::MAX` for the top level).
     ctx: u32,
     /// The joined environment and argument of a lambda's recursive calls,
-    /// once they are joined.
-    summary: HashMap<LambdaId, (Box<[AvId]>, AvId)>,
+    /// once they are joined, per environment the lambda was closed over.
+    summary: HashMap<(LambdaId, Box<[AvId]>), Summary>,
     /// Lambdas being analysed, innermost last, each with whether it was
     /// called as an arm of a conditional whose condition is known only at
     /// run time.

@@ -48,9 +48,10 @@ pub enum Site {
     /// The results of a specialisation across analysis passes.
     Result(u32),
     /// The arguments, or environment slot `n`, of a lambda's recursive
-    /// calls whose shapes grow (see `analysis::GROW`).
-    Arg(LambdaId),
-    Env(LambdaId, u32),
+    /// calls whose shapes grow (see `analysis::GROW`), in the `k`-th
+    /// environment the lambda was closed over (its last field).
+    Arg(LambdaId, u32),
+    Env(LambdaId, u32, u32),
     /// The parts of the members of a kind of a union that differ in shape.
     Part(UnionId, Kind),
     /// `zero` of the values of a union.

@@ -242,8 +242,8 @@ pub(crate) fn site_text(prog: &Program, site: &crate::Site) -> String {
             ir::print::var(prog, *v),
             ctx(*c)
         ),
-        Site::Arg(l) => format!("the arguments of {l}"),
-        Site::Env(l, i) => format!("environment slot {i} of {l}"),
+        Site::Arg(l, _) => format!("the arguments of {l}"),
+        Site::Env(l, i, _) => format!("environment slot {i} of {l}"),
         Site::Part(u, _) => format!("parts of U{}", u.index()),
         Site::Zero(u) => format!("zero of U{}", u.index()),
         Site::Map(op, u, w) => match w {

@@ -86,21 +86,26 @@ impl Analyzer {
     /// Joins a recursive call's (widened) environment and argument into the
     /// lambda's summary of its recursive calls, and returns the summary.
     fn summarise(&mut self, l: LambdaId, env: Box<[AvId]>, arg: AvId) -> (Box<[AvId]>, AvId) {
-        let joined = match self.summary.get(&l).cloned() {
-            None => (env, arg),
-            Some((pe, pa)) if pe.len() == env.len() => {
+        // One summary per environment the lambda was closed over: a loop
+        // of the library (a fold's) run for two procedures keeps each
+        // one's shapes, instead of joining one's state with the other's.
+        let key = (l, env.clone());
+        let next = self.summary.len() as u32;
+        let joined = match self.summary.get(&key).cloned() {
+            None => (next, env, arg),
+            Some((k, pe, pa)) if pe.len() == env.len() => {
                 let e = pe
                     .iter()
                     .zip(env.iter())
                     .enumerate()
-                    .map(|(i, (x, y))| self.ops.dom.join_at(Site::Env(l, i as u32), *x, *y))
+                    .map(|(i, (x, y))| self.ops.dom.join_at(Site::Env(l, i as u32, k), *x, *y))
                     .collect();
-                (e, self.ops.dom.join_at(Site::Arg(l), pa, arg))
+                (k, e, self.ops.dom.join_at(Site::Arg(l, k), pa, arg))
             }
-            Some(_) => (env, arg),
+            Some((k, ..)) => (k, env, arg),
         };
-        self.summary.insert(l, joined.clone());
-        joined
+        self.summary.insert(key, joined.clone());
+        (joined.1, joined.2)
     }
 
     /// Is `l` (a transform of) the thunk of an arm of an `if`, as `ir::anf`
