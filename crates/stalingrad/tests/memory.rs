@@ -59,9 +59,9 @@ fn a_hessian_vector_product_keeps_less_than_its_tapes_transformations() {
 
 /// Builds `tests/memory/NAME.vlad`, runs it with `input` on standard input
 /// and `VLAD_GC_STATS` set, checks that every line printed is `line`, and
-/// returns the peak of the heap in bytes (the statistics' third number).
-fn compiled_heap(name: &str, input: &str, line: &str) -> u64 {
-    let dir = std::env::temp_dir().join(format!("stalingrad-memory-{}", std::process::id()));
+/// returns the collector's statistics (the line after `gc: `).
+fn compiled_stats(name: &str, input: &str, line: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("stalingrad-memory-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("make a temporary directory");
     let exe = dir.join(name);
     let build = build_to(&format!("tests/memory/{name}.vlad"), &exe);
@@ -77,14 +77,41 @@ fn compiled_heap(name: &str, input: &str, line: &str) -> u64 {
         run.stdout
     );
     let stats = run.stderr.lines().find_map(|l| l.strip_prefix("gc: "));
-    let heap = stats.and_then(|s| {
-        s.split(", ")
-            .nth(1)?
-            .strip_suffix(" bytes of heap")?
-            .parse()
-            .ok()
-    });
-    heap.unwrap_or_else(|| panic!("{name}: no heap in the statistics: {}", run.stderr))
+    stats
+        .unwrap_or_else(|| panic!("{name}: no statistics: {}", run.stderr))
+        .to_string()
+}
+
+/// The number before `what` in the collector's statistics.
+fn stat(stats: &str, what: &str) -> u64 {
+    stats
+        .split(", ")
+        .find_map(|part| part.strip_suffix(what))
+        .and_then(|n| n.split_whitespace().last()?.parse().ok())
+        .unwrap_or_else(|| panic!("no `{what}` in the statistics: {stats}"))
+}
+
+/// The peak of the heap in bytes, as [`compiled_stats`] runs the program.
+fn compiled_heap(name: &str, input: &str, line: &str) -> u64 {
+    stat(&compiled_stats(name, input, line), " bytes of heap")
+}
+
+/// The gradient of a sum of squares by `vector-fold` over 400,000 reals:
+/// the fold's reverse derivative sweeps with two loops, so a collection
+/// during the sweep scans a few frames (2 KB over 4 collections). AD of
+/// the fold's own loop made a recursion as deep as the vector, and its
+/// one collection scanned 6.6 MB of frames.
+#[test]
+fn a_gradient_through_vector_fold_sweeps_in_constant_stack() {
+    let stats = compiled_stats("fold-gradient", "400000\n", "400000.9999999999");
+    let collections: u64 = stats
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(collections >= 1, "no collection to scan the stack: {stats}");
+    let stack = stat(&stats, " bytes of stack scanned");
+    assert!(stack < 256 << 10, "{stack} bytes of stack scanned: {stats}");
 }
 
 /// 40 repetitions of a loop making three vectors of 2 to 4 MB and keeping
