@@ -231,10 +231,10 @@ impl<M: Mode> Ops<M> {
         }
     }
 
-    /// `tag` of lambda `l` ([`ad::transform`]), as the mode allows
-    /// ([`Mode::transform`]).
-    fn transform(&mut self, tag: Tag, l: LambdaId) -> LambdaId {
-        M::transform(self, tag, l)
+    /// `tag` of lambda `l` of closure `closure` ([`ad::transform`]), as
+    /// the mode allows ([`Mode::transform`]).
+    fn transform(&mut self, tag: Tag, l: LambdaId, closure: AvId) -> LambdaId {
+        M::transform(self, tag, l, closure)
     }
 
     pub fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
@@ -255,7 +255,7 @@ impl<M: Mode> Ops<M> {
                 if let Some(r) = self.closure_memo(op, v, None) {
                     return r;
                 }
-                let l2 = self.transform(tag, l);
+                let l2 = self.transform(tag, l, v);
                 let env = env.iter().map(|x| self.tag_wrap(tag, *x)).collect();
                 let r = self.dom.closure(l2, env);
                 self.remember(op, v, None, r);
@@ -396,7 +396,7 @@ impl<M: Mode> Ops<M> {
                 if let Some(r) = self.closure_memo(op, p, Some(t)) {
                     return Ok(r);
                 }
-                let l = self.transform(Tag::Forward, lc);
+                let l = self.transform(Tag::Forward, lc, p);
                 let mut env = Vec::with_capacity(ec.len());
                 for (a, b) in ec.iter().zip(ed.iter()) {
                     env.push(self.bundle(*a, *b)?);
@@ -414,7 +414,7 @@ impl<M: Mode> Ops<M> {
                     && self.prog.prim_chain(lc).is_some()
                     && self.nil_perturbation(t) =>
             {
-                let l = self.transform(Tag::Forward, lc);
+                let l = self.transform(Tag::Forward, lc, p);
                 Ok(self.dom.closure(l, vec![]))
             }
             (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => {
@@ -458,7 +458,7 @@ impl<M: Mode> Ops<M> {
                     let l = if primal {
                         l0
                     } else {
-                        self.transform(Tag::Perturb, l0)
+                        self.transform(Tag::Perturb, l0, v)
                     };
                     let mut e = Vec::with_capacity(env.len());
                     for x in env.iter() {
