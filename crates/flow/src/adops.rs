@@ -358,6 +358,17 @@ impl<M: Mode> Ops<M> {
         }
     }
 
+    /// A tagged union (`Wrap(tag, union)`) as the union of its tagged
+    /// members; any other value as it is.
+    fn members_tagged(&mut self, v: AvId) -> AvId {
+        match self.dom.get(v).clone() {
+            Av::Wrap(tag, y) if self.dom.as_union_id(y).is_some() => {
+                self.map_union(UnionOp::Wrap(tag), y, None)
+            }
+            _ => v,
+        }
+    }
+
     fn shallow_conform(&self, p: AvId, t: AvId) -> bool {
         match (self.dom.get(p), self.dom.get(t)) {
             (
@@ -394,6 +405,18 @@ impl<M: Mode> Ops<M> {
                     return Ok(self.dom.bundle(p, t));
                 }
                 return Ok(self.map_union(UnionOp::Bundle(true), p, Some(x)));
+            }
+            // A tag on a union of data wraps it whole (`tag_wrap`), where
+            // the other half, a union holding procedures, was tagged
+            // member by member: the primal and tangent halves of one
+            // value's part (`car` under forward over reverse mode). The
+            // union is split into its tagged members, and the halves are
+            // bundled member by member, as above.
+            if self.dom.as_union_id(p).is_some() != self.dom.as_union_id(x).is_some() {
+                let (p2, x2) = (self.members_tagged(p), self.members_tagged(x));
+                if self.dom.as_union_id(p2).is_some() && self.dom.as_union_id(x2).is_some() {
+                    return Ok(self.map_union(UnionOp::Bundle(true), p2, Some(x2)));
+                }
             }
             self.hit("`bundle`", x);
         }
