@@ -331,28 +331,31 @@ impl<M: Mode> Ops<M> {
         }
     }
 
-    /// Whether `t` is the perturbation of a primitive: nil-like, or, for
-    /// a union in it, nil-like on some member. The tangent a `bundle` of
-    /// a primitive gets is taken from the same value as the primitive
-    /// (the tangent half of a bundle whose primal half is a union of
-    /// primitives and reals: their zeros are a union of nils and reals),
-    /// so at run time it is the member that conforms to the primitive;
-    /// the transformed primitive holds nothing of it.
-    fn nil_perturbation(&self, t: AvId) -> bool {
-        fn maybe_nil<M: Mode>(ops: &Ops<M>, v: AvId) -> bool {
-            match ops.dom.get(v) {
-                Av::Wrap(_, x) => maybe_nil(ops, *x),
-                Av::Bundle(p, t) => maybe_nil(ops, *p) && maybe_nil(ops, *t),
-                Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => ops
-                    .dom
-                    .members(ops.dom.find(*u))
-                    .iter()
-                    .any(|m| maybe_nil(ops, *m)),
-                _ => ops.nil_like(v),
-            }
+    /// Whether `v` is nil-like ([`Self::nil_like`]) for some member of
+    /// each union in it. The zeros of a union of primitives and reals
+    /// hold both; a value taken from the same value as a primitive (the
+    /// tangent half of a bundle whose primal half is that union, the
+    /// sensitivity of that union) is, at run time, the member that
+    /// conforms to the primitive.
+    pub fn maybe_nil_like(&self, v: AvId) -> bool {
+        match self.dom.get(v) {
+            Av::Wrap(_, x) => self.maybe_nil_like(*x),
+            Av::Bundle(p, t) => self.maybe_nil_like(*p) && self.maybe_nil_like(*t),
+            Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => self
+                .dom
+                .members(self.dom.find(*u))
+                .iter()
+                .any(|m| self.maybe_nil_like(*m)),
+            _ => self.nil_like(v),
         }
+    }
+
+    /// Whether `t` is the perturbation of a primitive (nil-like, as
+    /// [`Self::maybe_nil_like`] allows): the transformed primitive holds
+    /// nothing of it.
+    fn nil_perturbation(&self, t: AvId) -> bool {
         match self.dom.get(t) {
-            Av::Wrap(Tag::Perturb, x) => maybe_nil(self, *x),
+            Av::Wrap(Tag::Perturb, x) => self.maybe_nil_like(*x),
             Av::Closure(l, _) => self.nil_like(t) && self.prog.lambda_tag(*l) == Some(Tag::Perturb),
             _ => false,
         }
