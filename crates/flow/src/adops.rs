@@ -231,10 +231,10 @@ impl<M: Mode> Ops<M> {
         }
     }
 
-    /// `tag` of lambda `l` ([`ad::transform`]), as the mode allows
-    /// ([`Mode::transform`]).
-    fn transform(&mut self, tag: Tag, l: LambdaId) -> LambdaId {
-        M::transform(self, tag, l)
+    /// `tag` of lambda `l` of closure `closure` ([`ad::transform`]), as
+    /// the mode allows ([`Mode::transform`]).
+    fn transform(&mut self, tag: Tag, l: LambdaId, closure: AvId) -> LambdaId {
+        M::transform(self, tag, l, closure)
     }
 
     pub fn tag_wrap(&mut self, tag: Tag, v: AvId) -> AvId {
@@ -255,7 +255,7 @@ impl<M: Mode> Ops<M> {
                 if let Some(r) = self.closure_memo(op, v, None) {
                     return r;
                 }
-                let l2 = self.transform(tag, l);
+                let l2 = self.transform(tag, l, v);
                 let env = env.iter().map(|x| self.tag_wrap(tag, *x)).collect();
                 let r = self.dom.closure(l2, env);
                 self.remember(op, v, None, r);
@@ -331,11 +331,44 @@ impl<M: Mode> Ops<M> {
         }
     }
 
+    /// Whether `v` is nil-like ([`Self::nil_like`]) for some member of
+    /// each union in it. The zeros of a union of primitives and reals
+    /// hold both; a value taken from the same value as a primitive (the
+    /// tangent half of a bundle whose primal half is that union, the
+    /// sensitivity of that union) is, at run time, the member that
+    /// conforms to the primitive.
+    pub fn maybe_nil_like(&self, v: AvId) -> bool {
+        match self.dom.get(v) {
+            Av::Wrap(_, x) => self.maybe_nil_like(*x),
+            Av::Bundle(p, t) => self.maybe_nil_like(*p) && self.maybe_nil_like(*t),
+            Av::Union(u) | Av::Leaf(_, LeafKind::Union(u)) => self
+                .dom
+                .members(self.dom.find(*u))
+                .iter()
+                .any(|m| self.maybe_nil_like(*m)),
+            _ => self.nil_like(v),
+        }
+    }
+
+    /// Whether `t` is the perturbation of a primitive (nil-like, as
+    /// [`Self::maybe_nil_like`] allows): the transformed primitive holds
+    /// nothing of it.
     fn nil_perturbation(&self, t: AvId) -> bool {
         match self.dom.get(t) {
-            Av::Wrap(Tag::Perturb, x) => self.nil_like(*x),
+            Av::Wrap(Tag::Perturb, x) => self.maybe_nil_like(*x),
             Av::Closure(l, _) => self.nil_like(t) && self.prog.lambda_tag(*l) == Some(Tag::Perturb),
             _ => false,
+        }
+    }
+
+    /// A tagged union (`Wrap(tag, union)`) as the union of its tagged
+    /// members; any other value as it is.
+    fn members_tagged(&mut self, v: AvId) -> AvId {
+        match self.dom.get(v).clone() {
+            Av::Wrap(tag, y) if self.dom.as_union_id(y).is_some() => {
+                self.map_union(UnionOp::Wrap(tag), y, None)
+            }
+            _ => v,
         }
     }
 
@@ -376,6 +409,18 @@ impl<M: Mode> Ops<M> {
                 }
                 return Ok(self.map_union(UnionOp::Bundle(true), p, Some(x)));
             }
+            // A tag on a union of data wraps it whole (`tag_wrap`), where
+            // the other half, a union holding procedures, was tagged
+            // member by member: the primal and tangent halves of one
+            // value's part (`car` under forward over reverse mode). The
+            // union is split into its tagged members, and the halves are
+            // bundled member by member, as above.
+            if self.dom.as_union_id(p).is_some() != self.dom.as_union_id(x).is_some() {
+                let (p2, x2) = (self.members_tagged(p), self.members_tagged(x));
+                if self.dom.as_union_id(p2).is_some() && self.dom.as_union_id(x2).is_some() {
+                    return Ok(self.map_union(UnionOp::Bundle(true), p2, Some(x2)));
+                }
+            }
             self.hit("`bundle`", x);
         }
         if self.dom.as_union_id(p).is_some() && self.dom.as_union_id(t).is_some() {
@@ -396,7 +441,7 @@ impl<M: Mode> Ops<M> {
                 if let Some(r) = self.closure_memo(op, p, Some(t)) {
                     return Ok(r);
                 }
-                let l = self.transform(Tag::Forward, lc);
+                let l = self.transform(Tag::Forward, lc, p);
                 let mut env = Vec::with_capacity(ec.len());
                 for (a, b) in ec.iter().zip(ed.iter()) {
                     env.push(self.bundle(*a, *b)?);
@@ -414,7 +459,7 @@ impl<M: Mode> Ops<M> {
                     && self.prog.prim_chain(lc).is_some()
                     && self.nil_perturbation(t) =>
             {
-                let l = self.transform(Tag::Forward, lc);
+                let l = self.transform(Tag::Forward, lc, p);
                 Ok(self.dom.closure(l, vec![]))
             }
             (_, Av::Wrap(Tag::Perturb, x)) if self.shallow_conform(p, x) => {
@@ -458,7 +503,7 @@ impl<M: Mode> Ops<M> {
                     let l = if primal {
                         l0
                     } else {
-                        self.transform(Tag::Perturb, l0)
+                        self.transform(Tag::Perturb, l0, v)
                     };
                     let mut e = Vec::with_capacity(env.len());
                     for x in env.iter() {

@@ -74,16 +74,18 @@ pub const MAX_SPECS: usize = 50_000;
 /// See [`MAX_SPECS`]: the examples and benchmarks need up to 90 per
 /// binding (examples/11-saddle.vlad: 20,000 for 223).
 pub const SPECS_PER_BINDING: usize = 200;
-/// Deepest nesting of AD transformations of one lambda accepted (a
-/// transform of a transform ..., counted along `ir::Origin`). Every
-/// program of the examples, tests, corpus and benchmarks nests at most 4
-/// deep; a derivative tower of reverse mode of constant height 6 builds in
-/// 2 s and 170 MB, and each level of reverse over reverse doubles the code
-/// (height 8: 3.6 GB before the specialisation limit stops it). Deeper
-/// nesting is what a nesting depth known only at run time makes (a
-/// derivative tower of run-time height): refused by this measure of one
-/// lambda before the transformation is made, not after minutes of it by
-/// the memory budget.
+/// Deepest nesting of AD transformations (a transform of a transform
+/// ..., counted along `ir::Origin`) of a closure that holds a union.
+/// A closure of fixed shape nests AD as deep as the program's constants
+/// say (a derivative tower of constant height: forward, height 8 builds
+/// in about a second; reverse, each level multiplies the specialisations
+/// by five, and height 7 passes [`MAX_SPECS`]). A union is what
+/// summarising a recursion whose arguments kept growing makes (a
+/// derivative tower of run-time height): it may hold itself, and AD on
+/// it would nest without end. Every program of the examples, tests,
+/// corpus and benchmarks nests at most 4 deep; past this depth, AD on a
+/// closure holding a union is refused before the transformation is made,
+/// not after minutes of it by the memory budget.
 pub const MAX_AD_DEPTH: u32 = 6;
 /// Most passes over the program before the analysis gives up.
 pub const MAX_PASSES: u32 = 1000;
@@ -542,15 +544,12 @@ impl Analyzer {
     }
 
     /// The error of an analysis asked for AD nested more than
-    /// [`MAX_AD_DEPTH`] deep: positioned at the recursion that grows, when
+    /// [`MAX_AD_DEPTH`] deep on a closure holding a union: positioned at the recursion that grows, when
     /// one of the user's procedures kept passing itself deeper values.
     fn too_deep_ad(&self, lambda: LambdaId) -> Limit {
-        let what = format!(
-            "deeper than this compiler specialises (each level of reverse mode doubles the \
-             code): a nesting of AD whose depth is known only at run time cannot be compiled; \
-             make that depth a constant of at most {MAX_AD_DEPTH} (`stalingrad run` runs the \
-             program as it is)"
-        );
+        let what = "on procedures known only at run time: a nesting of AD whose depth is \
+                    known only at run time cannot be compiled; make that depth a constant \
+                    (`stalingrad run` runs the program as it is)";
         match self.grower(1) {
             Some((l, (n, d))) => Limit {
                 message: format!(

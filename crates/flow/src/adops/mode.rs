@@ -42,8 +42,9 @@ pub trait Mode: Sized {
     /// The value of `map` over union value `v` (and `w`, for `bundle`).
     fn map_union(ops: &mut Ops<Self>, map: UnionMap, v: AvId, w: Option<AvId>) -> AvId;
 
-    /// `tag` of lambda `l`.
-    fn transform(ops: &mut Ops<Self>, tag: Tag, l: LambdaId) -> LambdaId {
+    /// `tag` of lambda `l`, the lambda of closure `closure`.
+    fn transform(ops: &mut Ops<Self>, tag: Tag, l: LambdaId, closure: AvId) -> LambdaId {
+        let _ = closure;
         ad::transform(&mut ops.prog, &mut ops.memo, tag, l)
     }
 }
@@ -54,8 +55,9 @@ pub struct Analysing {
     /// The AD nesting depth of each lambda met so far, by lambda number
     /// (see [`crate::analysis::MAX_AD_DEPTH`]).
     ad_depth: Vec<Option<u32>>,
-    /// Set when a transformation would nest AD deeper than
-    /// [`crate::analysis::MAX_AD_DEPTH`] (the lambda it was asked of):
+    /// Set when a transformation of a closure holding a union would nest
+    /// AD deeper than [`crate::analysis::MAX_AD_DEPTH`] (the lambda it was
+    /// asked of):
     /// the transformation is not made and the analysis stops with a limit
     /// error.
     pub(crate) too_deep: Option<LambdaId>,
@@ -85,15 +87,19 @@ impl Mode for Analysing {
     }
 
     /// [`ad::transform`], unless that would nest AD deeper than
-    /// [`crate::analysis::MAX_AD_DEPTH`]: then `l` itself, and
-    /// `too_deep` says so. Each level of reverse over reverse
-    /// doubles the code, so a nesting that keeps growing must stop here,
-    /// before the transformation is made, not after.
-    fn transform(ops: &mut Ops<Self>, tag: Tag, l: LambdaId) -> LambdaId {
+    /// [`crate::analysis::MAX_AD_DEPTH`] in a closure that holds a union:
+    /// then `l` itself, and `too_deep` says so. A closure of fixed shape
+    /// nests AD as deep as its (finite) chain of closures says, a constant
+    /// of the program (a derivative tower of constant height); one that
+    /// holds a union may hold itself (the union of a tower of run-time
+    /// height, which summarising its recursion made) and nest without
+    /// end. Each level of reverse over reverse doubles the code, so such a
+    /// nesting must stop here, before the transformation is made, not after.
+    fn transform(ops: &mut Ops<Self>, tag: Tag, l: LambdaId, closure: AvId) -> LambdaId {
         if ops.mode.too_deep.is_some() {
             return l;
         }
-        if ad_depth(ops, l) >= crate::analysis::MAX_AD_DEPTH {
+        if ops.dom.has_union(closure) && ad_depth(ops, l) >= crate::analysis::MAX_AD_DEPTH {
             ops.mode.too_deep = Some(l);
             return l;
         }

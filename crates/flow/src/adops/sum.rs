@@ -336,12 +336,21 @@ impl<M: Mode> Ops<M> {
     /// `plus` of two values without reals whose representations differ
     /// only in how a transformed primitive was reached (as in the
     /// interpreter): the one that is not a procedure.
+    /// A sum of a transformed primitive and a value holding unions is
+    /// that value when it is nil-like on some of their members
+    /// ([`Ops::maybe_nil_like`]: at run time, the member that conforms).
     pub fn nil_sum(&self, a: AvId, b: AvId) -> Option<AvId> {
+        let procedure = |v: AvId| matches!(self.dom.get(v), Av::Closure(..) | Av::Prim(_));
+        if procedure(a) && self.nil_like(a) && self.maybe_nil_like(b) {
+            return Some(b);
+        }
+        if procedure(b) && self.nil_like(b) && self.maybe_nil_like(a) {
+            return Some(a);
+        }
         if !(self.nil_like(a) && self.nil_like(b)) {
             return None;
         }
-        let procedure = matches!(self.dom.get(a), Av::Closure(..) | Av::Prim(_));
-        Some(if procedure { b } else { a })
+        Some(if procedure(a) { b } else { a })
     }
 
     /// [`Ops::nil_sum`] of union value `uv` (the first operand when

@@ -4,7 +4,8 @@
 //! [`UNROLL_BRANCHED`] rounds when a conditional of unknown condition
 //! continues it (it cannot end at compile time), and forgets them after;
 //! one whose arguments keep growing in shape is summarised after [`GROW`]
-//! rounds into unions of shapes.
+//! rounds into unions of shapes ([`UNROLL`] rounds when conditions known
+//! at compile time continue it).
 
 use super::{Analyzer, SpecKey, GROW, UNROLL, UNROLL_BRANCHED};
 use crate::domain::{AvId, Site};
@@ -28,25 +29,30 @@ impl Analyzer {
         // since the round that called it ([`crate::Domain::widen_changed`]),
         // as after `UNROLL` rounds it forgets all.
         let glue = self.applies_arms(lambda) || self.is_arm(lambda);
-        let (recursive, uncontrolled) = match self.stack.iter().rposition(|(l, ..)| *l == lambda) {
-            // Conditionals and their arms nest in every round of a loop;
-            // the loop's own lambda is what rounds are counted on.
-            Some(_) if glue => (true, None),
-            Some(i) => {
-                // The call is the next round only if every frame since the
-                // last is an arm of a conditional (or its transform, which
-                // the arms of a transformed `if-procedure` apply) or a
-                // transformed `if-procedure`; otherwise it is a use of the
-                // lambda nested in another (`map-n` inside `map-n`).
-                let between = &self.stack[i + 1..];
-                let arms_only = between
-                    .iter()
-                    .all(|(l, b, _)| *b || self.applies_arms(*l) || self.is_arm(*l));
-                let branching = between.iter().any(|(_, b, _)| *b);
-                (true, (arms_only && branching).then_some(self.stack[i].2))
-            }
-            None => (false, None),
-        };
+        let (recursive, uncontrolled, known) =
+            match self.stack.iter().rposition(|(l, ..)| *l == lambda) {
+                // Conditionals and their arms nest in every round of a loop;
+                // the loop's own lambda is what rounds are counted on.
+                Some(_) if glue => (true, None, false),
+                Some(i) => {
+                    // The call is the next round only if every frame since the
+                    // last is an arm of a conditional (or its transform, which
+                    // the arms of a transformed `if-procedure` apply) or a
+                    // transformed `if-procedure`; otherwise it is a use of the
+                    // lambda nested in another (`map-n` inside `map-n`).
+                    let between = &self.stack[i + 1..];
+                    let arms_only = between
+                        .iter()
+                        .all(|(l, b, _)| *b || self.applies_arms(*l) || self.is_arm(*l));
+                    let branching = between.iter().any(|(_, b, _)| *b);
+                    (
+                        true,
+                        (arms_only && branching).then_some(self.stack[i].2),
+                        arms_only && !branching,
+                    )
+                }
+                None => (false, None, false),
+            };
         // A long list is analysed as one of run-time length, before any
         // specialisation sees it as a chain of pairs.
         let env: Box<[AvId]> = env
@@ -60,7 +66,12 @@ impl Analyzer {
         let grown = self.grown.get(&lambda).map_or(0, |g| g.0);
         // Rounds under analysis: each round analyses the next inside it.
         let rounds = || self.stack.iter().filter(|(l, ..)| *l == lambda).count();
-        let (env, arg): (Box<[AvId]>, AvId) = if recursive && grown >= GROW {
+        // A recursion continued by conditions known at compile time ends
+        // at compile time, as its constants say (a derivative tower of
+        // constant height passes itself a closure one level deeper each
+        // round): it is summarised only past `UNROLL` rounds that grow.
+        let grow = if known { UNROLL } else { GROW };
+        let (env, arg): (Box<[AvId]>, AvId) = if recursive && grown >= grow {
             self.summarise(lambda, wenv, warg)
         } else if recursive && self.budget.get(&wkey).copied().unwrap_or(0) >= UNROLL {
             (wenv, warg)
