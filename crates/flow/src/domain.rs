@@ -429,6 +429,14 @@ impl<L: Leaf> Domain<L> {
         self.shown.get(&v).map(|x| x.as_slice())
     }
 
+    /// Forgets the elements recorded for messages: they are values of the
+    /// function and block that read them, and a leaf is the same node in
+    /// every function (its number is a value of each), so a message made
+    /// later elsewhere, or the printing of a value, must not use them.
+    pub fn forget_shown(&mut self) {
+        self.shown.clear();
+    }
+
     /// The value of a known real.
     pub fn known_real(&self, id: AvId) -> Option<f64> {
         match self.get(id) {

@@ -382,6 +382,7 @@ impl Lowerer<'_> {
                     self.show_vectors(fb, v(&x));
                 }
                 let m = self.error_message(b, vals, m);
+                self.ops.dom.forget_shown();
                 let pat = match &b.rhs {
                     Rhs::Car { pat, .. } | Rhs::Cdr { pat, .. } | Rhs::Check { pat, .. } => *pat,
                     _ => None,
@@ -450,6 +451,7 @@ impl Lowerer<'_> {
                 if info.plan == Plan::Check {
                     self.show_vectors(fb, v(var));
                     let msg = self.ops.pattern_message(tags, *pat, v(var));
+                    self.ops.dom.forget_shown();
                     let err = self.error_term_at(b.span, &msg, *pat);
                     let mut x = v(var);
                     for t in tags {

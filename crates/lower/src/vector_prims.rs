@@ -294,7 +294,9 @@ impl Lowerer<'_> {
                     Av::Closure(..) | Av::Prim(_) => m.clone(),
                     _ => {
                         this.show_vectors(fb, f);
-                        ir::message::not_a_procedure(&this.ops.describe(f))
+                        let m = ir::message::not_a_procedure(&this.ops.describe(f));
+                        this.ops.dom.forget_shown();
+                        m
                     }
                 };
                 return Err(this.error_term(b2.span, &m));
