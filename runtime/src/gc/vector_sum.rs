@@ -58,6 +58,17 @@ struct Summand {
 }
 
 impl Summand {
+    /// A zero with `count` additions held elsewhere (none, or a one-hot's
+    /// one, written after the sum object).
+    const fn zero(count: usize) -> Summand {
+        Summand {
+            base: 0,
+            entries: 0,
+            log: 0,
+            count,
+        }
+    }
+
     /// What adding it densely costs: its additions, and the elements of
     /// its base if it has one.
     fn size(&self, n: usize) -> usize {
@@ -298,12 +309,7 @@ fn materialise(s: Summand, stride: usize, n: usize) -> usize {
 #[no_mangle]
 pub extern "C" fn rt_vec_zero(shape: u64, len: u64) -> usize {
     let (stride, _) = vector_shape(shape as u32);
-    let s = Summand {
-        base: 0,
-        entries: 0,
-        log: 0,
-        count: 0,
-    };
+    let s = Summand::zero(0);
     new_sum(stride, len as usize, s, 0)
 }
 
@@ -538,12 +544,7 @@ mod tests {
     /// `slots` points to as many reals as `shape` gives an element.
     unsafe fn one_hot_object(shape: u64, len: u64, i: f64, slots: *const f64) -> usize {
         let (stride, _) = vector_shape(shape as u32);
-        let s = Summand {
-            base: 0,
-            entries: 0,
-            log: 0,
-            count: 1,
-        };
+        let s = Summand::zero(1);
         let p = new_sum(stride, len as usize, s, 1 + stride);
         *((p + SUM_BYTES) as *mut usize) = i as usize;
         // Element by element: a call of `memcpy` costs more than the one or

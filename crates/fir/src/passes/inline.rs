@@ -670,20 +670,7 @@ fn resolve_chains(subst: &HashMap<Val, Val>) -> HashMap<Val, Val> {
 /// its call site (`ErrPart::Site`), directly or through its callees; other
 /// `CallAt`s become `Call`s, which the inliner can work with.
 fn drop_unneeded_sites(m: &mut Module) {
-    let n = m.funcs.len();
-    let mut may = vec![false; n];
-    loop {
-        let mut changed = false;
-        for i in 0..n {
-            if !may[i] && block_may_site(&m.funcs[i].body, &may, &m.strings) {
-                may[i] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let may = functions_that(m, block_may_site);
     for f in &mut m.funcs {
         plain_calls(&mut f.body, &may);
     }
@@ -717,12 +704,18 @@ fn unplaced(strings: &[String], s: crate::StrId) -> bool {
 /// or through calls that leave the running call site as it is: inlined at
 /// a `CallAt`, the read would lose that site, so they are not.
 fn reads_unplaced(m: &Module) -> Vec<bool> {
-    let n = m.funcs.len();
-    let mut may = vec![false; n];
+    functions_that(m, block_reads_unplaced)
+}
+
+/// The functions whose body `does` something, given which functions do
+/// it (the least fixpoint over the module, so recursion does not make a
+/// function do what its body does not).
+fn functions_that(m: &Module, does: fn(&Block, &[bool], &[String]) -> bool) -> Vec<bool> {
+    let mut may = vec![false; m.funcs.len()];
     loop {
         let mut changed = false;
-        for i in 0..n {
-            if !may[i] && block_reads_unplaced(&m.funcs[i].body, &may, &m.strings) {
+        for (i, f) in m.funcs.iter().enumerate() {
+            if !may[i] && does(&f.body, &may, &m.strings) {
                 may[i] = true;
                 changed = true;
             }
