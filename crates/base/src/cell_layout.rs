@@ -58,6 +58,21 @@ pub const fn vector_shape(header: u32) -> (usize, usize) {
 /// through `rt_vec_dense`.
 pub const SUM_TAG: u32 = u32::MAX - 1;
 
+/// A sum of vectors of vectors of reals (`fir::Op::VecZeroOf`,
+/// `VecOneHotOf`, and `VecPlus` of their layout): laid out as a
+/// [`SUM_TAG`] sum whose element is one pointer, to a vector or a sum of
+/// vectors of reals (a row), that `plus` adds as such. Its header's second
+/// half is the [`vector_header`] of its rows (the zero rows it makes),
+/// with bit 0 set when its base is not its elements but a vector whose
+/// elements' lengths are those of a zero's rows (a zero "of" that
+/// vector). Every word of its log's entries is scanned (an index is never
+/// the address of an object), and so is a one-hot's entry.
+pub const SUM_ROWS_TAG: u32 = u32::MAX - 2;
+
+/// The bit of a [`SUM_ROWS_TAG`] header's second half that says its base
+/// gives only the lengths of its rows.
+pub const SUM_ZERO_OF: u32 = 1;
+
 /// A sum's number of additions, then its three pointers: the vector it
 /// adds to (0: a zero), the log of its additions (0: none, or the one
 /// addition of a one-hot, written after [`SUM_BYTES`]), and the vector of

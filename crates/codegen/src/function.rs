@@ -437,6 +437,8 @@ impl FnBuilder<'_, '_> {
             | Op::IsCount(_)
             | Op::VecZero(..)
             | Op::VecOneHot { .. }
+            | Op::VecZeroOf { .. }
+            | Op::VecOneHotOf { .. }
             | Op::VecPlus(..) => self.vector_op(inst)?,
             Op::Load(p, _, n) => {
                 let p = self.val(*p)?;

@@ -216,6 +216,23 @@ impl FnBuilder<'_, '_> {
                 }
                 p
             }
+            // Sums of rows are the runtime's, one-hots included: a row
+            // read costs as much as the call.
+            Op::VecZeroOf { row, of, .. } => {
+                let header = self.sum_header(*row)?;
+                let of = self.val(*of)?;
+                self.call_import("rt_vec_zero_of", &[header, of])?
+                    .ok_or("internal error: rt_vec_zero_of result")?
+            }
+            Op::VecOneHotOf {
+                row, of, i, val, ..
+            } => {
+                let header = self.sum_header(*row)?;
+                let (of, i, val) = (self.val(*of)?, self.val(*i)?, self.val(*val)?);
+                let i = self.index_int(i);
+                self.call_import("rt_vec_one_hot_of", &[header, of, i, val])?
+                    .ok_or("internal error: rt_vec_one_hot_of result")?
+            }
             Op::VecPlus(_, a, b) => {
                 let (a, b) = (self.val(*a)?, self.val(*b)?);
                 self.call_import("rt_vec_plus", &[a, b])?

@@ -39,7 +39,8 @@
 //!   gives its type, a `VecBuild`'s callee takes its arguments and then
 //!   the index (`F64`) and returns an element's slots, and a `VecZero`,
 //!   `VecOneHot` or `VecPlus` names a layout whose slots are all `F64`
-//!   (a one-hot's values, one per slot); lengths and indices are `F64`s, checked (`IsCount`,
+//!   (a one-hot's values, one per slot), or (`VecZeroOf`, `VecOneHotOf`,
+//!   `VecPlus`) one `Ptr` to rows of such a layout; lengths and indices are `F64`s, checked (`IsCount`,
 //!   `VecIndexOk`) before an operation takes them;
 //! - a `Load` from a cell reads the member the cell holds: code tests the
 //!   tag (`TagIs`) first, or knows it otherwise (the last member of a

@@ -218,7 +218,27 @@ pub enum Op {
         i: Val,
         vals: Vec<Val>,
     },
-    /// The elementwise sum of two vectors of layout `layout` (all `F64`)
+    /// The zero of a vector of vectors (rows) whose elements are those of
+    /// vectors of layout `row` (all `F64`), as long as the vector `of`,
+    /// with row i as long as `of`'s element i (a vector): a vector of
+    /// layout `layout` (one `Ptr`). Reverse mode's sensitivity of a vector
+    /// of vectors, kept as a sum as [`Op::VecZero`]'s is.
+    VecZeroOf {
+        layout: u32,
+        row: u32,
+        of: Val,
+    },
+    /// [`Op::VecZeroOf`] but for row `i` (an index of `of`, checked
+    /// before), which is the vector `val` (of layout `row`, or a sum).
+    VecOneHotOf {
+        layout: u32,
+        row: u32,
+        of: Val,
+        i: Val,
+        val: Val,
+    },
+    /// The elementwise sum of two vectors of layout `layout` (all `F64`,
+    /// or one `Ptr` to a row of the sums above, added as rows are)
     /// of one length (checked before): each slot the `FBin::PlusAdd` of
     /// the two. Where one operand's element was never given a value (a
     /// zero's, or a one-hot's but at its index), the sum may be the other

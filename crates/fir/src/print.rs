@@ -312,6 +312,18 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::VecPlus(layout, a, b) => {
             let _ = write!(out, "vec_plus #{layout} {a} {b}");
         }
+        Op::VecZeroOf { layout, row, of } => {
+            let _ = write!(out, "vec_zero_of #{layout} #{row} {of}");
+        }
+        Op::VecOneHotOf {
+            layout,
+            row,
+            of,
+            i,
+            val,
+        } => {
+            let _ = write!(out, "vec_one_hot_of #{layout} #{row} {of} {i} {val}");
+        }
     }
     out.push('\n');
 }

@@ -782,6 +782,25 @@ impl<'a> Reader<'a> {
                 let (a, b) = (self.val()?, self.val()?);
                 (Op::VecPlus(layout, a, b), Some(vec![Ptr]))
             }
+            "vec_zero_of" => {
+                let (layout, _) = self.vector_layout()?;
+                let (row, _) = self.vector_layout()?;
+                let of = self.val()?;
+                (Op::VecZeroOf { layout, row, of }, Some(vec![Ptr]))
+            }
+            "vec_one_hot_of" => {
+                let (layout, _) = self.vector_layout()?;
+                let (row, _) = self.vector_layout()?;
+                let (of, i, val) = (self.val()?, self.val()?, self.val()?);
+                let op = Op::VecOneHotOf {
+                    layout,
+                    row,
+                    of,
+                    i,
+                    val,
+                };
+                (op, Some(vec![Ptr]))
+            }
             _ => {
                 let op = if let Some(op) = [
                     FBin::Add,
@@ -1014,6 +1033,12 @@ fn operand_uses(op: &Op, p: &mut Pending) {
         Op::VecPlus(_, a, b) => {
             one(a, Ptr);
             one(b, Ptr);
+        }
+        Op::VecZeroOf { of, .. } => one(of, Ptr),
+        Op::VecOneHotOf { of, i, val, .. } => {
+            one(of, Ptr);
+            one(i, F64);
+            one(val, Ptr);
         }
         Op::MemoGet(_, vs) | Op::MemoPut(_, vs) => vs.iter().for_each(|v| one(v, Ptr)),
         _ => {}

@@ -21,7 +21,9 @@
 //! callee takes the arguments and then the index (`F64`) and returns one
 //! element's slots; a `VecLoad` names a slot of its layout and gives its
 //! type; a `VecZero`'s, `VecOneHot`'s or `VecPlus`'s layout is all
-//! `F64`, and a one-hot gives one value per slot. That a vector has
+//! `F64` (a `VecPlus`'s may instead be one `Ptr`: rows), and a one-hot
+//! gives one value per slot; a `VecZeroOf`'s and `VecOneHotOf`'s layout
+//! is one `Ptr`, and their rows' all `F64`. That a vector has
 //! the layout an operation names is not checked (as a `Load`'s member).
 //!
 //! Cells: every layout of [`Module::cells`] has its pointers first; every
@@ -425,6 +427,18 @@ impl<'a> Checker<'a> {
         Ok(slots)
     }
 
+    /// Layout `layout` of a sum of rows, one `Ptr`, whose rows are of
+    /// layout `row`, a sum's.
+    fn rows_layout(&self, layout: u32, row: u32) -> Result<(), VerifyError> {
+        self.sum_layout(row)?;
+        if self.vector_layout(layout)? != [Ty::Ptr] {
+            return self.err(format!(
+                "a sum of rows as vector #{layout}, whose elements are not one pointer"
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the operands of a vector operation and gives its result
     /// types.
     fn vector_op(&mut self, op: &Op) -> Result<Vec<Ty>, VerifyError> {
@@ -535,8 +549,29 @@ impl<'a> Checker<'a> {
                 self.use_vals(vals, slots, &format!("a one-hot vector #{layout}"))?;
                 vec![Ptr]
             }
+            Op::VecZeroOf { layout, row, of } => {
+                self.rows_layout(*layout, *row)?;
+                self.use_val(*of, Some(Ptr))?;
+                vec![Ptr]
+            }
+            Op::VecOneHotOf {
+                layout,
+                row,
+                of,
+                i,
+                val,
+            } => {
+                self.rows_layout(*layout, *row)?;
+                self.use_val(*of, Some(Ptr))?;
+                self.use_val(*i, Some(F64))?;
+                self.use_val(*val, Some(Ptr))?;
+                vec![Ptr]
+            }
             Op::VecPlus(layout, a, b) => {
-                self.sum_layout(*layout)?;
+                // Reals, or rows.
+                if self.vector_layout(*layout)? != [Ty::Ptr] {
+                    self.sum_layout(*layout)?;
+                }
                 self.use_val(*a, Some(Ptr))?;
                 self.use_val(*b, Some(Ptr))?;
                 vec![Ptr]
@@ -661,6 +696,8 @@ impl<'a> Checker<'a> {
             | Op::VecLoad(..)
             | Op::VecZero(..)
             | Op::VecOneHot { .. }
+            | Op::VecZeroOf { .. }
+            | Op::VecOneHotOf { .. }
             | Op::VecPlus(..) => self.vector_op(op)?,
         }))
     }

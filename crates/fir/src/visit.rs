@@ -42,6 +42,12 @@ impl Op {
                 f(*a);
                 f(*b);
             }
+            Op::VecZeroOf { of, .. } => f(*of),
+            Op::VecOneHotOf { of, i, val, .. } => {
+                f(*of);
+                f(*i);
+                f(*val);
+            }
             Op::VecBuild {
                 len, args, state, ..
             } => {
@@ -97,6 +103,12 @@ impl Op {
                 f(a);
                 f(b);
             }
+            Op::VecZeroOf { of, .. } => f(of),
+            Op::VecOneHotOf { of, i, val, .. } => {
+                f(of);
+                f(i);
+                f(val);
+            }
             Op::VecBuild {
                 len, args, state, ..
             } => {
@@ -150,6 +162,8 @@ impl Op {
             | Op::VecLoad(_, _, l, _)
             | Op::VecZero(l, _)
             | Op::VecOneHot { layout: l, .. }
+            | Op::VecZeroOf { layout: l, .. }
+            | Op::VecOneHotOf { layout: l, .. }
             | Op::VecPlus(l, _, _) => Some(*l),
             _ => None,
         }
@@ -175,6 +189,8 @@ impl Op {
                     | Op::VecIndexOk(..)
                     | Op::VecZero(..)
                     | Op::VecOneHot { .. }
+                    | Op::VecZeroOf { .. }
+                    | Op::VecOneHotOf { .. }
                     | Op::VecPlus(..)
             )
     }

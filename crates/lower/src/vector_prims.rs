@@ -205,6 +205,21 @@ impl Lowerer<'_> {
                     let p = fb.emit1(op, Ty::Ptr);
                     return Ok(self.vector_sym(p, re, rn));
                 }
+                if let Some((layout, row)) = self.rows_layout(re).filter(|_| self.has_rows(e)) {
+                    let val = match self.elem_slots(fb, s, re)[..] {
+                        [val] => val,
+                        _ => return Err(internal(self)),
+                    };
+                    let op = Op::VecOneHotOf {
+                        layout,
+                        row,
+                        of: pv,
+                        i: iv,
+                        val,
+                    };
+                    let p = fb.emit1(op, Ty::Ptr);
+                    return Ok(self.vector_sym(p, re, rn));
+                }
                 // Element j is `s` at i, else the zero of v's element j
                 // (made from it: a vector's zero has its length).
                 let mut params = vec![Ty::Ptr, Ty::F64];

@@ -43,6 +43,41 @@ impl Lowerer<'_> {
         types.iter().all(|t| *t == Ty::F64).then_some(layout)
     }
 
+    /// The layouts of vectors of element `elem` and of its rows when
+    /// `elem` is a vector (a row) whose elements are reals: such vectors'
+    /// zeros, one-hot vectors and sums are the runtime's sums of rows
+    /// (`fir::Op::VecZeroOf`), so that reverse mode adds the sensitivity
+    /// of each row read in O(1), not in O(rows).
+    pub(crate) fn rows_layout(&mut self, elem: AvId) -> Option<(u32, u32)> {
+        let Av::Vector(re, _) = self.ops.dom.get(elem).clone() else {
+            return None;
+        };
+        if self.ops.dom.is_known(re) {
+            return None;
+        }
+        let row = self.sum_layout(re)?;
+        let (layout, types) = self.vec_layout(elem);
+        (types == [Ty::Ptr]).then_some((layout, row))
+    }
+
+    /// Whether `elem` is a zero row whose elements the analysis knows: a
+    /// pointer to any vector as long as it stands for it.
+    fn zero_row(&self, elem: AvId) -> bool {
+        match self.ops.dom.get(elem) {
+            Av::Vector(e, _) => {
+                self.ops.dom.is_known(*e) && self.ops.dom.known_real(*e) == Some(0.0)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the vectors `p` of element `e` hold a pointer to a vector
+    /// (or a sum) per element: what a zero of rows takes its rows'
+    /// lengths from.
+    pub(crate) fn has_rows(&mut self, e: AvId) -> bool {
+        matches!(self.ops.dom.get(e), Av::Vector(..)) && self.vec_layout(e).1 == [Ty::Ptr]
+    }
+
     /// The pointer, element and length of a symbolic vector; a vector the
     /// analysis knows is made here.
     pub(crate) fn vector_ptr(&mut self, fb: &mut Fb, v: AvId) -> Option<(Val, AvId, AvId)> {
@@ -268,6 +303,14 @@ impl Lowerer<'_> {
                 return;
             }
         }
+        // Zero rows: a zero of rows made in O(1), each row as long as the
+        // one that stands for it.
+        if self.zero_row(se) && self.has_rows(se) {
+            if let Some((layout, row)) = self.rows_layout(te) {
+                out.push(fb.emit1(Op::VecZeroOf { layout, row, of: p }, Ty::Ptr));
+                return;
+            }
+        }
         // Elements of no value: the vector is empty.
         if se == self.ops.dom.bottom() {
             let (layout, _) = self.vec_layout(te);
@@ -349,8 +392,9 @@ impl Lowerer<'_> {
             return Some(z);
         }
         // Elements the analysis knows: no code, the vector's pointer
-        // standing for its length (its elements are never read).
-        if self.ops.dom.is_known(ze) {
+        // standing for its length (its elements are never read). Zero rows
+        // likewise: each row of `v` stands for the zero row as long.
+        if self.ops.dom.is_known(ze) || (self.zero_row(ze) && self.has_rows(e)) {
             return Some(self.vector_sym(p, ze, n));
         }
         let f = self.shared_elem_fn(
@@ -410,11 +454,13 @@ impl Lowerer<'_> {
                 return Some(self.vector_sym(p, pe, pn));
             }
         }
-        let as_sum = |this: &mut Self, e: AvId| e == pe || this.ops.dom.known_real(e).is_some();
-        if let Some(layout) = self
+        let as_sum = |this: &mut Self, e: AvId| {
+            e == pe || this.ops.dom.known_real(e).is_some() || this.zero_row(e)
+        };
+        let layout = self
             .sum_layout(pe)
-            .filter(|_| as_sum(self, ea) && as_sum(self, eb))
-        {
+            .or_else(|| self.rows_layout(pe).map(|(layout, _)| layout));
+        if let Some(layout) = layout.filter(|_| as_sum(self, ea) && as_sum(self, eb)) {
             let target = self.ops.dom.vector(pe, pn);
             let mut ps = Vec::new();
             self.coerce_vector(fb, a, target, &mut ps);

@@ -50,16 +50,22 @@ impl Heap {
             use crate::cell_layout::{SUM_BASE_AT, SUM_BYTES};
             return Some((start + SUM_BASE_AT, start + SUM_BYTES));
         }
+        if header as u32 == crate::cell_layout::SUM_ROWS_TAG {
+            // A one-hot's entry (an index and a row) follows its pointers,
+            // in the same cell.
+            use crate::cell_layout::{SUM_BASE_AT, SUM_BYTES};
+            return Some((start + SUM_BASE_AT, start + c.cell.min(SUM_BYTES + 16)));
+        }
         let header = (header >> 32) as u32;
         let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);
         (slots > 0).then_some((start + 8, start + 8 + 8 * slots))
     }
 
     /// Keeps "a marked object points only to marked ones" when the
-    /// runtime writes `young`, an object without pointers, into `old`
-    /// after making it (a sum's elements, made when first read): a minor
-    /// collection would not trace `young` from an old `old`, so it is
-    /// marked with it.
+    /// runtime writes `young` into `old` after making it (a sum's
+    /// elements, made when first read; a row added to a sum's log in
+    /// place): a minor collection would not trace `young` from an old
+    /// `old`, so it is marked with it, and what it points to.
     pub(super) fn written_into(&mut self, old: usize, young: usize) {
         let Some(i) = self.find(old) else { return };
         let c = *self.chunk(i);
@@ -70,7 +76,18 @@ impl Heap {
         // SAFETY: `n` is a cell of this chunk, whose bitmap covers all.
         let word = unsafe { *c.marks.add(n / 64) };
         if word & (1u64 << (n % 64)) != 0 {
-            self.mark(young);
+            // `young` may lie in the run compiled code bumps, past its
+            // chunk's `used`, where marking ignores words.
+            if let Some(j) = self.find(young) {
+                let w = self.chunk(j).cell / 8;
+                if w < BUMP_WORDS {
+                    self.catch_up(w);
+                }
+            }
+            match self.mark(young) {
+                Some((from, to)) => self.scan(from, to),
+                None => self.scan(0, 0),
+            }
         }
     }
 

@@ -897,6 +897,13 @@ impl Heap {
     /// catches up with what compiled code bumped (and so does `used`),
     /// and those bytes count toward the next collection.
     fn sync_in(&mut self, w: usize) {
+        self.catch_up(w);
+        set_bump_entries(w, 0, 0);
+    }
+
+    /// [`Heap::sync_in`] but leaving the region to compiled code: the
+    /// chunk's `used` covers what was bumped so far.
+    fn catch_up(&mut self, w: usize) {
         let (next, _) = bump_entries(w);
         if next == 0 {
             return;
@@ -911,7 +918,6 @@ impl Heap {
                 self.since += grown;
             }
         }
-        set_bump_entries(w, 0, 0);
     }
 
     /// Gives compiled code the rest of the run of the filling chunk of

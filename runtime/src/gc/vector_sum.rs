@@ -23,16 +23,25 @@
 //! copies its entries into a log of its own first, so every sum keeps its
 //! value. A one-hot holds its one addition itself, after its pointers.
 //!
+//! A sum of vectors of vectors of reals (`SUM_ROWS_TAG`) is the same with
+//! a pointer to a row for an element, rows added by `plus` of rows: the
+//! k-means cost reads a row of points and of centroids per step, and a
+//! dense sensitivity per read made its gradient quadratic. Its zero is
+//! made "of" a vector (the primal whose sensitivity it is): row i of the
+//! zero is the zero as long as that vector's element i, made when the
+//! sum's elements are first read.
+//!
 //! Every object here is made after what it points to, as compiled code
-//! makes cells, except a sum's elements, written into it when first read:
-//! `Heap::written_into` keeps the collector's invariant then. A log is
-//! written after it is made, but holds no pointers.
+//! makes cells, except a sum's elements, written into it when first read,
+//! and the rows written into a log in place: `Heap::written_into` keeps
+//! the collector's invariant then. The vectors of rows the runtime fills
+//! while it adds rows are filled as `VecBuild` fills one (`vector.rs`).
 
-use super::vector::rt_alloc_vector;
+use super::vector::{rt_alloc_vector, rt_vec_build_begin, rt_vec_build_end};
 use super::*;
 use crate::cell_layout::{
     vector_header, vector_shape, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT, SUM_LOG_AT,
-    SUM_TAG, VECTOR_MAX_STRIDE, VECTOR_SLOTS_AT, VECTOR_TAG,
+    SUM_ROWS_TAG, SUM_TAG, SUM_ZERO_OF, VECTOR_MAX_STRIDE, VECTOR_SLOTS_AT, VECTOR_TAG,
 };
 
 /// The word at `p + off`.
@@ -43,11 +52,27 @@ unsafe fn word(p: usize, off: usize) -> usize {
     *((p + off) as *const usize)
 }
 
+/// What the elements of a sum are: `stride` reals, or (`rows`) one
+/// pointer to a row, a vector of reals whose zero has the header given.
+#[derive(Clone, Copy)]
+struct Elems {
+    stride: usize,
+    rows: Option<u32>,
+}
+
+impl Elems {
+    const fn reals(stride: usize) -> Elems {
+        Elems { stride, rows: None }
+    }
+}
+
 /// A vector or a sum, as `plus` combines it.
 #[derive(Clone, Copy)]
 struct Summand {
     /// The vector the additions are made to; 0 for a zero.
     base: usize,
+    /// Whether `base` gives only the lengths of a zero's rows.
+    zero_of: bool,
     /// The first entry of its additions (`1 + stride` words each: the
     /// index, then the element's slots), in its log or in its one-hot;
     /// 0 when it has none.
@@ -63,16 +88,22 @@ impl Summand {
     const fn zero(count: usize) -> Summand {
         Summand {
             base: 0,
+            zero_of: false,
             entries: 0,
             log: 0,
             count,
         }
     }
 
+    /// Whether its base is a zero: then `plus` takes the other operand's.
+    fn zero_base(&self) -> bool {
+        self.base == 0 || self.zero_of
+    }
+
     /// What adding it densely costs: its additions, and the elements of
     /// its base if it has one.
     fn size(&self, n: usize) -> usize {
-        if self.base == 0 {
+        if self.zero_base() {
             self.count
         } else {
             n + self.count
@@ -96,7 +127,38 @@ fn shape_of(v: usize) -> (u32, usize, usize) {
     unsafe {
         let tag = *(v as *const u32);
         let (stride, _) = vector_shape(*((v + 4) as *const u32));
+        let stride = if tag == SUM_ROWS_TAG { 1 } else { stride };
         (tag, stride, word(v, 8))
+    }
+}
+
+/// The second half of `v`'s header.
+fn half(v: usize) -> u32 {
+    // SAFETY: as in `shape_of`.
+    unsafe { *((v + 4) as *const u32) }
+}
+
+/// The elements of `plus`'s operands: rows if either is a sum of rows,
+/// whose zero rows the result makes (two vectors of rows add row by row,
+/// and make no zero).
+fn elems_of(a: usize, b: usize) -> Elems {
+    for v in [a, b] {
+        if shape_of(v).0 == SUM_ROWS_TAG {
+            return Elems {
+                stride: 1,
+                rows: Some(half(v) & !SUM_ZERO_OF),
+            };
+        }
+    }
+    let (_, stride, _) = shape_of(a);
+    if vector_shape(half(a)).1 > 0 {
+        // Vectors of rows.
+        Elems {
+            stride: 1,
+            rows: Some(0),
+        }
+    } else {
+        Elems::reals(stride)
     }
 }
 
@@ -104,12 +166,13 @@ fn summand(v: usize, stride: usize) -> Summand {
     match shape_of(v).0 {
         VECTOR_TAG => Summand {
             base: v,
+            zero_of: false,
             entries: 0,
             log: 0,
             count: 0,
         },
         // SAFETY: a sum's words, written when it was made.
-        SUM_TAG => unsafe {
+        tag @ (SUM_TAG | SUM_ROWS_TAG) => unsafe {
             let (log, count) = (word(v, SUM_LOG_AT), word(v, SUM_COUNT_AT));
             let entries = if log != 0 {
                 log + VECTOR_SLOTS_AT + 8 * (1 + stride)
@@ -120,6 +183,7 @@ fn summand(v: usize, stride: usize) -> Summand {
             };
             Summand {
                 base: word(v, SUM_BASE_AT),
+                zero_of: tag == SUM_ROWS_TAG && half(v) & SUM_ZERO_OF != 0,
                 entries,
                 log,
                 count,
@@ -145,13 +209,17 @@ fn alloc_words(n: usize) -> usize {
 
 /// A new sum object (with room for `inline` words after its pointers).
 #[inline(always)]
-fn new_sum(stride: usize, len: usize, s: Summand, inline: usize) -> usize {
+fn new_sum(el: Elems, len: usize, s: Summand, inline: usize) -> usize {
     let p = alloc_words(SUM_BYTES / 8 + inline);
     // SAFETY: a fresh object of `SUM_BYTES` bytes and more, 8-byte
     // aligned; what it points to was made before it.
     unsafe {
-        *(p as *mut u32) = SUM_TAG;
-        *((p + 4) as *mut u32) = vector_header(stride, 0);
+        let (tag, half) = match el.rows {
+            None => (SUM_TAG, vector_header(el.stride, 0)),
+            Some(row) => (SUM_ROWS_TAG, row | if s.zero_of { SUM_ZERO_OF } else { 0 }),
+        };
+        *(p as *mut u32) = tag;
+        *((p + 4) as *mut u32) = half;
         for (off, w) in [
             (8, len),
             (SUM_COUNT_AT, s.count),
@@ -200,16 +268,23 @@ unsafe fn write_entries(log: usize, w: usize, count: usize, from: *const usize, 
 /// # Safety
 /// `from` points to `m` entries that no allocation moves or frees.
 #[inline(always)]
-unsafe fn append(big: Summand, stride: usize, n: usize, from: *const usize, m: usize) -> Summand {
+unsafe fn append(big: Summand, el: Elems, n: usize, from: *const usize, m: usize) -> Summand {
     let count = big.count + m;
     if big.log != 0 {
         let (written, room) = log_fill(big.log);
         if written == big.count && room >= count {
-            write_entries(big.log, 1 + stride, big.count, from, m);
+            write_entries(big.log, 1 + el.stride, big.count, from, m);
+            if el.rows.is_some() {
+                // The log may be older than the rows.
+                let h = HEAP.get();
+                for k in 0..m {
+                    h.written_into(big.log, *from.add(2 * k + 1));
+                }
+            }
             return Summand { count, ..big };
         }
     }
-    append_copy(big, stride, n, from, m)
+    append_copy(big, el, n, from, m)
 }
 
 /// [`append`] into a new log.
@@ -217,14 +292,8 @@ unsafe fn append(big: Summand, stride: usize, n: usize, from: *const usize, m: u
 /// # Safety
 /// As [`append`]'s.
 #[inline(never)]
-unsafe fn append_copy(
-    big: Summand,
-    stride: usize,
-    n: usize,
-    from: *const usize,
-    m: usize,
-) -> Summand {
-    let w = 1 + stride;
+unsafe fn append_copy(big: Summand, el: Elems, n: usize, from: *const usize, m: usize) -> Summand {
+    let w = 1 + el.stride;
     let count = big.count + m;
     if w >= VECTOR_MAX_STRIDE {
         fail(&[b"error: internal error: a sum's element is too large"]);
@@ -238,23 +307,29 @@ unsafe fn append_copy(
         room *= 4;
     }
     let room = room.min(n).max(count);
-    let log = rt_alloc_vector(u64::from(vector_header(w, 0)), (room + 1) as u64) as usize;
+    // Every word of a log of rows is scanned (see `SUM_ROWS_TAG`).
+    let pointers = if el.rows.is_some() { w } else { 0 };
+    let log = rt_alloc_vector(u64::from(vector_header(w, pointers)), (room + 1) as u64) as usize;
     if big.count > 0 {
         write_entries(log, w, 0, big.entries as *const usize, big.count);
     }
     write_entries(log, w, big.count, from, m);
     Summand {
-        base: big.base,
         entries: log + VECTOR_SLOTS_AT + 8 * w,
         log,
         count,
+        ..big
     }
 }
 
 /// A new dense vector of the elements of `s` (`n` elements of `stride`
 /// reals): its base's (or zeros), then each addition, oldest first, the
 /// first one at an index of a zero taken as it is.
-fn dense_of(s: Summand, stride: usize, n: usize) -> usize {
+fn dense_of(s: Summand, el: Elems, n: usize) -> usize {
+    if let Some(row) = el.rows {
+        return dense_rows(s, row, n);
+    }
+    let stride = el.stride;
     let v = rt_alloc_vector(u64::from(vector_header(stride, 0)), n as u64) as usize;
     let at = |i: usize| (v + VECTOR_SLOTS_AT + 8 * stride * i) as *mut f64;
     // Over a zero: which elements an addition has set.
@@ -295,12 +370,51 @@ fn dense_of(s: Summand, stride: usize, n: usize) -> usize {
     v
 }
 
+/// [`dense_of`] for rows: each row the base's (or, over a zero, the first
+/// added, or else the zero row as long as the base's), then each addition
+/// added to it by `plus` of rows, oldest first.
+fn dense_rows(s: Summand, row: u32, n: usize) -> usize {
+    let v = rt_alloc_vector(u64::from(vector_header(1, 1)), n as u64) as usize;
+    let at = |i: usize| (v + VECTOR_SLOTS_AT + 8 * i) as *mut usize;
+    // Rows are made while it is filled: it is filled as `VecBuild` fills
+    // a vector (its slots are zero, and a row is never 0).
+    rt_vec_build_begin(v);
+    // SAFETY: `v` has `n` pointer slots, as the base has; the entries
+    // live in an object the caller holds, which nothing moves, and their
+    // indices were checked when they were made.
+    unsafe {
+        if !s.zero_base() {
+            core::ptr::copy_nonoverlapping((s.base + VECTOR_SLOTS_AT) as *const usize, at(0), n);
+        }
+        for k in 0..s.count {
+            let (i, from) = s.entry(1, k);
+            let r = *(from as *const usize);
+            *at(i) = if *at(i) == 0 {
+                r
+            } else {
+                rt_vec_plus(*at(i), r)
+            };
+        }
+        if s.zero_of {
+            let of = rt_vec_dense(s.base);
+            for i in 0..n {
+                if *at(i) == 0 {
+                    let len = word(*((of + VECTOR_SLOTS_AT + 8 * i) as *const usize), 8);
+                    *at(i) = rt_vec_zero(u64::from(row), len as u64);
+                }
+            }
+        }
+    }
+    rt_vec_build_end(v);
+    v
+}
+
 /// The elements of `s`, made if it has additions.
-fn materialise(s: Summand, stride: usize, n: usize) -> usize {
-    if s.count == 0 && s.base != 0 {
+fn materialise(s: Summand, el: Elems, n: usize) -> usize {
+    if s.count == 0 && !s.zero_base() {
         s.base
     } else {
-        dense_of(s, stride, n)
+        dense_of(s, el, n)
     }
 }
 
@@ -310,7 +424,47 @@ fn materialise(s: Summand, stride: usize, n: usize) -> usize {
 pub extern "C" fn rt_vec_zero(shape: u64, len: u64) -> usize {
     let (stride, _) = vector_shape(shape as u32);
     let s = Summand::zero(0);
-    new_sum(stride, len as usize, s, 0)
+    new_sum(Elems::reals(stride), len as usize, s, 0)
+}
+
+/// A zero of rows of header `row` "of" the vector `of`: as long as it,
+/// row i as long as its element i.
+#[no_mangle]
+pub extern "C" fn rt_vec_zero_of(row: u64, of: usize) -> usize {
+    let s = Summand {
+        base: of,
+        zero_of: true,
+        ..Summand::zero(0)
+    };
+    new_sum(rows(row), shape_of(of).2, s, 0)
+}
+
+/// The one-hot of rows of header `row` "of" the vector `of`: zero as in
+/// [`rt_vec_zero_of`] but row `i` (an index of `of`, checked), which is
+/// `val`.
+#[no_mangle]
+pub extern "C" fn rt_vec_one_hot_of(row: u64, of: usize, i: u64, val: usize) -> usize {
+    let s = Summand {
+        base: of,
+        zero_of: true,
+        ..Summand::zero(1)
+    };
+    let p = new_sum(rows(row), shape_of(of).2, s, 2);
+    // SAFETY: `new_sum` left two words after the sum's pointers; `val`
+    // was made before it.
+    unsafe {
+        *((p + SUM_BYTES) as *mut usize) = i as usize;
+        *((p + SUM_BYTES + 8) as *mut usize) = val;
+    }
+    p
+}
+
+/// The elements of sums of rows of header `row`.
+fn rows(row: u64) -> Elems {
+    Elems {
+        stride: 1,
+        rows: Some(row as u32),
+    }
 }
 
 /// `plus` of `sum` and `one_hot` when `one_hot` is a one-hot and the
@@ -322,13 +476,19 @@ fn plus_one_hot(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
     // SAFETY: compiled code passes vectors and sums of one length; a
     // one-hot's entry lives in it, which the caller's frame holds.
     unsafe {
-        if *(one_hot as *const u32) != SUM_TAG
+        let tag = *(one_hot as *const u32);
+        if (tag != SUM_TAG && tag != SUM_ROWS_TAG)
             || word(one_hot, SUM_LOG_AT) != 0
             || word(one_hot, SUM_COUNT_AT) != 1
         {
             return None;
         }
         let (_, stride, n) = shape_of(sum);
+        let el = if tag == SUM_ROWS_TAG {
+            rows(u64::from(half(one_hot) & !SUM_ZERO_OF))
+        } else {
+            Elems::reals(stride)
+        };
         let big = summand(sum, stride);
         let larger = if sum_first {
             big.size(n) >= 1
@@ -338,8 +498,8 @@ fn plus_one_hot(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
         if !larger {
             return None;
         }
-        let s = append(big, stride, n, (one_hot + SUM_BYTES) as *const usize, 1);
-        Some(finish(s, stride, n))
+        let s = append(big, el, n, (one_hot + SUM_BYTES) as *const usize, 1);
+        Some(finish(s, el, n))
     }
 }
 
@@ -363,16 +523,20 @@ fn plus_general(a: usize, b: usize) -> usize {
     if shape_of(b).2 != n {
         fail(&[b"error: internal error: a sum of vectors of two lengths"]);
     }
+    let el = elems_of(a, b);
     let (x, y) = (summand(a, stride), summand(b, stride));
     let (big, big_ptr, small) = if x.size(n) >= y.size(n) {
         (x, a, y)
     } else {
         (y, b, x)
     };
-    if small.base != 0 {
+    if !small.zero_base() {
         // Both with bases: elementwise.
-        let p = materialise(big, stride, n);
-        let q = materialise(small, stride, n);
+        let p = materialise(big, el, n);
+        let q = materialise(small, el, n);
+        if el.rows.is_some() {
+            return plus_rows(p, q, n);
+        }
         let v = rt_alloc_vector(u64::from(vector_header(stride, 0)), n as u64) as usize;
         // SAFETY: three vectors of `n` elements of `stride` reals.
         unsafe {
@@ -396,8 +560,13 @@ fn plus_general(a: usize, b: usize) -> usize {
         // larger.
         // SAFETY: `small`'s entry lives in an object the caller's frame
         // holds (and this one, by its interior pointer): nothing moves it.
-        let s = unsafe { append(big, stride, n, small.entries as *const usize, 1) };
-        return finish(s, stride, n);
+        let s = unsafe { append(big, el, n, small.entries as *const usize, 1) };
+        return finish(s, el, n);
+    }
+    if el.rows.is_some() {
+        // SAFETY: as below.
+        let s = unsafe { append_grouped_rows(big, el, n, &small) };
+        return finish(s, el, n);
     }
     // The smaller's additions summed per index (in the order they were
     // made at each), each then one addition to the larger, in the order
@@ -412,13 +581,44 @@ fn plus_general(a: usize, b: usize) -> usize {
         let groups = if 4 * small.count >= n {
             group_by_slot(&small, stride, n, sums)
         } else {
-            group_by_sorting(&small, stride, sums)
+            group_by_sorting(&small, el, sums)
         };
-        let s = append(big, stride, n, sums, groups);
+        let s = append(big, el, n, sums, groups);
         free(sums as *mut u8);
         s
     };
-    finish(s, stride, n)
+    finish(s, el, n)
+}
+
+/// Two vectors of rows of length `n`, added row by row.
+fn plus_rows(p: usize, q: usize, n: usize) -> usize {
+    let v = rt_alloc_vector(u64::from(vector_header(1, 1)), n as u64) as usize;
+    rt_vec_build_begin(v);
+    let at = |v: usize, i: usize| (v + VECTOR_SLOTS_AT + 8 * i) as *mut usize;
+    for i in 0..n {
+        // SAFETY: three vectors of `n` rows, which the caller's frame and
+        // the collector's list of vectors being filled hold.
+        unsafe { *at(v, i) = rt_vec_plus(*at(p, i), *at(q, i)) };
+    }
+    rt_vec_build_end(v);
+    v
+}
+
+/// `big` with the additions of `small` (rows) summed per index, as
+/// [`group_by_sorting`] sums them, added: the sums are made by `plus` of
+/// rows, which allocates, so they are kept in a vector of the heap,
+/// filled as `VecBuild` fills one.
+///
+/// # Safety
+/// `small`'s entries stay where they are.
+unsafe fn append_grouped_rows(big: Summand, el: Elems, n: usize, small: &Summand) -> Summand {
+    let scratch = rt_alloc_vector(u64::from(vector_header(2, 2)), small.count as u64) as usize;
+    rt_vec_build_begin(scratch);
+    let sums = (scratch + VECTOR_SLOTS_AT) as *mut usize;
+    let groups = group_by_sorting(small, el, sums);
+    let s = append(big, el, n, sums, groups);
+    rt_vec_build_end(scratch);
+    s
 }
 
 /// Writes into `sums` the additions of `s` summed per index, in the
@@ -429,7 +629,8 @@ fn plus_general(a: usize, b: usize) -> usize {
 /// # Safety
 /// `s`'s entries stay where they are; `sums` has room for an entry per
 /// addition.
-unsafe fn group_by_sorting(s: &Summand, stride: usize, sums: *mut usize) -> usize {
+unsafe fn group_by_sorting(s: &Summand, el: Elems, sums: *mut usize) -> usize {
+    let stride = el.stride;
     let w = 1 + stride;
     let order = words(s.count);
     for k in 0..s.count {
@@ -447,6 +648,9 @@ unsafe fn group_by_sorting(s: &Summand, stride: usize, sums: *mut usize) -> usiz
             core::ptr::copy_nonoverlapping(from, g.add(1) as *mut f64, stride);
             groups += 1;
             last = i;
+        } else if el.rows.is_some() {
+            let g = sums.add((groups - 1) * w).add(1);
+            *g = rt_vec_plus(*g, *(from as *const usize));
         } else {
             let g = sums.add((groups - 1) * w).add(1) as *mut f64;
             for j in 0..stride {
@@ -496,11 +700,11 @@ unsafe fn group_by_slot(s: &Summand, stride: usize, n: usize, sums: *mut usize) 
 }
 
 /// The sum `s`, or its elements if it has more additions than elements.
-fn finish(s: Summand, stride: usize, n: usize) -> usize {
+fn finish(s: Summand, el: Elems, n: usize) -> usize {
     if s.count > n {
-        return dense_of(s, stride, n);
+        return dense_of(s, el, n);
     }
-    new_sum(stride, n, s, 0)
+    new_sum(el, n, s, 0)
 }
 
 /// The elements of `v`: `v` itself if it is a vector; a sum's, made the
@@ -516,7 +720,12 @@ pub extern "C" fn rt_vec_dense(v: usize) -> usize {
     if made != 0 {
         return made;
     }
-    let d = dense_of(summand(v, stride), stride, n);
+    let el = if tag == SUM_ROWS_TAG {
+        rows(u64::from(half(v) & !SUM_ZERO_OF))
+    } else {
+        Elems::reals(stride)
+    };
+    let d = dense_of(summand(v, stride), el, n);
     // SAFETY: the sum's last word, which only this function writes.
     unsafe { *((v + SUM_DENSE_AT) as *mut usize) = d };
     HEAP.get().written_into(v, d);
@@ -545,7 +754,7 @@ mod tests {
     unsafe fn one_hot_object(shape: u64, len: u64, i: f64, slots: *const f64) -> usize {
         let (stride, _) = vector_shape(shape as u32);
         let s = Summand::zero(1);
-        let p = new_sum(stride, len as usize, s, 1 + stride);
+        let p = new_sum(Elems::reals(stride), len as usize, s, 1 + stride);
         *((p + SUM_BYTES) as *mut usize) = i as usize;
         // Element by element: a call of `memcpy` costs more than the one or
         // two reals of most elements.
@@ -632,7 +841,7 @@ mod tests {
             let (a, b) = (words(2 * s.count), words(2 * s.count));
             let (ga, gb) = (
                 group_by_slot(&s, 1, n as usize, a),
-                group_by_sorting(&s, 1, b),
+                group_by_sorting(&s, Elems::reals(1), b),
             );
             assert_eq!(ga, gb);
             for k in 0..2 * ga {
@@ -641,6 +850,72 @@ mod tests {
             free(a as *mut u8);
             free(b as *mut u8);
         }
+    }
+
+    /// A vector of reals with the given elements.
+    fn reals(xs: &[f64]) -> usize {
+        let v = rt_alloc_vector(u64::from(vector_header(1, 0)), xs.len() as u64) as usize;
+        for (i, x) in xs.iter().enumerate() {
+            // SAFETY: `v` has `xs.len()` elements of one real.
+            unsafe { *((v + VECTOR_SLOTS_AT + 8 * i) as *mut f64) = *x };
+        }
+        v
+    }
+
+    /// The rows of a sum of rows, each row's elements.
+    fn rows_of(v: usize) -> std::vec::Vec<std::vec::Vec<f64>> {
+        let d = rt_vec_dense(v);
+        (0..shape_of(d).2)
+            // SAFETY: a dense vector of rows, one pointer each.
+            .map(|i| elements(unsafe { word(d, VECTOR_SLOTS_AT + 8 * i) }))
+            .collect()
+    }
+
+    #[test]
+    fn sums_of_rows_add_rows_and_make_zero_rows_as_long_as_the_primal() {
+        let _globals = crate::TEST_GLOBALS.lock();
+        let row = u64::from(vector_header(1, 0));
+        // A ragged primal: rows of 2, 3 and 1 reals.
+        let primal = rt_alloc_vector(u64::from(vector_header(1, 1)), 3) as usize;
+        for (i, xs) in [&[1.0, 2.0][..], &[3.0, 4.0, 5.0], &[6.0]]
+            .iter()
+            .enumerate()
+        {
+            let r = reals(xs);
+            // SAFETY: `primal` has three pointer slots.
+            unsafe { *((primal + VECTOR_SLOTS_AT + 8 * i) as *mut usize) = r };
+        }
+        let zero = rt_vec_zero_of(row, primal);
+        assert_eq!(rows_of(zero), [vec![0.0; 2], vec![0.0; 3], vec![0.0]]);
+        // Row 0 read three times, row 2 once; row 1 never.
+        let mut acc = zero;
+        for (i, xs) in [
+            (0, [1.0, 2.0]),
+            (2, [5.0, 0.0]),
+            (0, [0.5, 0.25]),
+            (0, [4.0, 8.0]),
+        ] {
+            let r = reals(if i == 2 { &xs[..1] } else { &xs[..] });
+            acc = rt_vec_plus(rt_vec_one_hot_of(row, primal, i, r), acc);
+        }
+        let want = [vec![5.5, 10.25], vec![0.0; 3], vec![5.0]];
+        assert_eq!(rows_of(acc), want);
+        // Two sums of several additions each: the smaller's summed per
+        // row, then added to the larger.
+        let mut other = rt_vec_zero_of(row, primal);
+        for (i, xs) in [(2, &[1.0][..]), (1, &[1.0, 1.0, 1.0]), (2, &[2.0])] {
+            other = rt_vec_plus(other, rt_vec_one_hot_of(row, primal, i, reals(xs)));
+        }
+        let both = rt_vec_plus(acc, other);
+        assert_eq!(rows_of(both), [vec![5.5, 10.25], vec![1.0; 3], vec![8.0]]);
+        // A dense vector of rows plus a sum of rows: row by row.
+        let dense = rt_vec_dense(both);
+        assert_eq!(
+            rows_of(rt_vec_plus(dense, acc)),
+            [vec![11.0, 20.5], vec![1.0; 3], vec![13.0]]
+        );
+        // The sums kept their own additions.
+        assert_eq!(rows_of(acc), want);
     }
 
     #[test]

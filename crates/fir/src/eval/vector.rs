@@ -119,25 +119,71 @@ impl Eval<'_> {
             }
             // Densely: compiled code may keep the sign of a zero this
             // loses (see the operation's documentation).
-            Op::VecPlus(layout, a, b) => {
-                let (x, n) = vector(env, *a, &self.heap)?;
-                let (y, m) = vector(env, *b, &self.heap)?;
-                if n != m {
-                    return internal(format!("a sum of vectors #{layout} of {n} and {m}"));
+            Op::VecPlus(_, a, b) => vec![self.plus(get(env, *a)?, get(env, *b)?)?],
+            Op::VecZeroOf { layout, row, of } => {
+                let rows = self.zero_rows(*row, get(env, *of)?)?;
+                let n = rows.len();
+                vec![self.new_vector(*layout, n, rows)]
+            }
+            Op::VecOneHotOf {
+                layout,
+                row,
+                of,
+                i,
+                val,
+            } => {
+                let mut rows = self.zero_rows(*row, get(env, *of)?)?;
+                let (n, i) = (rows.len(), real(*i)?);
+                if !is_index(i, n) {
+                    return internal(format!("a one-hot vector #{layout} at {i} of {n}"));
                 }
-                let mut fields = Vec::with_capacity(x.fields.len());
-                for (u, v) in x.fields.iter().zip(&y.fields) {
-                    match (u, v) {
-                        (V::F(u), V::F(v)) => {
-                            fields.push(V::F(crate::FBin::PlusAdd.scalar().apply(*u, *v)))
-                        }
-                        _ => return internal(format!("a sum of vectors #{layout} not of reals")),
-                    }
-                }
-                vec![self.new_vector(*layout, n, fields)]
+                rows[i as usize] = get(env, *val)?;
+                vec![self.new_vector(*layout, n, rows)]
             }
             _ => return internal("not a vector operation"),
         })
+    }
+
+    /// `plus` of two vectors of one length, element by element: of reals,
+    /// or of rows (pointers to vectors of reals).
+    fn plus(&mut self, a: V, b: V) -> R<V> {
+        let (x, n) = vector_at(a, &self.heap)?;
+        let (y, m) = vector_at(b, &self.heap)?;
+        let layout = x.vector.map_or(0, |(l, _)| l);
+        if n != m {
+            return internal(format!("a sum of vectors #{layout} of {n} and {m}"));
+        }
+        let pairs: Vec<(V, V)> = x
+            .fields
+            .iter()
+            .copied()
+            .zip(y.fields.iter().copied())
+            .collect();
+        let mut fields = Vec::with_capacity(pairs.len());
+        for (u, v) in pairs {
+            fields.push(match (u, v) {
+                (V::F(u), V::F(v)) => V::F(crate::FBin::PlusAdd.scalar().apply(u, v)),
+                (u @ V::P(_), v @ V::P(_)) => self.plus(u, v)?,
+                _ => return internal(format!("a sum of vectors #{layout} not of reals")),
+            });
+        }
+        Ok(self.new_vector(layout, n, fields))
+    }
+
+    /// A zero row of layout `row` for each element of the vector `of`, as
+    /// long as it.
+    fn zero_rows(&mut self, row: u32, of: V) -> R<Vec<V>> {
+        let stride = self.stride(row)?;
+        let (c, _) = vector_at(of, &self.heap)?;
+        let lengths = c
+            .fields
+            .iter()
+            .map(|r| vector_at(*r, &self.heap).map(|(_, m)| m))
+            .collect::<R<Vec<usize>>>()?;
+        Ok(lengths
+            .into_iter()
+            .map(|m| self.new_vector(row, m, vec![V::F(0.0); m * stride]))
+            .collect())
     }
 
     /// The slots per element of vectors of `layout`.
@@ -161,7 +207,12 @@ impl Eval<'_> {
 
 /// The vector `v` points to, and its length.
 fn vector<'h>(env: &[Option<V>], v: Val, heap: &'h [Cell]) -> R<(&'h Cell, usize)> {
-    match get(env, v)? {
+    vector_at(get(env, v)?, heap)
+}
+
+/// The vector a pointer points to, and its length.
+fn vector_at(v: V, heap: &[Cell]) -> R<(&Cell, usize)> {
+    match v {
         V::P(i) => match heap.get(i) {
             Some(
                 c @ Cell {
@@ -169,9 +220,9 @@ fn vector<'h>(env: &[Option<V>], v: Val, heap: &'h [Cell]) -> R<(&'h Cell, usize
                     ..
                 },
             ) => Ok((c, *n)),
-            _ => internal(format!("{v} is not a vector")),
+            _ => internal(format!("{v:?} is not a vector")),
         },
-        _ => internal(format!("{v} is not a pointer")),
+        _ => internal(format!("{v:?} is not a pointer")),
     }
 }
 

@@ -550,6 +550,8 @@ impl Fwd {
             | Op::VecLoad(..)
             | Op::VecZero(..)
             | Op::VecOneHot { .. }
+            | Op::VecZeroOf { .. }
+            | Op::VecOneHotOf { .. }
             | Op::VecPlus(..) => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 let length = match &inst.op {
@@ -558,6 +560,9 @@ impl Fwd {
                     }
                     Op::VecPlus(_, a, _) => {
                         Some(self.lengths.get(a).copied().unwrap_or(Length::Of(*a)))
+                    }
+                    Op::VecZeroOf { of, .. } | Op::VecOneHotOf { of, .. } => {
+                        Some(self.lengths.get(of).copied().unwrap_or(Length::Of(*of)))
                     }
                     _ => None,
                 };
