@@ -42,19 +42,20 @@ impl Heap {
         // SAFETY: `start` is a cell below `used`: written when it was
         // handed out.
         let header = unsafe { core::ptr::read_volatile(start as *const u64) };
-        if header as u32 == crate::cell_layout::VECTOR_TAG {
-            self.push_vector_slots(start, c.cell);
-            return None;
-        }
-        if header as u32 == crate::cell_layout::SUM_TAG {
-            use crate::cell_layout::{SUM_BASE_AT, SUM_BYTES};
-            return Some((start + SUM_BASE_AT, start + SUM_BYTES));
-        }
-        if header as u32 == crate::cell_layout::SUM_ROWS_TAG {
-            // A one-hot's entry (an index and a row) follows its pointers,
-            // in the same cell.
-            use crate::cell_layout::{SUM_BASE_AT, SUM_BYTES};
-            return Some((start + SUM_BASE_AT, start + c.cell.min(SUM_BYTES + 16)));
+        // The three tags that are not a cell's are the largest: one test
+        // for a cell.
+        use crate::cell_layout::{SUM_BASE_AT, SUM_BYTES, SUM_ROWS_TAG, SUM_TAG, VECTOR_TAG};
+        if header as u32 >= SUM_ROWS_TAG {
+            match header as u32 {
+                VECTOR_TAG => {
+                    self.push_vector_slots(start, c.cell);
+                    return None;
+                }
+                SUM_TAG => return Some((start + SUM_BASE_AT, start + SUM_BYTES)),
+                // A one-hot's entry (an index and a row) follows its
+                // pointers, in the same cell.
+                _ => return Some((start + SUM_BASE_AT, start + c.cell.min(SUM_BYTES + 16))),
+            }
         }
         let header = (header >> 32) as u32;
         let slots = ((header >> 1) as usize).min(c.cell / 8 - 1);

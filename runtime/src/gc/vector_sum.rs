@@ -162,6 +162,7 @@ fn elems_of(a: usize, b: usize) -> Elems {
     }
 }
 
+#[inline(always)]
 fn summand(v: usize, stride: usize) -> Summand {
     match shape_of(v).0 {
         VECTOR_TAG => Summand {
@@ -248,6 +249,7 @@ fn log_fill(log: usize) -> (usize, usize) {
 /// # Safety
 /// `log` is a log of entries of `w` words with room for `count + m`;
 /// `from` points to `m` entries that no allocation moves or frees.
+#[inline(always)]
 unsafe fn write_entries(log: usize, w: usize, count: usize, from: *const usize, m: usize) {
     let to = (log + VECTOR_SLOTS_AT + 8 * w * (1 + count)) as *mut usize;
     if w * m == 2 {
@@ -476,20 +478,23 @@ fn plus_one_hot(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
     // SAFETY: compiled code passes vectors and sums of one length; a
     // one-hot's entry lives in it, which the caller's frame holds.
     unsafe {
-        let tag = *(one_hot as *const u32);
-        if (tag != SUM_TAG && tag != SUM_ROWS_TAG)
+        // Of reals only: a row's one-hot takes `plus_general`'s path.
+        if *(one_hot as *const u32) != SUM_TAG
             || word(one_hot, SUM_LOG_AT) != 0
             || word(one_hot, SUM_COUNT_AT) != 1
         {
             return None;
         }
-        let (_, stride, n) = shape_of(sum);
-        let el = if tag == SUM_ROWS_TAG {
-            rows(u64::from(half(one_hot) & !SUM_ZERO_OF))
-        } else {
-            Elems::reals(stride)
+        if *(sum as *const u32) == SUM_ROWS_TAG {
+            return None;
+        }
+        let (stride, n) = (vector_shape(half(sum)).0, word(sum, 8));
+        let el = Elems::reals(stride);
+        // Of reals: its base is never a zero's "of".
+        let big = Summand {
+            zero_of: false,
+            ..summand(sum, stride)
         };
-        let big = summand(sum, stride);
         let larger = if sum_first {
             big.size(n) >= 1
         } else {
@@ -700,6 +705,7 @@ unsafe fn group_by_slot(s: &Summand, stride: usize, n: usize, sums: *mut usize) 
 }
 
 /// The sum `s`, or its elements if it has more additions than elements.
+#[inline(always)]
 fn finish(s: Summand, el: Elems, n: usize) -> usize {
     if s.count > n {
         return dense_of(s, el, n);
@@ -711,15 +717,24 @@ fn finish(s: Summand, el: Elems, n: usize) -> usize {
 /// first time they are read.
 #[no_mangle]
 pub extern "C" fn rt_vec_dense(v: usize) -> usize {
+    // SAFETY: a vector's or a sum's header and words, written when it was
+    // made (a sum's elements, by this function).
+    unsafe {
+        if *(v as *const u32) == VECTOR_TAG {
+            return v;
+        }
+        let made = word(v, SUM_DENSE_AT);
+        if made != 0 {
+            return made;
+        }
+    }
+    make_dense(v)
+}
+
+/// [`rt_vec_dense`] of a sum whose elements are not made yet.
+#[inline(never)]
+fn make_dense(v: usize) -> usize {
     let (tag, stride, n) = shape_of(v);
-    if tag == VECTOR_TAG {
-        return v;
-    }
-    // SAFETY: a sum's word, written when it was made or by this function.
-    let made = unsafe { word(v, SUM_DENSE_AT) };
-    if made != 0 {
-        return made;
-    }
     let el = if tag == SUM_ROWS_TAG {
         rows(u64::from(half(v) & !SUM_ZERO_OF))
     } else {
