@@ -43,13 +43,16 @@ enum Base {
     Const(Constant),
 }
 
-/// The classes of the slots of every member with a layout, given what the
-/// `Alloc`s of each store (`sites`) and the definitions of each function's
-/// constants and loads (`defs`, by function index). A member whose cells
-/// are never made here, or whose `Alloc`s disagree with its layout, has
-/// each slot in a class of its own.
+/// The classes of the slots of every member with a layout, given the
+/// slots some `Load` reads (`read`, sorted), what the `Alloc`s of each
+/// store (`sites`) and the definitions of each function's constants and
+/// loads (`defs`, by function index). A slot no `Load` reads (which is
+/// dropped) has a class of its own, and so has every slot of a member
+/// whose cells are never made here or whose `Alloc`s disagree with its
+/// layout.
 pub(super) fn classes(
     m: &Module,
+    read: &HashMap<u32, Vec<u32>>,
     sites: &HashMap<u32, Vec<Site>>,
     defs: &[HashMap<Val, Def>],
 ) -> Classes {
@@ -67,10 +70,18 @@ pub(super) fn classes(
             .filter(|s| !s.is_empty() && s.iter().all(|s| s.slots.len() == layout.len()));
         let ids: Vec<u32> = if made.is_some() {
             open.insert(tag);
+            let read = read.get(&tag).map_or(&[][..], Vec::as_slice);
             let mut by_type: HashMap<Ty, u32> = HashMap::default();
             layout
                 .iter()
-                .map(|t| *by_type.entry(*t).or_insert_with(&mut fresh))
+                .enumerate()
+                .map(|(s, t)| {
+                    if read.binary_search(&(s as u32)).is_ok() {
+                        *by_type.entry(*t).or_insert_with(&mut fresh)
+                    } else {
+                        fresh()
+                    }
+                })
                 .collect()
         } else {
             layout.iter().map(|_| fresh()).collect()
@@ -81,35 +92,58 @@ pub(super) fn classes(
     tags.sort_unstable();
     let mut count = next as usize;
     loop {
-        // A slot's new class: its old one and what each `Alloc` fills it
-        // with (nothing, for a member whose classes cannot split).
-        let mut ids: HashMap<(u32, Vec<Key>), u32> = HashMap::default();
         let mut refined: Classes = HashMap::default();
+        let mut total = 0;
         for &tag in &tags {
-            let old = &class[&tag];
-            let open = open.contains(&tag);
-            let new: Vec<u32> = (0..old.len())
-                .map(|s| {
-                    let keys = if open {
-                        sites[&tag]
-                            .iter()
-                            .map(|site| key(site.slots[s].0, &defs[site.func], &class))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    };
-                    let n = ids.len() as u32;
-                    *ids.entry((old[s], keys)).or_insert(n)
+            let mut label = class[&tag].clone();
+            if open.contains(&tag) {
+                // Labels past every one the member has so far.
+                let mut fresh = label.iter().max().map_or(0, |l| l + 1);
+                // The slots of classes of two slots or more: only these
+                // may split.
+                let mut slots: Vec<usize> = (0..label.len()).collect();
+                for site in &sites[&tag] {
+                    slots = shared(&label, slots);
+                    if slots.is_empty() {
+                        break;
+                    }
+                    let mut ids: HashMap<(u32, Key), u32> = HashMap::default();
+                    for &s in &slots {
+                        let k = key(site.slots[s].0, &defs[site.func], &class);
+                        label[s] = *ids.entry((label[s], k)).or_insert_with(|| {
+                            fresh += 1;
+                            fresh - 1
+                        });
+                    }
+                }
+            }
+            // Numbered from `total` up, in order of first slot.
+            let mut number: HashMap<u32, u32> = HashMap::default();
+            let ids = label
+                .iter()
+                .map(|l| {
+                    let n = total + number.len() as u32;
+                    *number.entry(*l).or_insert(n)
                 })
                 .collect();
-            refined.insert(tag, new);
+            total += number.len() as u32;
+            refined.insert(tag, ids);
         }
         class = refined;
-        if ids.len() == count {
+        if total as usize == count {
             return class;
         }
-        count = ids.len();
+        count = total as usize;
     }
+}
+
+/// The slots of `slots` whose class (`label`) holds another of them.
+fn shared(label: &[u32], slots: Vec<usize>) -> Vec<usize> {
+    let mut size: HashMap<u32, u32> = HashMap::default();
+    for &s in &slots {
+        *size.entry(label[s]).or_default() += 1;
+    }
+    slots.into_iter().filter(|s| size[&label[*s]] > 1).collect()
 }
 
 /// What `v` is known to be under the classes `class`.

@@ -113,11 +113,13 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
     for (func, f) in m.funcs.iter().enumerate() {
         scan(&f.body, func, &defs[func], &mut read, &mut sites);
     }
-    let classes = classes::classes(m, &sites, &defs);
-    let mut fates: HashMap<(u32, u32), Fate> = HashMap::default();
-    for (tag, mut slots) in read {
+    for slots in read.values_mut() {
         slots.sort_unstable();
         slots.dedup();
+    }
+    let classes = classes::classes(m, &read, &sites, &defs);
+    let mut fates: HashMap<(u32, u32), Fate> = HashMap::default();
+    for (tag, slots) in read {
         let sites = sites.remove(&tag).unwrap_or_default();
         let width = m.cells.get(&tag).map_or(0, Vec::len);
         let class = classes.get(&tag).map_or(&[][..], Vec::as_slice);
