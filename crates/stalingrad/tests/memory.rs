@@ -139,3 +139,18 @@ fn a_gradient_over_rows_adds_a_row_per_read() {
     let heap = stat(&stats, " bytes of heap");
     assert!(heap < 64 << 20, "a heap of {heap} bytes: {stats}");
 }
+
+/// The Hessian-vector product of `hvp-kmeans` (forward over reverse)
+/// compiled, at 20,000 points: a heap of 45 MB. Its tape cells kept each
+/// value the backward sweep reads once per slot that named it (closures
+/// of 111, 57 and 57 slots for 37, 21 and 19 distinct values) when the
+/// `fields` pass compared slots one `Alloc` at a time: 89 MB.
+#[test]
+fn a_hessian_vector_products_tape_keeps_each_value_once() {
+    let heap = compiled_heap(
+        "hvp-kmeans",
+        "20000\n",
+        "((22148 0) (0 6698) (11154 11154))",
+    );
+    assert!(heap < 60 << 20, "a heap of {heap} bytes");
+}

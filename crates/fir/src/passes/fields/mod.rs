@@ -7,8 +7,13 @@
 //! only some of its reals, and nested closures capture the same values
 //! again. So for each member (a `Load` carries its member's tag for this):
 //! - a slot no `Load` reads is dropped;
-//! - a slot that every `Alloc` of the member fills with the same value as
-//!   an earlier slot is dropped, and its loads read the earlier one;
+//! - a slot that holds the same value as an earlier slot in every cell is
+//!   dropped, and its loads read the earlier one: the same value at every
+//!   `Alloc`, or loads of slots that hold equal values themselves
+//!   ([`classes`], over all members at once: the tape cells of nested modes
+//!   are filled from other cells' slots; a forward-over-reverse
+//!   Hessian-vector product's closures kept 111, 57 and 57 slots for 37,
+//!   21 and 19 distinct values);
 //! - a slot that every `Alloc` fills with the same constant is dropped,
 //!   and its loads become that constant;
 //! - a slot that every `Alloc` fills with a slot of a cell another kept
@@ -20,6 +25,8 @@
 //! The loads are renumbered, and the values no longer stored are dead code
 //! for `simplify`. Pointers still lead a cell, since dropping keeps the
 //! order.
+
+mod classes;
 
 use crate::{Block, Func, Inst, Module, Op, Ty, Val};
 use base::EntityRef;
@@ -54,8 +61,11 @@ enum Def {
 }
 
 /// What one `Alloc` puts in each slot: the value, and how it is defined
-/// if it is a constant or a load.
-type Site = Vec<(Val, Option<Def>)>;
+/// if it is a constant or a load; and the function (by index) it is in.
+struct Site {
+    func: usize,
+    slots: Vec<(Val, Option<Def>)>,
+}
 
 /// How many rounds [`shrink_cells`] makes at most.
 const ROUNDS: usize = 8;
@@ -99,17 +109,21 @@ pub fn shrink_cells(m: &mut Module) {
 pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
     let mut read: HashMap<u32, Vec<u32>> = HashMap::default();
     let mut sites: HashMap<u32, Vec<Site>> = HashMap::default();
-    for f in &m.funcs {
-        let defs = definitions(f);
-        scan(&f.body, &defs, &mut read, &mut sites);
+    let defs: Vec<HashMap<Val, Def>> = m.funcs.iter().map(definitions).collect();
+    for (func, f) in m.funcs.iter().enumerate() {
+        scan(&f.body, func, &defs[func], &mut read, &mut sites);
     }
-    let mut fates: HashMap<(u32, u32), Fate> = HashMap::default();
-    for (tag, mut slots) in read {
+    for slots in read.values_mut() {
         slots.sort_unstable();
         slots.dedup();
+    }
+    let classes = classes::classes(m, &read, &sites, &defs);
+    let mut fates: HashMap<(u32, u32), Fate> = HashMap::default();
+    for (tag, slots) in read {
         let sites = sites.remove(&tag).unwrap_or_default();
         let width = m.cells.get(&tag).map_or(0, Vec::len);
-        for (slot, fate) in fates_of(&slots, &sites, width) {
+        let class = classes.get(&tag).map_or(&[][..], Vec::as_slice);
+        for (slot, fate) in fates_of(&slots, &sites, width, class) {
             fates.insert((tag, slot), fate);
         }
     }
@@ -153,11 +167,13 @@ fn kept_slots(tag: u32, slots: &[Ty], fates: &HashMap<(u32, u32), Fate>) -> Vec<
 }
 
 /// The fates of the slots `read` of one member of `width` slots, given
-/// what its `Alloc`s store. Without any `Alloc` (cells never made) every
-/// slot keeps its number.
-fn fates_of(read: &[u32], sites: &[Site], width: usize) -> Vec<(u32, Fate)> {
+/// what its `Alloc`s store and the class of each slot (slots of a class
+/// hold equal values in every cell: [`classes`]). Without any `Alloc`
+/// (cells never made) every slot keeps its number.
+fn fates_of(read: &[u32], sites: &[Site], width: usize, class: &[u32]) -> Vec<(u32, Fate)> {
     if sites.is_empty()
-        || sites.iter().any(|site| site.len() != width)
+        || sites.iter().any(|site| site.slots.len() != width)
+        || class.len() != width
         || read.iter().any(|s| *s as usize >= width)
     {
         // No cell is made, or a cell or a load disagrees with the layout
@@ -167,8 +183,9 @@ fn fates_of(read: &[u32], sites: &[Site], width: usize) -> Vec<(u32, Fate)> {
             .map(|s| (s, Fate::Slot(s)))
             .collect();
     }
-    let column =
-        |s: u32| -> Vec<(Val, Option<Def>)> { sites.iter().map(|site| site[s as usize]).collect() };
+    let column = |s: u32| -> Vec<(Val, Option<Def>)> {
+        sites.iter().map(|site| site.slots[s as usize]).collect()
+    };
     let constant = |d: Option<Def>| match d {
         Some(Def::Const(c)) => Some(c),
         _ => None,
@@ -176,24 +193,24 @@ fn fates_of(read: &[u32], sites: &[Site], width: usize) -> Vec<(u32, Fate)> {
     // The first read slot holding each value at the first site.
     let mut at_first: HashMap<Val, u32> = HashMap::default();
     for &b in read {
-        at_first.entry(sites[0][b as usize].0).or_insert(b);
+        at_first.entry(sites[0].slots[b as usize].0).or_insert(b);
     }
     // The slots whose value every site loads from the cell it stores in
     // another read slot (the same for every site), by the same member and
     // slot: (that other slot, the member, the slot loaded).
     let derive = |s: u32| -> Option<(u32, u32, u32)> {
-        let Some(Def::Load(x, tag, slot)) = sites[0][s as usize].1 else {
+        let Some(Def::Load(x, tag, slot)) = sites[0].slots[s as usize].1 else {
             return None;
         };
         let base = at_first
             .get(&x)
             .copied()
-            .filter(|&b| b != s && constant(sites[0][b as usize].1).is_none())?;
+            .filter(|&b| b != s && constant(sites[0].slots[b as usize].1).is_none())?;
         sites
             .iter()
             .all(|site| {
-                matches!(site[s as usize].1,
-                    Some(Def::Load(x, t, k)) if x == site[base as usize].0 && (t, k) == (tag, slot))
+                matches!(site.slots[s as usize].1,
+                    Some(Def::Load(x, t, k)) if x == site.slots[base as usize].0 && (t, k) == (tag, slot))
             })
             .then_some((base, tag, slot))
     };
@@ -207,9 +224,8 @@ fn fates_of(read: &[u32], sites: &[Site], width: usize) -> Vec<(u32, Fate)> {
         .filter(|(_, (base, ..))| !derived.contains_key(base))
         .map(|(s, d)| (*s, *d))
         .collect();
-    // The slot standing for each read slot: the first one filled with the
-    // same values at every site.
-    let mut first_of: HashMap<Vec<Val>, u32> = HashMap::default();
+    // The slot standing for each read slot: the first one of its class.
+    let mut first_of: HashMap<u32, u32> = HashMap::default();
     let mut kept: Vec<u32> = Vec::new();
     let mut stands: Vec<(u32, Result<u32, Constant>)> = Vec::new();
     for &s in read {
@@ -223,8 +239,7 @@ fn fates_of(read: &[u32], sites: &[Site], width: usize) -> Vec<(u32, Fate)> {
         if derived.contains_key(&s) {
             continue;
         }
-        let vals: Vec<Val> = col.iter().map(|(v, _)| *v).collect();
-        let rep = *first_of.entry(vals).or_insert(s);
+        let rep = *first_of.entry(class[s as usize]).or_insert(s);
         if rep == s {
             kept.push(s);
         }
@@ -290,6 +305,7 @@ fn definitions(f: &Func) -> HashMap<Val, Def> {
 
 fn scan(
     b: &Block,
+    func: usize,
     consts: &HashMap<Val, Def>,
     read: &mut HashMap<u32, Vec<u32>>,
     sites: &mut HashMap<u32, Vec<Site>>,
@@ -298,15 +314,15 @@ fn scan(
         match &i.op {
             Op::Load(_, tag, slot) => read.entry(*tag).or_default().push(*slot),
             Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
-                let site = fields
+                let slots = fields
                     .iter()
                     .map(|v| (*v, consts.get(v).copied()))
                     .collect();
-                sites.entry(*tag).or_default().push(site);
+                sites.entry(*tag).or_default().push(Site { func, slots });
             }
             Op::If { then_, else_, .. } => {
-                scan(then_, consts, read, sites);
-                scan(else_, consts, read, sites);
+                scan(then_, func, consts, read, sites);
+                scan(else_, func, consts, read, sites);
             }
             _ => {}
         }
