@@ -487,7 +487,13 @@ impl Heap {
     }
 
     fn add_chunk(&mut self, cell: usize) -> usize {
-        let (bytes, owned) = if cell > CHUNK_BYTES / 4 {
+        // A cell of the last class is alone in its chunk (`Heap::alloc`,
+        // and the sweep gives the chunk back when it dies), which is then
+        // no larger than it: a chunk of cells of 32 to 256 KB cut for
+        // many held one, and a huge page of the arena made each cost a
+        // megabyte of memory (LSTM's gradient: 2.3 GB for 126 MB live).
+        let alone = cell > CHUNK_BYTES / 4 || cell / 8 >= CLASSES - 1;
+        let (bytes, owned) = if alone {
             (cell, cell.next_multiple_of(CHUNK_BYTES))
         } else {
             (CHUNK_BYTES - CHUNK_BYTES % cell, CHUNK_BYTES)
@@ -495,11 +501,11 @@ impl Heap {
         let spare = self
             .spare_large
             .iter_mut()
-            .find(|s| s.1 == owned && cell > CHUNK_BYTES / 4)
+            .find(|s| s.1 == owned && alone)
             .map(|s| core::mem::take(s).0);
         let start = if let Some(start) = spare {
             start
-        } else if self.heap_bytes >= HUGE_AFTER {
+        } else if self.heap_bytes >= HUGE_AFTER && (!alone || cell >= HUGE_PAGE) {
             self.arena_alloc(owned)
         } else {
             sys_alloc_aligned(owned, CHUNK_BYTES)
