@@ -12,12 +12,17 @@
 //! never reused while it is a key, but not the value, so remembering costs
 //! no memory the program has let go of beyond the entry itself. A result
 //! is held strongly (the zero of a list must outlive the step that asked
-//! for it), and so are inverses (the closure that `*j-inverse` of a `*j`
-//! result gives back, the primal of a bundle), which makes rings: a result
-//! reaches the argument of another entry whose result reaches back. When
-//! the entries pass twice the number that was live at the last sweep, the
-//! entries of dead values are swept, and those of values that only the
-//! memo's own results reach ([`reach`]), rings and all.
+//! for it). An inverse (the closure that `*j-inverse` of a `*j` result
+//! gives back, the primal of a bundle, the forward closure that `bundle`
+//! of its two halves gives back) is held weakly: the program holds it as
+//! long as it may ask, and held strongly each pair of inverse entries was
+//! a ring that kept both closures until a walk found it (on particle-FF,
+//! 98% of the entries a sweep met). Results still make rings through
+//! what they reach: a result reaches the argument of another entry whose
+//! result reaches back. When the entries pass twice the number that was
+//! live at the last sweep, the entries of dead values are swept, and those
+//! of values that only the memo's own results reach ([`reach`]), rings
+//! and all.
 //!
 //! The transformations of a closure that holds no closures are not
 //! remembered (see `crate::adops`): they are as cheap to redo as to look
@@ -129,12 +134,31 @@ impl WeakValue {
 /// of its tape.
 struct Entry {
     args: (Weak<Closure>, Option<Weak<Closure>>),
-    result: Value,
+    result: Held,
+}
+
+/// An entry's result: held strongly, or weakly when it is an inverse (see
+/// [`ValueMemo::remember_inverse`]).
+enum Held {
+    Strong(Value),
+    Inverse(Weak<Closure>),
 }
 
 impl Entry {
     fn alive(&self) -> bool {
-        self.args.0.strong_count() > 0 && self.args.1.as_ref().is_none_or(|b| b.strong_count() > 0)
+        self.args.0.strong_count() > 0
+            && self.args.1.as_ref().is_none_or(|b| b.strong_count() > 0)
+            && match &self.result {
+                Held::Strong(_) => true,
+                Held::Inverse(r) => r.strong_count() > 0,
+            }
+    }
+
+    fn strong_result(&self) -> Option<&Value> {
+        match &self.result {
+            Held::Strong(v) => Some(v),
+            Held::Inverse(_) => None,
+        }
     }
 }
 
@@ -231,7 +255,7 @@ impl ValueMemo {
         let reach = reach::Reach::new(|| {
             let transforms = entries.iter().map(|((a, b), e)| reach::Seen {
                 args: [*a, if e.args.1.is_some() { *b } else { 0 }],
-                result: Some(&e.result),
+                result: e.strong_result(),
                 alive: e.alive(),
             });
             let zeros = zeros.iter().map(|(a, (w, z))| reach::Seen {
@@ -283,11 +307,31 @@ impl ValueMemo {
             None => None,
         };
         let e = self.entries.get(&Self::key(op, closure(a)?, b))?;
-        Some(e.result.clone())
+        match &e.result {
+            Held::Strong(v) => Some(v.clone()),
+            Held::Inverse(r) => r.upgrade().map(Value::Closure),
+        }
     }
 
     /// Remembers that `op` of the closure `a` (and `b`) is `r`.
     pub fn remember(&mut self, op: Transform, a: &Value, b: Option<&Value>, r: &Value) {
+        self.insert(op, a, b, Held::Strong(r.clone()));
+    }
+
+    /// Remembers that `op` of the closure `a` (and `b`) is `r`, an
+    /// argument of the transformation `a` is the result of, while the
+    /// program holds `r`: `*j-inverse` of a `*j` result gives the closure
+    /// back, `bundle` of the halves of a forward closure gives it back.
+    /// Held strongly, the two entries would hold each other's argument
+    /// alive, a ring only a walk over the results finds.
+    pub fn remember_inverse(&mut self, op: Transform, a: &Value, b: Option<&Value>, r: &Value) {
+        match r {
+            Value::Closure(c) => self.insert(op, a, b, Held::Inverse(Rc::downgrade(c))),
+            _ => self.remember(op, a, b, r),
+        }
+    }
+
+    fn insert(&mut self, op: Transform, a: &Value, b: Option<&Value>, result: Held) {
         let Some(a) = closure(a) else { return };
         let b = match b {
             Some(b) => match closure(b) {
@@ -301,7 +345,7 @@ impl ValueMemo {
             Self::key(op, a, b),
             Entry {
                 args: (Rc::downgrade(a), b.map(Rc::downgrade)),
-                result: r.clone(),
+                result,
             },
         );
     }
@@ -389,6 +433,31 @@ mod tests {
         assert!(memo
             .transformed(Transform::Primal, &held.env[0], None)
             .is_some());
+    }
+
+    #[test]
+    fn an_inverse_lives_as_long_as_the_program_holds_it() {
+        let mut memo = ValueMemo::default();
+        let (a, r) = (closure(vec![]), closure(vec![]));
+        memo.remember(OP, &a, None, &r);
+        memo.remember_inverse(Transform::Unwrap(Tag::Reverse), &r, None, &a);
+        let inverse = || memo.transformed(Transform::Unwrap(Tag::Reverse), &r, None);
+        assert_eq!(inverse().and_then(|v| v.addr()), a.addr());
+        let Value::Closure(pin) = &a else {
+            unreachable!()
+        };
+        let pin = Rc::downgrade(pin);
+        drop(a);
+        assert_eq!(pin.strong_count(), 0);
+        assert!(memo
+            .transformed(Transform::Unwrap(Tag::Reverse), &r, None)
+            .is_none());
+    }
+
+    /// A nested mode keeps several entries per element of its tape.
+    #[test]
+    fn an_entry_is_48_bytes_with_its_key() {
+        assert_eq!(std::mem::size_of::<(Key, Entry)>(), 48);
     }
 
     #[test]
