@@ -43,7 +43,8 @@ impl Interp<'_> {
                 }));
                 if deep {
                     self.values.remember(op, &v, None, &r);
-                    self.values.remember(Transform::Unwrap(tag), &r, None, &v);
+                    self.values
+                        .remember_inverse(Transform::Unwrap(tag), &r, None, &v);
                 }
                 Ok(r)
             }
@@ -82,7 +83,8 @@ impl Interp<'_> {
                 };
                 if deep {
                     self.values.remember(op, &v, None, &r);
-                    self.values.remember(Transform::Wrap(tag), &r, None, &v);
+                    self.values
+                        .remember_inverse(Transform::Wrap(tag), &r, None, &v);
                 }
                 Ok(r)
             }
@@ -122,8 +124,10 @@ impl Interp<'_> {
                 }));
                 if deep {
                     self.values.remember(Transform::Bundle, &p, Some(&t), &r);
-                    self.values.remember(Transform::Primal, &r, None, &p);
-                    self.values.remember(Transform::Tangent, &r, None, &t);
+                    self.values
+                        .remember_inverse(Transform::Primal, &r, None, &p);
+                    self.values
+                        .remember_inverse(Transform::Tangent, &r, None, &t);
                 }
                 Ok(r)
             }
@@ -205,12 +209,32 @@ impl Interp<'_> {
                     }));
                     if deep {
                         self.values.remember(op, &v, None, &r);
+                        self.remember_halves(&v, primal, &r);
                     }
                     Ok(r)
                 }
                 None => self.not_forward(primal, &v),
             },
             _ => self.not_forward(primal, &v),
+        }
+    }
+
+    /// Once both halves of the forward closure `v` are known (`r` the one
+    /// just made), `bundle` of them gives `v` back: the pair operations of
+    /// the forward world split a closure into its halves and bundle them
+    /// again (a backpropagator consed with its value and taken out, a
+    /// thunk of `if`), and would otherwise rebuild a copy of `v`, and of
+    /// every closure it holds, with three entries each.
+    fn remember_halves(&mut self, v: &Value, primal: bool, r: &Value) {
+        let other = if primal {
+            Transform::Tangent
+        } else {
+            Transform::Primal
+        };
+        if let Some(o) = self.values.transformed(other, v, None) {
+            let (p, t) = if primal { (r, &o) } else { (&o, r) };
+            self.values
+                .remember_inverse(Transform::Bundle, p, Some(t), v);
         }
     }
 
