@@ -233,12 +233,24 @@ fn merge_equal(m: &mut Module, changed: &mut [bool]) {
             .enumerate()
             .map(|(fi, a)| a.number(fi, &class[fi], &mut intern))
             .collect();
+        // A class of one parameter stays one: its calls need not be
+        // looked at (most classes are such after a round or two, and
+        // looking at every call of every parameter each round was most of
+        // the pass's time on programs of many wide functions).
+        let mut members = vec![0u32; count];
+        for c in class.iter().flatten() {
+            members[*c] += 1;
+        }
         let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::default();
         let mut next: Vec<Vec<usize>> = Vec::with_capacity(n);
         for (fi, f) in m.funcs.iter().enumerate() {
             let c = (0..f.params.len())
                 .map(|i| {
-                    let key: Vec<usize> = sites[fi].iter().map(|(h, a)| vns[*h][a[i]]).collect();
+                    let key: Vec<usize> = if members[class[fi][i]] == 1 {
+                        Vec::new()
+                    } else {
+                        sites[fi].iter().map(|(h, a)| vns[*h][a[i]]).collect()
+                    };
                     let len = ids.len();
                     *ids.entry((class[fi][i], key)).or_insert(len)
                 })
