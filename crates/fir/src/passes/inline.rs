@@ -859,6 +859,61 @@ mod tests {
         assert!(before * 32 > budget);
     }
 
+    /// `f0` reads with an unplaced message; `fk` calls `f(k-1)`, the
+    /// chain's order the reverse of the module's.
+    fn reading_chain(n: usize) -> Module {
+        let funcs = (0..n)
+            .map(|k| {
+                let op = if k == 0 {
+                    Op::ReadReal(crate::StrId::new(0))
+                } else {
+                    Op::Call(FuncId::new(n - k), vec![])
+                };
+                Func {
+                    name: format!("f{k}"),
+                    params: vec![],
+                    returns: vec![],
+                    types: vec![Ty::F64],
+                    body: Block {
+                        insts: vec![i(&[0], op)],
+                        term: Term::Return(vec![]),
+                    },
+                }
+            })
+            .rev()
+            .collect();
+        Module {
+            funcs,
+            main: Some(FuncId::new(0)),
+            vectors: Default::default(),
+            strings: vec![format!("{}end of input", base::message::UNPLACED)],
+            cells: Default::default(),
+        }
+    }
+
+    thread_local! {
+        static LOOKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn counted_reads(b: &Block, may: &[bool], strings: &[String]) -> bool {
+        LOOKS.with(|c| c.set(c.get() + 1));
+        block_reads_unplaced(b, may, strings)
+    }
+
+    #[test]
+    fn which_functions_read_is_found_in_a_walk_per_function_and_callee() {
+        let n = 2000;
+        let m = reading_chain(n);
+        LOOKS.with(|c| c.set(0));
+        let may = functions_that(&m, counted_reads);
+        assert!(may.iter().all(|r| *r), "every function reaches the read");
+        // Each function is looked at once, and again when its callee
+        // turns out to read: sweeping the module until nothing changed
+        // looked at n * n / 2 of them here.
+        let looks = LOOKS.with(|c| c.get());
+        assert!(looks <= 2 * n, "{looks} bodies looked at for {n} functions");
+    }
+
     #[test]
     fn a_small_module_is_inlined_as_before() {
         let mut m = doubling_chain(6);
