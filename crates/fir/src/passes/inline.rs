@@ -148,9 +148,12 @@ fn rounds(m: &mut Module, budget: usize) {
         let mut changed = false;
         for i in 0..m.funcs.len() {
             // A function that calls no candidate but itself is left as it
-            // is: its entry in the module stays the one to copy from.
-            let may_change = graph[i].iter().any(|&g| g != i && candidate[g]);
-            if candidate[i] && last_caller[i] > i && may_change {
+            // is (its entry in the module stays the one to copy from), and
+            // not rebuilt.
+            if !graph[i].iter().any(|&g| g != i && candidate[g]) {
+                continue;
+            }
+            if candidate[i] && last_caller[i] > i {
                 saved[i] = Some(m.funcs[i].clone());
             }
             let mut f = std::mem::replace(&mut m.funcs[i], placeholder());
@@ -616,16 +619,41 @@ impl Inliner<'_> {
             self.types.push(*t);
             map.push(Val::new(self.types.len() - 1));
         }
-        let mut b = callee.body.clone();
         let mut r = |v: &mut Val| {
             if let Some(n) = map.get(v.index()) {
                 *v = *n;
             }
         };
-        b.for_each_result_mut(&mut r);
-        b.for_each_use_mut(&mut r);
-        b
+        copy_renamed(&callee.body, &mut r)
     }
+}
+
+/// A copy of `b` with every value (results and uses) renamed by `r`, in
+/// one walk: copying, then renaming the copy's results and its uses, was
+/// three walks of what was copied.
+fn copy_renamed(b: &Block, r: &mut impl FnMut(&mut Val)) -> Block {
+    let insts = b
+        .insts
+        .iter()
+        .map(|i| {
+            let mut op = match &i.op {
+                Op::If { cond, then_, else_ } => Op::If {
+                    cond: *cond,
+                    then_: copy_renamed(then_, r),
+                    else_: copy_renamed(else_, r),
+                },
+                op => op.clone(),
+            };
+            // An `If`'s arms are not its operands: only its condition is.
+            op.for_each_operand_mut(&mut *r);
+            let mut results = i.results.clone();
+            results.iter_mut().for_each(&mut *r);
+            Inst { results, op }
+        })
+        .collect();
+    let mut term = b.term.clone();
+    term.for_each_operand_mut(&mut *r);
+    Block { insts, term }
 }
 
 pub(crate) fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
