@@ -144,7 +144,7 @@ fn rounds(m: &mut Module, budget: usize) {
             .map(|g| sites[g] == 1 || admitted[g])
             .collect();
         let mut saved: Vec<Option<Func>> = vec![None; m.funcs.len()];
-        let reads = functions_that_in(m, &graph, block_reads_unplaced);
+        let reads = reads_unplaced(m, &graph);
         let mut changed = false;
         for i in 0..m.funcs.len() {
             // A function that calls no candidate but itself is left as it
@@ -273,7 +273,7 @@ const MAX_SIZE_BOTTOM_UP: usize = 6000;
 /// Says which functions it changed.
 fn bottom_up(m: &mut Module, budget: usize) -> Vec<bool> {
     let (graph, comps, scc, recursive) = call_graph(m);
-    let reads = functions_that_in(m, &graph, block_reads_unplaced);
+    let reads = reads_unplaced(m, &graph);
     let mut changed_funcs = vec![false; m.funcs.len()];
     let mut left = budget.saturating_sub(m.funcs.iter().map(|f| f.body.size()).sum());
     let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
@@ -778,6 +778,16 @@ fn functions_that_in(
         }
     }
     may
+}
+
+/// The functions that may read with a message the running call site
+/// places ([`block_reads_unplaced`]), given the call graph. Without such
+/// a message in the module none may, and no function is looked at.
+fn reads_unplaced(m: &Module, graph: &[Vec<usize>]) -> Vec<bool> {
+    if !(0..m.strings.len()).any(|s| unplaced(&m.strings, crate::StrId::new(s))) {
+        return vec![false; m.funcs.len()];
+    }
+    functions_that_in(m, graph, block_reads_unplaced)
 }
 
 /// May a function read (`read-real`) with such a message, directly or
