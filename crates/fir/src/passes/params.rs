@@ -92,8 +92,9 @@ enum Shape {
 
 /// The values of one function that its calls pass as arguments, with
 /// those they are computed from, in dependency order: the refinement
-/// numbers only these each round (numbering every value of the module each
-/// round was most of the pass's time on large modules).
+/// numbers only these, again when the function's classes split (numbering
+/// every value of the module each round was most of the pass's time on
+/// large modules).
 #[derive(Default)]
 struct Args {
     nodes: Vec<Shape>,
