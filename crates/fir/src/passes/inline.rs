@@ -102,19 +102,12 @@ pub fn inline_bottom_up(m: &mut Module) {
 /// (moving a callee of one call site costs nothing, each copy of another
 /// costs its size).
 fn rounds(m: &mut Module, budget: usize) {
+    // Each function's size, and its callees with repeats (one walk gives
+    // the call sites, the call graph and the last callers): walked again
+    // after a round only for the functions it changed.
+    let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
+    let mut calls: Vec<Vec<usize>> = m.funcs.iter().map(|f| callees_of(&f.body)).collect();
     for _ in 0..ROUNDS {
-        let sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
-        // Each function's callees, with repeats: one walk of the module
-        // gives the call sites, the call graph and the last callers.
-        let calls: Vec<Vec<usize>> = m
-            .funcs
-            .iter()
-            .map(|f| {
-                let mut out = Vec::new();
-                callees(&f.body, &mut out);
-                out
-            })
-            .collect();
         let mut sites = vec![0usize; m.funcs.len()];
         let mut last_caller = vec![0usize; m.funcs.len()];
         for (i, out) in calls.iter().enumerate() {
@@ -126,7 +119,7 @@ fn rounds(m: &mut Module, budget: usize) {
         if let Some(main) = m.main {
             sites[main.index()] += 1;
         }
-        let (graph, _, _, recursive) = call_graph_of(calls);
+        let (graph, _, _, recursive) = call_graph_of(calls.clone());
         // What is called (functions only dead ones call are counted too,
         // until `prune`).
         let total: usize = (0..m.funcs.len())
@@ -146,6 +139,7 @@ fn rounds(m: &mut Module, budget: usize) {
         let mut saved: Vec<Option<Func>> = vec![None; m.funcs.len()];
         let reads = reads_unplaced(m, &graph);
         let mut changed = false;
+        let mut next_sizes = sizes.clone();
         for i in 0..m.funcs.len() {
             // A function that calls no candidate but itself is left as it
             // is (its entry in the module stays the one to copy from), and
@@ -185,13 +179,24 @@ fn rounds(m: &mut Module, budget: usize) {
             if cx.changed {
                 super::compact::compact(&mut f);
             }
-            changed |= cx.changed;
+            if cx.changed {
+                changed = true;
+                next_sizes[i] = f.body.size();
+                calls[i] = callees_of(&f.body);
+            }
             m.funcs[i] = f;
         }
         if !changed {
             break;
         }
+        sizes = next_sizes;
     }
+}
+
+fn callees_of(b: &Block) -> Vec<usize> {
+    let mut out = Vec::new();
+    callees(b, &mut out);
+    out
 }
 
 /// Which callees of more than one call site a round may copy into their
