@@ -18,7 +18,9 @@ const UNSET: u32 = u32::MAX;
 pub fn compact(f: &mut Func) {
     let n = f.types.len();
     let mut map = vec![UNSET; n];
-    let mut types = Vec::with_capacity(n.min(f.params.len() + 4 * f.body.size()));
+    // Grown as values are found: sizing it from the body's size was a
+    // walk of the body as long as numbering it.
+    let mut types = Vec::with_capacity(f.params.len());
     for (i, t) in f.params.iter().enumerate() {
         map[i] = i as u32;
         types.push(*t);

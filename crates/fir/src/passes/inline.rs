@@ -102,16 +102,24 @@ pub fn inline_bottom_up(m: &mut Module) {
 /// (moving a callee of one call site costs nothing, each copy of another
 /// costs its size).
 fn rounds(m: &mut Module, budget: usize) {
+    // Each function's size, and its callees with repeats (one walk gives
+    // the call sites, the call graph and the last callers): walked again
+    // after a round only for the functions it changed.
+    let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
+    let mut calls: Vec<Vec<usize>> = m.funcs.iter().map(|f| callees_of(&f.body)).collect();
     for _ in 0..ROUNDS {
-        let sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
         let mut sites = vec![0usize; m.funcs.len()];
-        for f in &m.funcs {
-            count_sites(&f.body, &mut sites);
+        let mut last_caller = vec![0usize; m.funcs.len()];
+        for (i, out) in calls.iter().enumerate() {
+            for &g in out {
+                sites[g] += 1;
+                last_caller[g] = last_caller[g].max(i);
+            }
         }
         if let Some(main) = m.main {
             sites[main.index()] += 1;
         }
-        let (_, _, _, recursive) = call_graph(m);
+        let (graph, _, _, recursive) = call_graph_of(calls.clone());
         // What is called (functions only dead ones call are counted too,
         // until `prune`).
         let total: usize = (0..m.funcs.len())
@@ -128,16 +136,17 @@ fn rounds(m: &mut Module, budget: usize) {
         let candidate: Vec<bool> = (0..m.funcs.len())
             .map(|g| sites[g] == 1 || admitted[g])
             .collect();
-        let mut last_caller = vec![0usize; m.funcs.len()];
-        for (i, f) in m.funcs.iter().enumerate() {
-            f.body.for_each_call(&mut |g, _, _| {
-                last_caller[g.index()] = last_caller[g.index()].max(i);
-            });
-        }
         let mut saved: Vec<Option<Func>> = vec![None; m.funcs.len()];
-        let reads = reads_unplaced(m);
+        let reads = reads_unplaced(m, &graph);
         let mut changed = false;
+        let mut next_sizes = sizes.clone();
         for i in 0..m.funcs.len() {
+            // A function that calls no candidate but itself is left as it
+            // is (its entry in the module stays the one to copy from), and
+            // not rebuilt.
+            if !graph[i].iter().any(|&g| g != i && candidate[g]) {
+                continue;
+            }
             if candidate[i] && last_caller[i] > i {
                 saved[i] = Some(m.funcs[i].clone());
             }
@@ -170,13 +179,24 @@ fn rounds(m: &mut Module, budget: usize) {
             if cx.changed {
                 super::compact::compact(&mut f);
             }
-            changed |= cx.changed;
+            if cx.changed {
+                changed = true;
+                next_sizes[i] = f.body.size();
+                calls[i] = callees_of(&f.body);
+            }
             m.funcs[i] = f;
         }
         if !changed {
             break;
         }
+        sizes = next_sizes;
     }
+}
+
+fn callees_of(b: &Block) -> Vec<usize> {
+    let mut out = Vec::new();
+    callees(b, &mut out);
+    out
 }
 
 /// Which callees of more than one call site a round may copy into their
@@ -217,26 +237,33 @@ fn admit(sizes: &[usize], sites: &[usize], recursive: &[bool], left: usize) -> V
 type CallGraph = (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>, Vec<bool>);
 
 fn call_graph(m: &Module) -> CallGraph {
-    let graph: Vec<Vec<usize>> = m
-        .funcs
-        .iter()
-        .map(|f| {
-            let mut out = Vec::new();
-            callees(&f.body, &mut out);
-            out.sort_unstable();
-            out.dedup();
-            out
-        })
-        .collect();
+    call_graph_of(
+        m.funcs
+            .iter()
+            .map(|f| {
+                let mut out = Vec::new();
+                callees(&f.body, &mut out);
+                out
+            })
+            .collect(),
+    )
+}
+
+/// [`call_graph`] from each function's callees, with repeats.
+fn call_graph_of(mut graph: Vec<Vec<usize>>) -> CallGraph {
+    for out in &mut graph {
+        out.sort_unstable();
+        out.dedup();
+    }
     let comps = base::scc::sccs(&graph);
-    let mut scc = vec![0usize; m.funcs.len()];
+    let mut scc = vec![0usize; graph.len()];
     for (c, members) in comps.iter().enumerate() {
         for &f in members {
             scc[f] = c;
         }
     }
-    let recursive = (0..m.funcs.len())
-        .map(|f| comps[scc[f]].len() > 1 || graph[f].contains(&f))
+    let recursive = (0..graph.len())
+        .map(|f| comps[scc[f]].len() > 1 || graph[f].binary_search(&f).is_ok())
         .collect();
     (graph, comps, scc, recursive)
 }
@@ -251,7 +278,7 @@ const MAX_SIZE_BOTTOM_UP: usize = 6000;
 /// Says which functions it changed.
 fn bottom_up(m: &mut Module, budget: usize) -> Vec<bool> {
     let (graph, comps, scc, recursive) = call_graph(m);
-    let reads = reads_unplaced(m);
+    let reads = reads_unplaced(m, &graph);
     let mut changed_funcs = vec![false; m.funcs.len()];
     let mut left = budget.saturating_sub(m.funcs.iter().map(|f| f.body.size()).sum());
     let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
@@ -353,10 +380,6 @@ fn prune(m: &mut Module) -> Option<Vec<bool>> {
 
 fn renumber_calls(b: &mut Block, new_id: &[u32]) {
     b.for_each_call_mut(&mut |g| *g = FuncId::new(new_id[g.index()] as usize));
-}
-
-fn count_sites(b: &Block, sites: &mut [usize]) {
-    b.for_each_call(&mut |g, _, _| sites[g.index()] += 1);
 }
 
 /// What a callee inlined at a `CallAt` of position `site` must do to
@@ -475,7 +498,8 @@ fn placeholder() -> Func {
 
 struct Inliner<'a> {
     me: FuncId,
-    /// [`reads_unplaced`] of the module.
+    /// Which functions may read with a message the running call site
+    /// places ([`block_reads_unplaced`]).
     reads_unplaced: &'a [bool],
     funcs: Callees<'a>,
     policy: Policy<'a>,
@@ -600,16 +624,41 @@ impl Inliner<'_> {
             self.types.push(*t);
             map.push(Val::new(self.types.len() - 1));
         }
-        let mut b = callee.body.clone();
         let mut r = |v: &mut Val| {
             if let Some(n) = map.get(v.index()) {
                 *v = *n;
             }
         };
-        b.for_each_result_mut(&mut r);
-        b.for_each_use_mut(&mut r);
-        b
+        copy_renamed(&callee.body, &mut r)
     }
+}
+
+/// A copy of `b` with every value (results and uses) renamed by `r`, in
+/// one walk: copying, then renaming the copy's results and its uses, was
+/// three walks of what was copied.
+fn copy_renamed(b: &Block, r: &mut impl FnMut(&mut Val)) -> Block {
+    let insts = b
+        .insts
+        .iter()
+        .map(|i| {
+            let mut op = match &i.op {
+                Op::If { cond, then_, else_ } => Op::If {
+                    cond: *cond,
+                    then_: copy_renamed(then_, r),
+                    else_: copy_renamed(else_, r),
+                },
+                op => op.clone(),
+            };
+            // An `If`'s arms are not its operands: only its condition is.
+            op.for_each_operand_mut(&mut *r);
+            let mut results = i.results.clone();
+            results.iter_mut().for_each(&mut *r);
+            Inst { results, op }
+        })
+        .collect();
+    let mut term = b.term.clone();
+    term.for_each_operand_mut(&mut *r);
+    Block { insts, term }
 }
 
 pub(crate) fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
@@ -700,32 +749,55 @@ fn unplaced(strings: &[String], s: crate::StrId) -> bool {
         .is_some_and(|t| t.starts_with(base::message::UNPLACED))
 }
 
-/// The functions that may read (`read-real`) with such a message, directly
-/// or through calls that leave the running call site as it is: inlined at
-/// a `CallAt`, the read would lose that site, so they are not.
-fn reads_unplaced(m: &Module) -> Vec<bool> {
-    functions_that(m, block_reads_unplaced)
-}
-
 /// The functions whose body `does` something, given which functions do
 /// it (the least fixpoint over the module, so recursion does not make a
 /// function do what its body does not).
 fn functions_that(m: &Module, does: fn(&Block, &[bool], &[String]) -> bool) -> Vec<bool> {
-    let mut may = vec![false; m.funcs.len()];
-    loop {
-        let mut changed = false;
-        for (i, f) in m.funcs.iter().enumerate() {
-            if !may[i] && does(&f.body, &may, &m.strings) {
-                may[i] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            return may;
-        }
-    }
+    let (graph, ..) = call_graph(m);
+    functions_that_in(m, &graph, does)
 }
 
+/// [`functions_that`], given the module's call graph (each function's
+/// callees). A function is looked at again only when one of its callees
+/// comes to do it: going over the whole module until nothing changed took
+/// a walk of it per level of the call chains, a tenth of the inlining
+/// time of large programs.
+fn functions_that_in(
+    m: &Module,
+    graph: &[Vec<usize>],
+    does: fn(&Block, &[bool], &[String]) -> bool,
+) -> Vec<bool> {
+    let n = m.funcs.len();
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (f, out) in graph.iter().enumerate() {
+        for &g in out {
+            callers[g].push(f);
+        }
+    }
+    let mut may = vec![false; n];
+    let mut work: Vec<usize> = (0..n).rev().collect();
+    while let Some(f) = work.pop() {
+        if !may[f] && does(&m.funcs[f].body, &may, &m.strings) {
+            may[f] = true;
+            work.extend(callers[f].iter().copied().filter(|&c| !may[c]));
+        }
+    }
+    may
+}
+
+/// The functions that may read with a message the running call site
+/// places ([`block_reads_unplaced`]), given the call graph. Without such
+/// a message in the module none may, and no function is looked at.
+fn reads_unplaced(m: &Module, graph: &[Vec<usize>]) -> Vec<bool> {
+    if !(0..m.strings.len()).any(|s| unplaced(&m.strings, crate::StrId::new(s))) {
+        return vec![false; m.funcs.len()];
+    }
+    functions_that_in(m, graph, block_reads_unplaced)
+}
+
+/// May a function read (`read-real`) with such a message, directly or
+/// through calls that leave the running call site as it is? Inlined at a
+/// `CallAt`, the read would lose that site, so such functions are not.
 fn block_reads_unplaced(b: &Block, may: &[bool], strings: &[String]) -> bool {
     matches!(&b.term, Term::TailCall(g, _) if may[g.index()])
         || b.insts.iter().any(|i| match &i.op {
@@ -828,6 +900,61 @@ mod tests {
         // Without the budget the rounds alone would have made it (each
         // function doubling six times) several times larger.
         assert!(before * 32 > budget);
+    }
+
+    /// `f0` reads with an unplaced message; `fk` calls `f(k-1)`, the
+    /// chain's order the reverse of the module's.
+    fn reading_chain(n: usize) -> Module {
+        let funcs = (0..n)
+            .map(|k| {
+                let op = if k == 0 {
+                    Op::ReadReal(crate::StrId::new(0))
+                } else {
+                    Op::Call(FuncId::new(n - k), vec![])
+                };
+                Func {
+                    name: format!("f{k}"),
+                    params: vec![],
+                    returns: vec![],
+                    types: vec![Ty::F64],
+                    body: Block {
+                        insts: vec![i(&[0], op)],
+                        term: Term::Return(vec![]),
+                    },
+                }
+            })
+            .rev()
+            .collect();
+        Module {
+            funcs,
+            main: Some(FuncId::new(0)),
+            vectors: Default::default(),
+            strings: vec![format!("{}end of input", base::message::UNPLACED)],
+            cells: Default::default(),
+        }
+    }
+
+    thread_local! {
+        static LOOKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn counted_reads(b: &Block, may: &[bool], strings: &[String]) -> bool {
+        LOOKS.with(|c| c.set(c.get() + 1));
+        block_reads_unplaced(b, may, strings)
+    }
+
+    #[test]
+    fn which_functions_read_is_found_in_a_walk_per_function_and_callee() {
+        let n = 2000;
+        let m = reading_chain(n);
+        LOOKS.with(|c| c.set(0));
+        let may = functions_that(&m, counted_reads);
+        assert!(may.iter().all(|r| *r), "every function reaches the read");
+        // Each function is looked at once, and again when its callee
+        // turns out to read: sweeping the module until nothing changed
+        // looked at n * n / 2 of them here.
+        let looks = LOOKS.with(|c| c.get());
+        assert!(looks <= 2 * n, "{looks} bodies looked at for {n} functions");
     }
 
     #[test]

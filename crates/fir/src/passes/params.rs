@@ -92,8 +92,9 @@ enum Shape {
 
 /// The values of one function that its calls pass as arguments, with
 /// those they are computed from, in dependency order: the refinement
-/// numbers only these each round (numbering every value of the module each
-/// round was most of the pass's time on large modules).
+/// numbers only these, again when the function's classes split (numbering
+/// every value of the module each round was most of the pass's time on
+/// large modules).
 #[derive(Default)]
 struct Args {
     nodes: Vec<Shape>,
@@ -226,30 +227,39 @@ fn merge_equal(m: &mut Module, changed: &mut [bool]) {
         }
         count = count.max(ids.len());
     }
-    loop {
-        let mut intern = HashMap::default();
-        let vns: Vec<Vec<usize>> = args
-            .iter()
-            .enumerate()
-            .map(|(fi, a)| a.number(fi, &class[fi], &mut intern))
-            .collect();
-        let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::default();
-        let mut next: Vec<Vec<usize>> = Vec::with_capacity(n);
-        for (fi, f) in m.funcs.iter().enumerate() {
-            let c = (0..f.params.len())
-                .map(|i| {
-                    let key: Vec<usize> = sites[fi].iter().map(|(h, a)| vns[*h][a[i]]).collect();
-                    let len = ids.len();
-                    *ids.entry((class[fi][i], key)).or_insert(len)
-                })
-                .collect();
-            next.push(c);
+    // Refinement by a worklist: a function's value numbers depend only
+    // on its own parameters' classes, and a class keeps its number while
+    // it does not split, so only the callees of a function whose classes
+    // split are looked at again (refining the whole module round after
+    // round, ten rounds a call on large programs, was most of the pass's
+    // time). The partition reached is the same, the coarsest stable one.
+    let mut intern = HashMap::default();
+    let mut vns: Vec<Vec<usize>> = args
+        .iter()
+        .enumerate()
+        .map(|(fi, a)| a.number(fi, &class[fi], &mut intern))
+        .collect();
+    let mut callees: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (g, calls) in sites.iter().enumerate() {
+        for (h, _) in calls {
+            if callees[*h].last() != Some(&g) {
+                callees[*h].push(g);
+            }
         }
-        class = next;
-        if ids.len() == count {
-            break;
+    }
+    let mut queued = vec![true; n];
+    let mut work: Vec<usize> = (0..n).rev().collect();
+    while let Some(g) = work.pop() {
+        queued[g] = false;
+        if split(&mut class[g], &sites[g], &vns, &mut count) {
+            vns[g] = args[g].number(g, &class[g], &mut intern);
+            for &c in &callees[g] {
+                if !queued[c] {
+                    queued[c] = true;
+                    work.push(c);
+                }
+            }
         }
-        count = ids.len();
     }
     for (fi, f) in m.funcs.iter_mut().enumerate() {
         let mut first: HashMap<usize, u32> = HashMap::default();
@@ -265,6 +275,46 @@ fn merge_equal(m: &mut Module, changed: &mut [bool]) {
             rename_uses(&mut f.body, &map);
         }
     }
+}
+
+/// Splits the classes of a function's parameters by the arguments its
+/// `calls` pass them (their value numbers in `vns`); says whether any
+/// split. Within a class, the parameters of the first arguments seen keep
+/// its number and the others take new ones from `count`.
+fn split(
+    class: &mut [usize],
+    calls: &[(usize, Vec<usize>)],
+    vns: &[Vec<usize>],
+    count: &mut usize,
+) -> bool {
+    let mut members: HashMap<usize, u32> = HashMap::default();
+    for c in class.iter() {
+        *members.entry(*c).or_default() += 1;
+    }
+    // A class of one parameter stays one: its calls need not be looked at.
+    if members.values().all(|k| *k == 1) {
+        return false;
+    }
+    let mut ids: HashMap<(usize, Vec<usize>), usize> = HashMap::default();
+    let mut kept: rustc_hash::FxHashSet<usize> = Default::default();
+    let mut split = false;
+    for i in 0..class.len() {
+        let c = class[i];
+        if members[&c] == 1 {
+            continue;
+        }
+        let key: Vec<usize> = calls.iter().map(|(h, a)| vns[*h][a[i]]).collect();
+        class[i] = *ids.entry((c, key)).or_insert_with(|| {
+            if kept.insert(c) {
+                c
+            } else {
+                split = true;
+                *count += 1;
+                *count - 1
+            }
+        });
+    }
+    split
 }
 
 fn rename_uses(b: &mut Block, map: &HashMap<Val, Val>) {

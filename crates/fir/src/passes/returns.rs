@@ -72,36 +72,63 @@ fn partition(m: &Module) -> Vec<Vec<u32>> {
         .map(|f| f.returns.iter().map(ty_class).collect())
         .collect();
     let ends: Vec<Vec<End>> = m.funcs.iter().map(ends_of).collect();
-    loop {
-        let mut changed = false;
-        for (i, f) in m.funcs.iter().enumerate() {
-            let n = f.returns.len();
-            // What each result is at each end: a value, or a class of the
-            // tail-called callee's results.
-            let mut ids: HashMap<(u32, Vec<(bool, u32)>), u32> = HashMap::default();
-            let mut next = Vec::with_capacity(n);
-            for pos in 0..n {
-                let sig: Vec<(bool, u32)> = ends[i]
-                    .iter()
-                    .map(|e| match e {
-                        End::Return(vs) => (false, vs[pos].index() as u32),
-                        End::Tail(g) => (true, classes[g.index()][pos]),
-                    })
-                    .collect();
-                let len = ids.len() as u32;
-                next.push(*ids.entry((classes[i][pos], sig)).or_insert(len));
+    // A function's classes change only when those of a function it
+    // tail-calls did: it is looked at again then, not on every sweep of
+    // the module (the partition reached is the same, the coarsest stable
+    // one; sweeping the module until nothing changed was most of the
+    // pass's time on programs of many wide functions).
+    let mut tail_callers: Vec<Vec<usize>> = vec![Vec::new(); m.funcs.len()];
+    for (i, es) in ends.iter().enumerate() {
+        for e in es {
+            if let End::Tail(g) = e {
+                tail_callers[g.index()].push(i);
             }
-            // Refinement only splits classes: the same number of classes
-            // is the same partition.
-            if distinct(&next) > distinct(&classes[i]) {
-                classes[i] = next;
-                changed = true;
-            }
-        }
-        if !changed {
-            return classes;
         }
     }
+    let mut queued = vec![true; m.funcs.len()];
+    let mut work: Vec<usize> = (0..m.funcs.len()).rev().collect();
+    while let Some(i) = work.pop() {
+        queued[i] = false;
+        if let Some(next) = refine(i, &m.funcs[i], &ends[i], &classes) {
+            classes[i] = next;
+            for &c in &tail_callers[i] {
+                if !queued[c] {
+                    queued[c] = true;
+                    work.push(c);
+                }
+            }
+        }
+    }
+    classes
+}
+
+/// The classes of function `i`'s results split by what each is at each of
+/// its `ends`, if that splits any.
+fn refine(i: usize, f: &Func, ends: &[End], classes: &[Vec<u32>]) -> Option<Vec<u32>> {
+    let n = f.returns.len();
+    let before = distinct(&classes[i]);
+    // Results all apart stay apart.
+    if before == n {
+        return None;
+    }
+    // What each result is at each end: a value, or a class of the
+    // tail-called callee's results.
+    let mut ids: HashMap<(u32, Vec<(bool, u32)>), u32> = HashMap::default();
+    let mut next = Vec::with_capacity(n);
+    for pos in 0..n {
+        let sig: Vec<(bool, u32)> = ends
+            .iter()
+            .map(|e| match e {
+                End::Return(vs) => (false, vs[pos].index() as u32),
+                End::Tail(g) => (true, classes[g.index()][pos]),
+            })
+            .collect();
+        let len = ids.len() as u32;
+        next.push(*ids.entry((classes[i][pos], sig)).or_insert(len));
+    }
+    // Refinement only splits classes: the same number of classes is the
+    // same partition.
+    (distinct(&next) > before).then_some(next)
 }
 
 fn distinct(classes: &[u32]) -> usize {
