@@ -60,20 +60,24 @@ impl Lowerer<'_> {
         (types == [Ty::Ptr]).then_some((layout, row))
     }
 
+    /// Whether `e` is a zero the analysis knows whole (a vector's `zero`
+    /// has such elements).
+    fn known_zero(&mut self, e: AvId) -> bool {
+        self.ops.dom.is_known(e) && self.ops.zero(e) == e
+    }
+
     /// Whether `elem` is a zero row whose elements the analysis knows: a
     /// pointer to any vector as long as it stands for it.
-    fn zero_row(&self, elem: AvId) -> bool {
-        match self.ops.dom.get(elem) {
-            Av::Vector(e, _) => {
-                self.ops.dom.is_known(*e) && self.ops.dom.known_real(*e) == Some(0.0)
-            }
+    fn zero_row(&mut self, elem: AvId) -> bool {
+        match self.ops.dom.get(elem).clone() {
+            Av::Vector(e, _) => self.known_zero(e),
             _ => false,
         }
     }
 
-    /// Whether the vectors `p` of element `e` hold a pointer to a vector
-    /// (or a sum) per element: what a zero of rows takes its rows'
-    /// lengths from.
+    /// Whether vectors of element `e` hold a pointer to a vector (or a
+    /// sum) per element: what a zero of rows takes its rows' lengths
+    /// from.
     pub(crate) fn has_rows(&mut self, e: AvId) -> bool {
         matches!(self.ops.dom.get(e), Av::Vector(..)) && self.vec_layout(e).1 == [Ty::Ptr]
     }
@@ -426,10 +430,9 @@ impl Lowerer<'_> {
         // A vector of zeros (a `zero`'s: see `zero_vector`) adds nothing,
         // when the other's elements are already the sum's (`plus` of a
         // union and a zero may be another union).
-        let zeros = |this: &mut Self, e: AvId| this.ops.dom.is_known(e) && this.ops.zero(e) == e;
-        let skip = if zeros(self, ea) && eb == pe {
+        let skip = if self.known_zero(ea) && eb == pe {
             Some(b)
-        } else if zeros(self, eb) && ea == pe {
+        } else if self.known_zero(eb) && ea == pe {
             Some(a)
         } else {
             None
