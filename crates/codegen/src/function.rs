@@ -50,6 +50,11 @@ pub(crate) struct FnBuilder<'a, 'b> {
     pub(crate) yield_to: Vec<ClBlock>,
     pub(crate) func_refs: HashMap<ClFuncId, FuncRef>,
     pub(crate) globals: HashMap<DataId, GlobalValue>,
+    /// The one-hots of `f` that only a `VecPlus` reads: never made, the
+    /// `VecPlus` adds their entry instead (`FnBuilder::fused_one_hots`).
+    pub(crate) hot: HashSet<Val>,
+    /// Those met so far: their index (an integer) and their real.
+    pub(crate) deferred: HashMap<Val, (ClValue, ClValue)>,
 }
 
 impl FnBuilder<'_, '_> {

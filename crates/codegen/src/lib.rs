@@ -35,7 +35,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{DataDescription, DataId, FuncId as ClFuncId, Linkage, Module as _};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use fir::{self, Cmp, FBin, FUn, FuncId, Op, StrId, Term, Ty, Val};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod function;
 mod groups;
@@ -315,6 +315,10 @@ impl Codegen<'_> {
             "rt_alloc_vector" => (&[types::I64; 2], &[types::I64]),
             "rt_vec_zero" | "rt_vec_plus" | "rt_vec_zero_of" => (&[types::I64; 2], &[types::I64]),
             "rt_vec_one_hot_of" => (&[types::I64; 4], &[types::I64]),
+            "rt_vec_plus_hot" => (
+                &[types::I64, types::I64, types::F64, types::I64],
+                &[types::I64],
+            ),
             "rt_vec_dense" => (&[types::I64], &[types::I64]),
             "rt_vec_build_begin" | "rt_vec_build_end" => (&[types::I64], &[]),
             "rt_memo_get" => (&[types::I64; 3], &[types::I64]),
@@ -555,6 +559,8 @@ impl Codegen<'_> {
                 yield_to: Vec::new(),
                 func_refs: HashMap::new(),
                 globals: HashMap::new(),
+                hot: HashSet::new(),
+                deferred: HashMap::new(),
             };
             for &g in group {
                 let gf = fb.cg.m.func(g);
@@ -584,6 +590,8 @@ impl Codegen<'_> {
                 fb.f = gf;
                 fb.fid = g;
                 fb.vals = vals;
+                fb.hot = fb.fused_one_hots(gf);
+                fb.deferred.clear();
                 fb.block(&gf.body)?;
             }
             fb.b.seal_all_blocks();

@@ -29,6 +29,120 @@ impl FnBuilder<'_, '_> {
         Ok((slots.len(), pointers))
     }
 
+    /// The one-hots of one real (`VecOneHot`) of `f` whose one reader is
+    /// a `VecPlus`, which adds their entry to the other operand in the
+    /// runtime (`rt_vec_plus_hot`): the backward sweep's step through a
+    /// `vector-ref` then makes no one-hot, only the sum's next version.
+    /// Where both operands are such, the second is.
+    pub(crate) fn fused_one_hots(&self, f: &fir::Func) -> HashSet<Val> {
+        let mut uses = vec![0u32; f.types.len()];
+        f.body.for_each_use(&mut |v| uses[v.index()] += 1);
+        let mut one_hots = HashSet::new();
+        let mut plus = Vec::new();
+        f.body.for_each_inst(&mut |inst| match &inst.op {
+            Op::VecOneHot { layout, .. }
+                if self.cg.m.vectors.get(layout).is_some_and(|s| s.len() == 1) =>
+            {
+                one_hots.extend(inst.results.iter().copied());
+            }
+            Op::VecPlus(_, a, b) => plus.push((*a, *b)),
+            _ => {}
+        });
+        let fusable = |v: &Val| one_hots.contains(v) && uses[v.index()] == 1;
+        plus.iter()
+            .filter_map(|(a, b)| [b, a].into_iter().find(|v| fusable(v)).copied())
+            .collect()
+    }
+
+    /// `plus` of `sum` and a one-hot of one real (`hot`: its index, an
+    /// `I64`, and its real), the one-hot first if `hot_first` is 1: the
+    /// backward sweep's step through a `vector-ref`. Inline when `sum`
+    /// is a sum whose log it reads all of and has room for one more
+    /// entry (the runtime's `append` in place), which is a sum's next
+    /// version but the first of a gradient's reads; else the runtime's
+    /// `rt_vec_plus_hot`, which gives the same in that case.
+    fn plus_hot(
+        &mut self,
+        sum: ClValue,
+        hot: (ClValue, ClValue),
+        hot_first: i64,
+    ) -> Result<ClValue, String> {
+        let flags = MemFlagsData::trusted();
+        let i64t = types::I64;
+        let tag = self.b.ins().load(types::I32, flags, sum, 0);
+        let sum_tag = self.b.ins().iconst(types::I32, i64::from(SUM_TAG as i32));
+        let is_sum = self.b.ins().icmp(IntCC::Equal, tag, sum_tag);
+        let has_log = self.b.create_block();
+        let check = self.b.create_block();
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, i64t);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(is_sum, has_log, &[], slow, &[]);
+        self.b.switch_to_block(has_log);
+        let log = self.b.ins().load(i64t, flags, sum, SUM_LOG_AT as i32);
+        self.b.ins().brif(log, check, &[], slow, &[]);
+        self.b.switch_to_block(check);
+        let count = self.b.ins().load(i64t, flags, sum, SUM_COUNT_AT as i32);
+        let written = self.b.ins().load(i64t, flags, log, VECTOR_SLOTS_AT as i32);
+        let log_len = self.b.ins().load(i64t, flags, log, 8);
+        let n = self.b.ins().load(i64t, flags, sum, 8);
+        let next = self.b.ins().iadd_imm_s(count, 1);
+        // It reads all the log has written; the log has room for an entry
+        // after its count (its element 0); the sum stays one of fewer
+        // additions than elements (else the runtime makes it dense); and,
+        // the one-hot first, the sum is the larger (two additions).
+        let all = self.b.ins().icmp(IntCC::Equal, written, count);
+        let after = self.b.ins().iadd_imm_s(count, 2);
+        let room = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, after, log_len);
+        let sparse = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, n);
+        let mut ok = self.b.ins().band(all, room);
+        ok = self.b.ins().band(ok, sparse);
+        if hot_first == 1 {
+            let larger = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, count, 2);
+            ok = self.b.ins().band(ok, larger);
+        }
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+        self.b.switch_to_block(fast);
+        // Entry `count` of two words after the log's element 0.
+        let off = self.b.ins().imul_imm_s(count, 16);
+        let at = self.b.ins().iadd(log, off);
+        let entry = (VECTOR_SLOTS_AT + 16) as i32;
+        self.b.ins().store(flags, hot.0, at, entry);
+        self.b.ins().store(flags, hot.1, at, entry + 8);
+        self.b.ins().store(flags, next, log, VECTOR_SLOTS_AT as i32);
+        let header = self.b.ins().load(i64t, flags, sum, 0);
+        let base = self.b.ins().load(i64t, flags, sum, SUM_BASE_AT as i32);
+        let p = self.alloc_cell(SUM_BYTES / 8)?;
+        let none = self.b.ins().iconst(i64t, 0);
+        for (off, w) in [
+            (0, header),
+            (8, n),
+            (SUM_COUNT_AT, next),
+            (SUM_BASE_AT, base),
+            (SUM_LOG_AT, log),
+            (SUM_DENSE_AT, none),
+        ] {
+            self.b.ins().store(flags, w, p, off as i32);
+        }
+        self.b.ins().jump(done, &block_args(&[p]));
+        self.b.switch_to_block(slow);
+        let first = self.b.ins().iconst(i64t, hot_first);
+        let r = self
+            .call_import("rt_vec_plus_hot", &[sum, hot.0, hot.1, first])?
+            .ok_or("internal error: rt_vec_plus_hot result")?;
+        self.b.ins().jump(done, &block_args(&[r]));
+        self.b.switch_to_block(done);
+        Ok(self.b.block_params(done)[0])
+    }
+
     /// A new vector of `len` (an `I64`) elements of `layout`, its length
     /// and header written (and its slots zeroed, if it has pointers).
     fn alloc_vector(&mut self, layout: u32, len: ClValue) -> Result<ClValue, String> {
@@ -180,6 +294,15 @@ impl FnBuilder<'_, '_> {
                 self.call_import("rt_vec_zero", &[header, n])?
                     .ok_or("internal error: rt_vec_zero result")?
             }
+            Op::VecOneHot { i, vals, .. }
+                if inst.results.len() == 1 && self.hot.contains(&inst.results[0]) =>
+            {
+                let i = self.val(*i)?;
+                let i = self.index_int(i);
+                let x = self.val(vals[0])?;
+                self.deferred.insert(inst.results[0], (i, x));
+                return Ok(());
+            }
             Op::VecOneHot {
                 layout,
                 len,
@@ -232,6 +355,16 @@ impl FnBuilder<'_, '_> {
                 let i = self.index_int(i);
                 self.call_import("rt_vec_one_hot_of", &[header, of, i, val])?
                     .ok_or("internal error: rt_vec_one_hot_of result")?
+            }
+            Op::VecPlus(_, a, b)
+                if self.deferred.contains_key(b) || self.deferred.contains_key(a) =>
+            {
+                let (sum, hot, hot_first) = match self.deferred.get(b) {
+                    Some(h) => (*a, *h, 0),
+                    None => (*b, self.deferred[a], 1),
+                };
+                let sum = self.val(sum)?;
+                self.plus_hot(sum, hot, hot_first)?
             }
             Op::VecPlus(_, a, b) => {
                 let (a, b) = (self.val(*a)?, self.val(*b)?);

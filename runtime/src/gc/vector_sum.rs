@@ -485,26 +485,64 @@ fn plus_one_hot(sum: usize, one_hot: usize, sum_first: bool) -> Option<usize> {
         {
             return None;
         }
-        if *(sum as *const u32) == SUM_ROWS_TAG {
-            return None;
-        }
-        let (stride, n) = (vector_shape(half(sum)).0, word(sum, 8));
-        let el = Elems::reals(stride);
-        // Of reals: its base is never a zero's "of".
-        let big = Summand {
-            zero_of: false,
-            ..summand(sum, stride)
-        };
-        let larger = if sum_first {
-            big.size(n) >= 1
-        } else {
-            big.size(n) > 1
-        };
-        if !larger {
-            return None;
-        }
-        let s = append(big, el, n, (one_hot + SUM_BYTES) as *const usize, 1);
-        Some(finish(s, el, n))
+        plus_entry(sum, (one_hot + SUM_BYTES) as *const usize, sum_first)
+    }
+}
+
+/// [`plus_one_hot`] of the one-hot whose one entry is at `entry`.
+///
+/// # Safety
+/// `entry` points to an entry of `sum`'s stride that no allocation moves
+/// or frees.
+#[inline(always)]
+unsafe fn plus_entry(sum: usize, entry: *const usize, sum_first: bool) -> Option<usize> {
+    if *(sum as *const u32) == SUM_ROWS_TAG {
+        return None;
+    }
+    let (stride, n) = (vector_shape(half(sum)).0, word(sum, 8));
+    let el = Elems::reals(stride);
+    // Of reals: its base is never a zero's "of".
+    let big = Summand {
+        zero_of: false,
+        ..summand(sum, stride)
+    };
+    let larger = if sum_first {
+        big.size(n) >= 1
+    } else {
+        big.size(n) > 1
+    };
+    if !larger {
+        return None;
+    }
+    let s = append(big, el, n, entry, 1);
+    Some(finish(s, el, n))
+}
+
+/// `plus` of `sum` and the one-hot as long as it that is `x` at index
+/// `i` (checked), the one-hot first if `hot_first` is not 0: what
+/// [`rt_vec_plus`] gives of `sum` and a one-hot of one real
+/// (`fir::Op::VecOneHot`), for code generation to call instead when
+/// nothing else reads the one-hot, which is then never made.
+#[no_mangle]
+pub extern "C" fn rt_vec_plus_hot(sum: usize, i: u64, x: f64, hot_first: u64) -> usize {
+    let entry = [i as usize, x.to_bits() as usize];
+    // SAFETY: `entry` lives in this frame until the sum is made; `sum`
+    // is a vector or a sum of reals of one slot (code generation's
+    // condition), so its entries have `entry`'s two words.
+    if let Some(p) = unsafe { plus_entry(sum, entry.as_ptr(), hot_first == 0) } {
+        return p;
+    }
+    // The cases of `rt_vec_plus` that take the one-hot as it is.
+    let hot = new_sum(Elems::reals(1), shape_of(sum).2, Summand::zero(1), 2);
+    // SAFETY: `new_sum` left two words after the sum's pointers.
+    unsafe {
+        *((hot + SUM_BYTES) as *mut usize) = entry[0];
+        *((hot + SUM_BYTES + 8) as *mut usize) = entry[1];
+    }
+    if hot_first != 0 {
+        rt_vec_plus(hot, sum)
+    } else {
+        rt_vec_plus(sum, hot)
     }
 }
 
@@ -810,6 +848,49 @@ mod tests {
         assert_eq!(elements(b), [0.0, 2.75, 3.0, 0.0]);
         // Reading a sum twice makes its elements once.
         assert_eq!(rt_vec_dense(b), rt_vec_dense(b));
+    }
+
+    /// `rt_vec_plus_hot` is `rt_vec_plus` of the one-hot it never makes,
+    /// bit for bit, in either order, from every kind of sum: a zero, a
+    /// one-hot, a dense vector, sums with a log (read whole or not) and a
+    /// sum about to be made dense.
+    #[test]
+    fn adding_an_entry_is_adding_its_one_hot() {
+        let _globals = crate::TEST_GLOBALS.lock();
+        let n = 5u64;
+        let bits =
+            |v: usize| -> std::vec::Vec<u64> { elements(v).iter().map(|x| x.to_bits()).collect() };
+        let zero = rt_vec_zero(u64::from(vector_header(1, 0)), n);
+        let dense = rt_vec_plus(
+            rt_vec_plus(one_hot(n, 0.0, 1.5), one_hot(n, 1.0, -0.0)),
+            rt_vec_plus(one_hot(n, 0.0, 2.0), one_hot(n, 4.0, 3.0)),
+        );
+        let dense = rt_vec_dense(dense);
+        let mut sums = vec![zero, one_hot(n, 2.0, -0.0), dense];
+        let mut acc = zero;
+        for (k, x) in [0.5, -0.0, 0.25, 1.0, 2.0].into_iter().enumerate() {
+            acc = rt_vec_plus(acc, one_hot(n, (k % 3) as f64, x));
+            sums.push(acc);
+        }
+        for &s in &sums {
+            for (i, x) in [(2u64, -0.0), (3, 0.125)] {
+                for first in [0, 1] {
+                    let hot = one_hot(n, i as f64, x);
+                    let want = if first == 1 {
+                        rt_vec_plus(hot, s)
+                    } else {
+                        rt_vec_plus(s, hot)
+                    };
+                    let got = rt_vec_plus_hot(s, i, x, first);
+                    assert_eq!(
+                        bits(got),
+                        bits(want),
+                        "sum {:?}, first {first}",
+                        elements(s)
+                    );
+                }
+            }
+        }
     }
 
     #[test]
