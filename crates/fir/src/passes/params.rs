@@ -411,7 +411,7 @@ fn remove_dead(m: &mut Module, changed: &mut [bool]) {
 
 /// Drops the arguments of dead parameters from the calls in `b`; whether
 /// there were any.
-fn drop_args(b: &mut Block, live: &[Vec<bool>], all_live: &[bool]) -> bool {
+pub(super) fn drop_args(b: &mut Block, live: &[Vec<bool>], all_live: &[bool]) -> bool {
     let keep = |g: FuncId, args: &mut Vec<Val>| {
         if all_live[g.index()] {
             return false;
@@ -439,7 +439,7 @@ fn drop_args(b: &mut Block, live: &[Vec<bool>], all_live: &[bool]) -> bool {
 }
 
 /// Removes the dead parameters of `f`, renumbering its values.
-fn renumber(f: &mut Func, live: &[bool]) {
+pub(super) fn renumber(f: &mut Func, live: &[bool]) {
     let np = f.params.len();
     let removed = live.iter().filter(|l| !**l).count() as u32;
     let mut map: HashMap<Val, Val> = HashMap::default();

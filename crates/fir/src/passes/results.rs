@@ -22,8 +22,20 @@
 //! which then drops the instructions that used the results removed.
 //! The results of a function a `VecBuild` calls are the elements of the
 //! vector: all live.
+//!
+//! Parameters are values of the same liveness: an argument of a call or
+//! tail call is live when the callee's parameter is, and a parameter no
+//! live value reads is removed, with its argument at every call. Why:
+//! reverse mode's backward sweep through a loop carries the sensitivity
+//! of everything the loop's closure reads, the constants of the program
+//! too (a matrix the gradient is not taken with respect to, a GradBench
+//! eval's data), only for the caller to drop it; the sweep added a
+//! one-hot per element read to a sum nothing read. `params` removes a
+//! parameter read by nothing; here, one read only to compute what is
+//! passed back to it or returned dead. What has an effect or decides
+//! control (a check of a sum's length, say) keeps what it reads.
 
-use super::simplify;
+use super::{params, simplify};
 use crate::{Block, FuncId, Module, Op, Term, Val};
 use base::EntityRef;
 
@@ -40,12 +52,22 @@ struct Local {
     roots: Vec<Val>,
     /// For each result position, the values the `Return`s give there.
     returned: Vec<Vec<Val>>,
+    /// The arguments of its calls and tail calls: (callee, parameter,
+    /// argument).
+    args: Vec<(FuncId, usize, Val)>,
 }
 
 #[derive(Clone, Copy)]
 enum Item {
     Value(usize, Val),
     Result(usize, usize),
+    Param(usize, usize),
+}
+
+/// Which results and which parameters of each function are live.
+struct Liveness {
+    results: Vec<Vec<bool>>,
+    params: Vec<Vec<bool>>,
 }
 
 /// [`drop_dead_results`], as a pipeline pass.
@@ -53,19 +75,25 @@ pub fn drop_dead(m: &mut Module) {
     drop_dead_results(m);
 }
 
-/// Removes the results no caller reads, everywhere. Returns whether any
-/// function lost a result.
+/// Removes the results no caller reads and the parameters nothing live
+/// reads, everywhere. Returns whether any function lost one.
 pub fn drop_dead_results(m: &mut Module) -> bool {
-    let live = live_results(m);
-    if live.iter().all(|l| l.iter().all(|x| *x)) {
+    let live = liveness(m);
+    let all_params: Vec<bool> = live.params.iter().map(|l| l.iter().all(|x| *x)).collect();
+    if live.results.iter().all(|l| l.iter().all(|x| *x)) && !all_params.contains(&false) {
         return false;
     }
     for (fi, f) in m.funcs.iter_mut().enumerate() {
-        let mut changed = rewrite_calls(&mut f.body, &live);
-        if live[fi].iter().any(|x| !x) {
-            let mut k = live[fi].iter();
+        let mut changed = rewrite_calls(&mut f.body, &live.results);
+        changed |= params::drop_args(&mut f.body, &live.params, &all_params);
+        if live.results[fi].iter().any(|x| !x) {
+            let mut k = live.results[fi].iter();
             f.returns.retain(|_| *k.next().expect("arity"));
-            rewrite_returns(&mut f.body, &live[fi]);
+            rewrite_returns(&mut f.body, &live.results[fi]);
+            changed = true;
+        }
+        if !all_params[fi] {
+            params::renumber(f, &live.params[fi]);
             changed = true;
         }
         if changed {
@@ -76,7 +104,13 @@ pub fn drop_dead_results(m: &mut Module) -> bool {
 }
 
 /// For each function, which of its results are live.
+#[cfg(test)]
 fn live_results(m: &Module) -> Vec<Vec<bool>> {
+    liveness(m).results
+}
+
+/// For each function, which of its results and parameters are live.
+fn liveness(m: &Module) -> Liveness {
     let locals: Vec<Local> = m.funcs.iter().map(local).collect();
     let mut tail_callers: Vec<Vec<usize>> = vec![Vec::new(); m.funcs.len()];
     let mut tail_callees: Vec<Vec<usize>> = vec![Vec::new(); m.funcs.len()];
@@ -88,6 +122,17 @@ fn live_results(m: &Module) -> Vec<Vec<bool>> {
             }
         });
     }
+    // (callee, parameter) -> the (caller, argument)s passed to it.
+    let mut feeds: Vec<Vec<Vec<(usize, Val)>>> = m
+        .funcs
+        .iter()
+        .map(|f| vec![Vec::new(); f.params.len()])
+        .collect();
+    for (fi, l) in locals.iter().enumerate() {
+        for &(g, k, a) in &l.args {
+            feeds[g.index()][k].push((fi, a));
+        }
+    }
     let mut value_live: Vec<Vec<bool>> =
         m.funcs.iter().map(|f| vec![false; f.types.len()]).collect();
     let mut result_live: Vec<Vec<bool>> = m
@@ -95,14 +140,21 @@ fn live_results(m: &Module) -> Vec<Vec<bool>> {
         .iter()
         .map(|f| vec![false; f.returns.len()])
         .collect();
+    let mut param_live: Vec<Vec<bool>> = m
+        .funcs
+        .iter()
+        .map(|f| vec![false; f.params.len()])
+        .collect();
     let mut work: Vec<Item> = Vec::new();
     for (fi, l) in locals.iter().enumerate() {
         work.extend(l.roots.iter().map(|v| Item::Value(fi, *v)));
     }
-    // What a function a `VecBuild` calls returns is an element: read.
+    // What a function a `VecBuild` calls returns is an element: read; its
+    // parameters are the `VecBuild`'s arguments (roots) and the index.
     for (fi, built) in m.built_funcs().into_iter().enumerate() {
         if built {
             work.extend((0..m.funcs[fi].returns.len()).map(|j| Item::Result(fi, j)));
+            param_live[fi].fill(true);
         }
     }
     while let Some(item) = work.pop() {
@@ -116,6 +168,9 @@ fn live_results(m: &Module) -> Vec<Vec<bool>> {
                 if let Some((g, k)) = l.call[v.index()] {
                     work.push(Item::Result(g.index(), k));
                 }
+                if v.index() < m.funcs[f].params.len() {
+                    work.push(Item::Param(f, v.index()));
+                }
             }
             Item::Result(f, j) => {
                 if std::mem::replace(&mut result_live[f][j], true) {
@@ -126,9 +181,20 @@ fn live_results(m: &Module) -> Vec<Vec<bool>> {
                     work.push(Item::Result(g, j));
                 }
             }
+            Item::Param(f, k) => {
+                // A built function's are live from the start: their
+                // arguments are the `VecBuild`'s roots.
+                if std::mem::replace(&mut param_live[f][k], true) {
+                    continue;
+                }
+                work.extend(feeds[f][k].iter().map(|&(g, a)| Item::Value(g, a)));
+            }
         }
     }
-    result_live
+    Liveness {
+        results: result_live,
+        params: param_live,
+    }
 }
 
 fn local(f: &crate::Func) -> Local {
@@ -138,6 +204,7 @@ fn local(f: &crate::Func) -> Local {
         call: vec![None; n],
         roots: Vec::new(),
         returned: vec![Vec::new(); f.returns.len()],
+        args: Vec::new(),
     };
     scan(&f.body, &mut l);
     l
@@ -147,7 +214,8 @@ fn scan(b: &Block, l: &mut Local) {
     for i in &b.insts {
         match &i.op {
             Op::Call(g, args) | Op::CallAt(g, args, _) => {
-                l.roots.extend(args.iter().copied());
+                l.args
+                    .extend(args.iter().enumerate().map(|(k, a)| (*g, k, *a)));
                 for (k, r) in i.results.iter().enumerate() {
                     l.call[r.index()] = Some((*g, k));
                 }
@@ -179,6 +247,10 @@ fn scan(b: &Block, l: &mut Local) {
         }
         // Yields are followed from the `If` results they give.
         Term::Yield(_) => {}
+        Term::TailCall(g, args) => {
+            l.args
+                .extend(args.iter().enumerate().map(|(k, a)| (*g, k, *a)));
+        }
         t => t.for_each_operand(|v| l.roots.push(v)),
     }
 }
