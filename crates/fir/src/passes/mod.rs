@@ -8,6 +8,7 @@ pub mod compact;
 pub mod fields;
 pub mod inline;
 pub mod known;
+pub mod lengths;
 pub mod params;
 pub mod results;
 pub mod returns;
@@ -42,6 +43,7 @@ pub const PIPELINE: &[Pass] = &[
     ("tags", tags::known_tags),
     ("simplify", simplify::simplify),
     ("fuse", simplify::fuse::fuse),
+    ("lengths", lengths::known_lengths),
     ("params", params::shrink),
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),

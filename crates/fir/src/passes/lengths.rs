@@ -1,0 +1,428 @@
+//! FIR-to-FIR: the length of a vector a call returns, in terms of its
+//! arguments.
+//!
+//! Why: reverse mode's backward sweep through a loop over a vector
+//! returns the sensitivity of every vector the loop's closure reads,
+//! each checked by the caller to be as long as its vector (`plus`'s
+//! check of shapes) before it is added or dropped. Within a function
+//! `simplify` knows a sum's length (a zero or one-hot is made with it),
+//! but a call's result was unknown, so the check stayed and kept alive a
+//! sensitivity nothing else read: a constant matrix's, a GradBench
+//! eval's data, accumulated element by element for nothing.
+//!
+//! The analysis finds, for each result of each function that is a
+//! vector, whether its length is always that of a vector parameter
+//! ([`Len::Of`]) or always a number parameter ([`Len::Is`]): a least
+//! fixpoint over the whole module (results start unknown, and a
+//! recursion returning its own result keeps what its other returns
+//! give). Then each `vec_len` of a value whose length is known to be
+//! another vector's reads that vector instead, and `simplify` merges the
+//! two and folds the check (lengths are never NaN).
+//!
+//! Invariant kept: a `vec_len` is rewritten only to read a value that
+//! dominates it (a parameter, an argument of the call that made its
+//! operand, or a value both arms of an `If` had before it).
+
+use super::simplify;
+use crate::{Block, Module, Op, Term, Val};
+use base::EntityRef;
+
+/// What is known of the length of a function's result.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Len {
+    /// Nothing yet (the fixpoint's start).
+    Unknown,
+    /// That of vector parameter `j`.
+    Of(usize),
+    /// Number parameter `j`.
+    Is(usize),
+    /// Not one of the above.
+    Any,
+}
+
+impl Len {
+    fn join(self, other: Len) -> Len {
+        match (self, other) {
+            (Len::Unknown, x) | (x, Len::Unknown) => x,
+            (a, b) if a == b => a,
+            _ => Len::Any,
+        }
+    }
+}
+
+/// What is known of a value's length within a function.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Local {
+    Unknown,
+    /// That of the vector value.
+    Of(Val),
+    /// The number value.
+    Is(Val),
+    Any,
+}
+
+impl Local {
+    fn join(self, other: Local) -> Local {
+        match (self, other) {
+            (Local::Unknown, x) | (x, Local::Unknown) => x,
+            (a, b) if a == b => a,
+            _ => Local::Any,
+        }
+    }
+}
+
+/// The walk of one function: each value's length, and the count each
+/// `vec_len` result is (to turn a length that is a count back into the
+/// vector it counts).
+struct Walk<'a> {
+    summary: &'a [Vec<Len>],
+    /// For each parameter, the first of those every call passes vectors
+    /// of one length in (itself if none).
+    rep: &'a [u32],
+    np: usize,
+    len: Vec<Local>,
+    count_of: Vec<Option<Val>>,
+    /// The arm each value is made in (0: the body), and each arm's
+    /// enclosing one: what an `If`'s arm made is not seen after it.
+    scope: Vec<u32>,
+    parent: Vec<u32>,
+    current: u32,
+    /// The candidate summary of the function's results.
+    results: Vec<Len>,
+}
+
+impl Walk<'_> {
+    /// `l` with a count that is a `vec_len` turned into that vector's
+    /// length, and a vector's length into the one it is known to equal.
+    fn canon(&self, l: Local) -> Local {
+        let mut l = l;
+        for _ in 0..8 {
+            let next = match l {
+                Local::Is(n) => match self.count_of[n.index()] {
+                    Some(w) => Local::Of(w),
+                    None => l,
+                },
+                Local::Of(w) => match self.len[w.index()] {
+                    Local::Of(x) if x != w => Local::Of(x),
+                    Local::Is(n) => Local::Is(n),
+                    Local::Unknown => Local::Unknown,
+                    _ => l,
+                },
+                _ => l,
+            };
+            if next == l {
+                break;
+            }
+            l = next;
+        }
+        l
+    }
+
+    /// Whether `v` was made where the current arm sees it.
+    fn visible(&self, v: Val) -> bool {
+        let mut s = self.current;
+        loop {
+            if s == self.scope[v.index()] {
+                return true;
+            }
+            if s == 0 {
+                return false;
+            }
+            s = self.parent[s as usize];
+        }
+    }
+
+    fn of(&self, v: Val) -> Local {
+        self.canon(Local::Of(v))
+    }
+
+    /// `l` as a summary: in terms of a parameter, or not known.
+    fn to_param(&self, l: Local) -> Len {
+        match self.canon(l) {
+            Local::Unknown => Len::Unknown,
+            Local::Of(w) if w.index() < self.np => Len::Of(w.index()),
+            Local::Is(n) if n.index() < self.np => Len::Is(n.index()),
+            _ => Len::Any,
+        }
+    }
+
+    /// A callee's summary of result `k`, at a call with `args`.
+    fn at_call(&self, s: Len, args: &[Val]) -> Local {
+        match s {
+            Len::Unknown => Local::Unknown,
+            Len::Of(j) => args.get(j).map_or(Local::Any, |a| self.of(*a)),
+            Len::Is(j) => args
+                .get(j)
+                .map_or(Local::Any, |a| self.canon(Local::Is(*a))),
+            Len::Any => Local::Any,
+        }
+    }
+
+    fn block(&mut self, b: &Block) {
+        for inst in &b.insts {
+            for r in &inst.results {
+                self.scope[r.index()] = self.current;
+            }
+            let one = inst.results.first().copied();
+            let l = match &inst.op {
+                Op::VecLen(w) => {
+                    if let Some(r) = one {
+                        self.count_of[r.index()] = match self.of(*w) {
+                            Local::Of(x) => Some(x),
+                            _ => Some(*w),
+                        };
+                    }
+                    None
+                }
+                Op::VecZero(_, n) | Op::VecOneHot { len: n, .. } | Op::VecBuild { len: n, .. } => {
+                    Some(self.canon(Local::Is(*n)))
+                }
+                Op::VecPlus(_, a, b) => Some(match self.of(*a) {
+                    Local::Of(x) if x == *a => self.of(*b),
+                    l => l,
+                }),
+                Op::VecZeroOf { of, .. } | Op::VecOneHotOf { of, .. } => Some(self.of(*of)),
+                Op::Call(g, args) | Op::CallAt(g, args, _) => {
+                    for (k, r) in inst.results.iter().enumerate() {
+                        let s = self.summary[g.index()].get(k).copied().unwrap_or(Len::Any);
+                        self.len[r.index()] = self.at_call(s, args);
+                    }
+                    None
+                }
+                Op::If { then_, else_, .. } => {
+                    let mut l = vec![Local::Unknown; inst.results.len()];
+                    for arm in [then_, else_] {
+                        let outer = self.current;
+                        self.current = self.parent.len() as u32;
+                        self.parent.push(outer);
+                        self.block(arm);
+                        if let Term::Yield(vs) = &arm.term {
+                            for (lk, v) in l.iter_mut().zip(vs) {
+                                *lk = lk.join(self.of(*v));
+                            }
+                        }
+                        self.current = outer;
+                    }
+                    for (r, lk) in inst.results.iter().zip(l) {
+                        // What only an arm made is no length after it.
+                        let seen = match lk {
+                            Local::Of(x) | Local::Is(x) => self.visible(x),
+                            _ => true,
+                        };
+                        self.len[r.index()] = if seen { lk } else { Local::Any };
+                    }
+                    None
+                }
+                _ => None,
+            };
+            if let (Some(l), Some(r)) = (l, one) {
+                self.len[r.index()] = l;
+            }
+        }
+        match &b.term {
+            Term::Return(vs) => {
+                for (k, v) in vs.iter().enumerate() {
+                    let l = self.to_param(Local::Of(*v));
+                    self.results[k] = self.results[k].join(l);
+                }
+            }
+            Term::TailCall(g, args) => {
+                for k in 0..self.results.len() {
+                    let s = self.summary[g.index()].get(k).copied().unwrap_or(Len::Any);
+                    let l = self.to_param(self.at_call(s, args));
+                    self.results[k] = self.results[k].join(l);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn walk<'a>(m: &Module, f: usize, summary: &'a [Vec<Len>], reps: &'a [Vec<u32>]) -> Walk<'a> {
+    let func = &m.funcs[f];
+    let n = func.types.len();
+    let mut w = Walk {
+        summary,
+        rep: &reps[f],
+        np: func.params.len(),
+        len: vec![Local::Any; n],
+        count_of: vec![None; n],
+        results: vec![Len::Unknown; func.returns.len()],
+        scope: vec![0; n],
+        parent: vec![0],
+        current: 0,
+    };
+    for p in 0..func.params.len() {
+        w.len[p] = Local::Of(Val::new(w.rep[p] as usize));
+    }
+    w.block(&func.body);
+    w
+}
+
+/// Each function's results' lengths, given the parameters' classes: a
+/// worklist over the callers of what changed (each result rises at most
+/// three times).
+fn summaries(m: &Module, reps: &[Vec<u32>], callers: &[Vec<usize>]) -> Vec<Vec<Len>> {
+    let n = m.funcs.len();
+    let mut summary: Vec<Vec<Len>> = m
+        .funcs
+        .iter()
+        .map(|f| vec![Len::Unknown; f.returns.len()])
+        .collect();
+    let mut work: Vec<usize> = (0..n).rev().collect();
+    let mut queued = vec![true; n];
+    while let Some(f) = work.pop() {
+        queued[f] = false;
+        let w = walk(m, f, &summary, reps);
+        let joined: Vec<Len> = summary[f]
+            .iter()
+            .zip(&w.results)
+            .map(|(a, b)| a.join(*b))
+            .collect();
+        if joined != summary[f] {
+            summary[f] = joined;
+            for &c in &callers[f] {
+                if !std::mem::replace(&mut queued[c], true) {
+                    work.push(c);
+                }
+            }
+        }
+    }
+    summary
+}
+
+/// The classes of parameters of one length, by refinement from "all the
+/// vector parameters of a function alike" (a greatest fixpoint, so that a
+/// loop's running sum is as long as the vector it sums into: every call,
+/// the loop's own included, passes them so). Each round splits a class
+/// where some call passes arguments whose lengths the caller does not
+/// know to be one; the summaries are made again for the classes left.
+/// Functions no call reaches keep each parameter apart.
+fn classes(m: &Module, callers: &[Vec<usize>]) -> (Vec<Vec<u32>>, Vec<Vec<Len>>) {
+    let apart: Vec<Vec<u32>> = m
+        .funcs
+        .iter()
+        .map(|f| (0..f.params.len() as u32).collect())
+        .collect();
+    let mut reps: Vec<Vec<u32>> = m
+        .funcs
+        .iter()
+        .map(|f| {
+            let first = f.params.iter().position(|t| *t == crate::Ty::Ptr);
+            f.params
+                .iter()
+                .enumerate()
+                .map(|(p, t)| match (t, first) {
+                    (crate::Ty::Ptr, Some(q)) => q as u32,
+                    _ => p as u32,
+                })
+                .collect()
+        })
+        .collect();
+    for _ in 0..16 {
+        let summary = summaries(m, &reps, callers);
+        // For each callee, each call's arguments' lengths, as the caller
+        // knows them.
+        let mut sites: Vec<Vec<Vec<Option<Val>>>> = vec![Vec::new(); m.funcs.len()];
+        for f in 0..m.funcs.len() {
+            let w = walk(m, f, &summary, &reps);
+            m.funcs[f].body.for_each_call(&mut |g, args, _| {
+                // Compared within one call only: values of one caller.
+                let keys = args
+                    .iter()
+                    .map(|a| match w.of(*a) {
+                        Local::Of(x) => Some(x),
+                        _ => None,
+                    })
+                    .collect();
+                sites[g.index()].push(keys);
+            });
+        }
+        let mut next = reps.clone();
+        for (g, calls) in sites.iter().enumerate() {
+            if calls.is_empty() {
+                next[g] = apart[g].clone();
+                continue;
+            }
+            for p in 0..next[g].len() {
+                let q = reps[g][p] as usize;
+                if q == p {
+                    continue;
+                }
+                let same = calls.iter().all(|keys| {
+                    matches!((keys.get(p), keys.get(q)), (Some(Some(a)), Some(Some(b))) if a == b)
+                });
+                if !same {
+                    // Apart from its representative: with the first of its
+                    // old class that is still alike, or alone.
+                    let with = (0..p).find(|&r| {
+                        reps[g][r] as usize == q
+                            && next[g][r] as usize == r
+                            && r != q
+                            && calls.iter().all(|keys| {
+                                matches!((keys.get(p), keys.get(r)), (Some(Some(a)), Some(Some(b))) if a == b)
+                            })
+                    });
+                    next[g][p] = with.unwrap_or(p) as u32;
+                }
+            }
+        }
+        if next == reps {
+            return (reps, summary);
+        }
+        reps = next;
+    }
+    let summary = summaries(m, &apart, callers);
+    (apart, summary)
+}
+
+/// The pass: rewrites `vec_len`s to read the vector whose length theirs
+/// is known to be, then simplifies the functions it changed.
+pub fn known_lengths(m: &mut Module) {
+    // Nothing to rewrite without a `vec_len`: most programs without
+    // vectors, whose build this would only slow.
+    let mut reads_lengths = false;
+    for f in &m.funcs {
+        f.body
+            .for_each_inst(&mut |i| reads_lengths |= matches!(i.op, Op::VecLen(_)));
+    }
+    if !reads_lengths {
+        return;
+    }
+    let n = m.funcs.len();
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (fi, f) in m.funcs.iter().enumerate() {
+        f.body
+            .for_each_call(&mut |g, _, _| callers[g.index()].push(fi));
+    }
+    let (reps, summary) = classes(m, &callers);
+    let changed: Vec<bool> = (0..n)
+        .map(|f| {
+            let w = walk(m, f, &summary, &reps);
+            rewrite(&mut m.funcs[f].body, &w)
+        })
+        .collect();
+    simplify::simplify_changed(m, &changed);
+}
+
+fn rewrite(b: &mut Block, w: &Walk) -> bool {
+    let mut changed = false;
+    for inst in &mut b.insts {
+        match &mut inst.op {
+            Op::VecLen(v) => {
+                if let Local::Of(x) = w.of(*v) {
+                    if x != *v {
+                        *v = x;
+                        changed = true;
+                    }
+                }
+            }
+            Op::If { then_, else_, .. } => {
+                changed |= rewrite(then_, w);
+                changed |= rewrite(else_, w);
+            }
+            _ => {}
+        }
+    }
+    changed
+}
