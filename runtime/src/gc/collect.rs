@@ -199,7 +199,7 @@ impl Heap {
         self.growth = 200 + 200 * survived / self.since.max(1);
         self.since = 0;
         self.live = live;
-        self.live_cells = cells;
+        self.buy(live, cells);
         // Old cells that died stay marked until a full collection. One
         // runs once the marked bytes reach twice what the last one found
         // live, or whenever the live data are mostly large objects (an

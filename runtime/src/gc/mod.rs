@@ -39,7 +39,11 @@
 //! a program building a structure that stays live (a list and its
 //! gradient) traces each cell once whenever it is collected, so
 //! collecting it less often is all that saves work, while one that drops
-//! what it allocates keeps its heap at three times its live data. Large
+//! what it allocates keeps its heap at three times its live data. What
+//! the live cells buy is capped ([`MAX_CELL_ALLOWANCE`]), since a minor
+//! collection does not trace them again: past 256 MB of allocation, a
+//! heap holding a large record of a forward sweep grows by a quarter of
+//! it between collections, not by two to four times it. Large
 //! objects (vectors of megabytes) cost a collection nothing to trace, so
 //! they buy no more allocation than half their size: a loop that makes
 //! and drops a few large vectors per iteration keeps its heap within
@@ -119,6 +123,14 @@ const MADV_HUGEPAGE: i32 = 14;
 /// program whose live data is small recycles memory still in the cache,
 /// large enough that collections stay rare against the work of filling it.
 const MIN_TRIGGER: usize = 4 << 20;
+/// The allocation between collections that the live cells buy is at most
+/// the larger of this and a quarter of them ([`Heap::allowance`]): a minor
+/// collection traces only what was made since the last one (and sweeps
+/// mark bits, a bit per word of heap), so allowing more saves little work
+/// and costs memory the kernel must zero. Uncapped, the multiple of 2 to 4
+/// gave a gradient whose record of the forward sweep stays live (GradBench's
+/// det at ell = 9: 366 MB) a heap of 1.3 GB and 1.5 GB of resident memory.
+const MAX_CELL_ALLOWANCE: usize = 256 << 20;
 /// The granule table's two levels: addresses below 2^48 (what `mmap`
 /// hands out without a hint, on every 64-bit target we build for) split
 /// into their bits 32 to 47 and the granule's bits below 32.
@@ -206,8 +218,9 @@ struct Heap {
     /// collection found live.
     since: usize,
     live: usize,
-    /// Of those, the bytes in cells (not large objects, `Heap::alloc`).
-    live_cells: usize,
+    /// What the live data of the last collection buy: the allocation
+    /// before the next, but for the stack's part ([`Heap::allowance`]).
+    bought: usize,
     /// The multiple of the live cells and stack allocated before the next
     /// collection ([`Heap::allowance`]), in percent: 200 plus 200 times
     /// the share of the bytes allocated before the last collection that it
@@ -278,7 +291,7 @@ impl Heap {
         partial: [0; CLASSES],
         since: 0,
         live: 0,
-        live_cells: 0,
+        bought: 0,
         growth: 200,
         lo: usize::MAX,
         hi: 0,
@@ -641,14 +654,21 @@ impl Heap {
 
     /// The bytes to allocate after the last collection before the next,
     /// with the stack `stack` bytes deep (which that one would scan): a
-    /// multiple ([`Heap::growth`]) of the live cells and the stack, so
+    /// multiple ([`Heap::growth`]) of the live cells (at most
+    /// [`MAX_CELL_ALLOWANCE`] or a quarter of them) and the stack, so
     /// that the work of tracing and scanning them is paid for by the
     /// allocation, and half the bytes of the live large objects
     /// (vectors), which cost a collection little to trace: the heap
     /// grows by half what they take, no more.
     fn allowance(&self, stack: usize) -> usize {
-        let large = self.live - self.live_cells;
-        (self.growth * (self.live_cells + stack) / 100 + large / 2).max(MIN_TRIGGER)
+        (self.bought + self.growth * stack / 100).max(MIN_TRIGGER)
+    }
+
+    /// [`Heap::bought`], after a collection that found `live` bytes live,
+    /// `cells` of them in cells.
+    fn buy(&mut self, live: usize, cells: usize) {
+        let by_cells = (self.growth * cells / 100).min(MAX_CELL_ALLOWANCE.max(cells / 4));
+        self.bought = by_cells + (live - cells) / 2;
     }
 
     /// A cell of `cell` bytes from memory the heap already has: the run
@@ -845,7 +865,7 @@ pub fn release_all() {
     h.empty_len = 0;
     h.since = 0;
     h.live = 0;
-    h.live_cells = 0;
+    h.bought = 0;
     h.growth = 200;
     h.full_next = true;
     h.full_live = 0;

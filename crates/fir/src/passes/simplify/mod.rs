@@ -14,7 +14,8 @@
 //!   infinities, NaNs and negative `x`) and never reassociation;
 //! - common subexpressions are merged, with `+` and `*` commutative
 //!   (exact in IEEE arithmetic), and so are tag tests, zero tests and
-//!   loads of one cell (cells never change); the tag test, zero test and
+//!   loads of one cell (cells never change) and cells made alike (nothing
+//!   tells two equal cells apart); the tag test, zero test and
 //!   loads of a cell allocated in the function are known (a zero that
 //!   `plus` meets where it was made costs nothing, not even the cell);
 //! - a conditional on a constant becomes the arm it takes; an `If` result
@@ -129,6 +130,10 @@ enum Key {
     VecLen(Val),
     VecIndexOk(Val, Val),
     IsCount(Val),
+    /// A cell with the tag, zero mark and slots of one made before is that
+    /// one: a reverse-mode forward sweep made each `cons` twice, as the
+    /// primal value and as the one its record keeps.
+    Alloc(u32, bool, Vec<Val>),
 }
 
 type FBinKey = u8;
@@ -283,6 +288,22 @@ impl Fwd {
         }
         self.scopes.last_mut().expect("scope").insert(k, v);
         true
+    }
+
+    /// The slots of an `Alloc` (`AllocZero` if `zero`) of `v`, or `None`
+    /// when an equal cell is available and `v` is now that one.
+    fn alloc_once(
+        &mut self,
+        v: Option<Val>,
+        tag: u32,
+        fields: Vec<Val>,
+        zero: bool,
+        out: &mut Vec<Inst>,
+    ) -> Option<Vec<Val>> {
+        let fields = self.alloc(v, tag, fields, zero, out);
+        let v = v.expect("alloc result");
+        self.available(Key::Alloc(tag, zero, fields.clone()), v)
+            .then_some(fields)
     }
 
     fn block(&mut self, b: Block) -> Block {
@@ -464,17 +485,20 @@ impl Fwd {
                     out.push(inst);
                 }
             }
-            // Union cells: kept as they are (cells are immutable, but a
-            // cell's identity is not worth a key).
+            // Union cells never change and nothing tells two equal ones
+            // apart (memo tables map equal cells alike), so an equal one
+            // made before is this one.
             Op::Alloc(tag, fields) => {
-                let fields = self.alloc(one, tag, fields, false, out);
-                inst.op = Op::Alloc(tag, fields);
-                out.push(inst);
+                if let Some(fields) = self.alloc_once(one, tag, fields, false, out) {
+                    inst.op = Op::Alloc(tag, fields);
+                    out.push(inst);
+                }
             }
             Op::AllocZero(tag, fields) => {
-                let fields = self.alloc(one, tag, fields, true, out);
-                inst.op = Op::AllocZero(tag, fields);
-                out.push(inst);
+                if let Some(fields) = self.alloc_once(one, tag, fields, true, out) {
+                    inst.op = Op::AllocZero(tag, fields);
+                    out.push(inst);
+                }
             }
             Op::TagIs(p, tag) => {
                 let v = one.expect("tag_is result");
