@@ -396,19 +396,93 @@ pub fn known_lengths(m: &mut Module) {
             .for_each_call(&mut |g, _, _| callers[g.index()].push(fi));
     }
     let (reps, summary) = classes(m, &callers);
+    let in_range = built_in_range(m, &summary, &reps);
     let changed: Vec<bool> = (0..n)
         .map(|f| {
             let w = walk(m, f, &summary, &reps);
-            rewrite(&mut m.funcs[f].body, &w)
+            let index = m.funcs[f].params.len().checked_sub(1).map(Val::new);
+            let ok = Indexed {
+                index,
+                in_range: &in_range[f],
+            };
+            rewrite(&mut m.funcs[f].body, &w, &ok)
         })
         .collect();
     simplify::simplify_changed(m, &changed);
 }
 
-fn rewrite(b: &mut Block, w: &Walk) -> bool {
+/// For each parameter of each function only `VecBuild`s call, whether
+/// it is a vector as long as the one built (every `VecBuild` passes one
+/// whose length the caller knows to be the length it builds): its
+/// elements are read at the element's index, the function's last
+/// parameter, without a check (`vector-map`'s element reads).
+fn built_in_range(m: &Module, summary: &[Vec<Len>], reps: &[Vec<u32>]) -> Vec<Vec<bool>> {
+    let n = m.funcs.len();
+    let mut only_built = vec![true; n];
+    let mut in_range: Vec<Option<Vec<bool>>> = vec![None; n];
+    for f in &m.funcs {
+        f.body.for_each_call(&mut |g, _, kind| {
+            if kind != crate::CallKind::Build {
+                only_built[g.index()] = false;
+            }
+        });
+    }
+    for f in 0..n {
+        let w = walk(m, f, summary, reps);
+        m.funcs[f].body.for_each_inst(&mut |i| {
+            let Op::VecBuild {
+                len, func, args, ..
+            } = &i.op
+            else {
+                return;
+            };
+            let built = w.canon(Local::Is(*len));
+            let here: Vec<bool> = args
+                .iter()
+                .map(|a| matches!(built, Local::Of(_)) && w.of(*a) == built)
+                .collect();
+            let slot = &mut in_range[func.index()];
+            *slot = Some(match slot.take() {
+                None => here,
+                Some(before) => before.iter().zip(&here).map(|(x, y)| *x && *y).collect(),
+            });
+        });
+    }
+    (0..n)
+        .map(|g| {
+            let np = m.funcs[g].params.len();
+            let mut out = vec![false; np];
+            if let (true, Some(r)) = (only_built[g], &in_range[g]) {
+                for (k, ok) in r.iter().enumerate() {
+                    if *ok && k < np {
+                        out[k] = true;
+                        out[reps[g][k] as usize] = true;
+                    }
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// What [`built_in_range`] found of one function.
+struct Indexed<'a> {
+    index: Option<Val>,
+    in_range: &'a [bool],
+}
+
+fn rewrite(b: &mut Block, w: &Walk, ok: &Indexed) -> bool {
     let mut changed = false;
     for inst in &mut b.insts {
         match &mut inst.op {
+            Op::VecIndexOk(v, i) if Some(*i) == ok.index => {
+                if let Local::Of(x) = w.of(*v) {
+                    if ok.in_range.get(x.index()) == Some(&true) {
+                        inst.op = Op::BoolConst(true);
+                        changed = true;
+                    }
+                }
+            }
             Op::VecLen(v) => {
                 if let Local::Of(x) = w.of(*v) {
                     if x != *v {
@@ -418,8 +492,8 @@ fn rewrite(b: &mut Block, w: &Walk) -> bool {
                 }
             }
             Op::If { then_, else_, .. } => {
-                changed |= rewrite(then_, w);
-                changed |= rewrite(else_, w);
+                changed |= rewrite(then_, w, ok);
+                changed |= rewrite(else_, w, ok);
             }
             _ => {}
         }
