@@ -74,6 +74,17 @@ pub const MAX_SPECS: usize = 50_000;
 /// See [`MAX_SPECS`]: the examples and benchmarks need up to 90 per
 /// binding (examples/11-saddle.vlad: 20,000 for 223).
 pub const SPECS_PER_BINDING: usize = 200;
+/// Most specialisations of an analysis of fixed shape: one that has made
+/// no union and summarised no recursion, so that every value is as the
+/// program's constants make it and the count is bounded by them (a
+/// derivative tower of constant height, whose specialisations grow
+/// about ninefold per level of reverse mode and threefold per level of
+/// forward mode: an alternating tower of height 8 needs 800,000). A
+/// runaway is a recursion that a condition known only at run time
+/// continues (a tower of run-time height), or one that keeps growing and
+/// is summarised into unions: either stops at [`MAX_SPECS`]. The memory
+/// budget bounds what this allows.
+pub const MAX_FIXED_SPECS: usize = 1_500_000;
 /// Deepest nesting of AD transformations (a transform of a transform
 /// ..., counted along `ir::Origin`) of a closure that holds a union.
 /// A closure of fixed shape nests AD as deep as the program's constants
@@ -218,6 +229,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         contexts: HashMap::new(),
         ctx: u32::MAX,
         summary: HashMap::new(),
+        branched_recursion: false,
         stack: Vec::new(),
         branching: false,
         iteration: 0,
@@ -316,6 +328,9 @@ struct Analyzer {
     /// The joined environment and argument of a lambda's recursive calls,
     /// once they are joined, per environment the lambda was closed over.
     summary: HashMap<(LambdaId, Box<[AvId]>), Summary>,
+    /// Set once a recursion continued by a conditional whose condition is
+    /// known only at run time was met (see [`MAX_FIXED_SPECS`]).
+    branched_recursion: bool,
     /// Lambdas being analysed, innermost last, each with whether it was
     /// called as an arm of a conditional whose condition is known only at
     /// run time.
@@ -426,7 +441,7 @@ impl Analyzer {
         let id = match self.index.get(&key) {
             Some(id) => *id,
             None => {
-                if self.specs.len() >= self.max_specs {
+                if self.specs.len() >= self.spec_limit() {
                     if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
                         self.trace_census();
                     }
@@ -492,13 +507,47 @@ impl Analyzer {
         Ok((new, id))
     }
 
+    /// Whether the analysis is of fixed shape so far (see
+    /// [`MAX_FIXED_SPECS`]): it met no recursion that a condition known
+    /// only at run time continues, made no union and summarised no
+    /// recursion.
+    fn fixed_shape(&self) -> bool {
+        !self.branched_recursion && self.summary.is_empty() && self.ops.dom.union_ids().is_empty()
+    }
+
+    /// How many specialisations the analysis may make: `max_specs`, or
+    /// [`MAX_FIXED_SPECS`] while it is of fixed shape. Read only once
+    /// `max_specs` is reached (finding the unions walks them all).
+    fn spec_limit(&self) -> usize {
+        if self.specs.len() < self.max_specs || !self.fixed_shape() {
+            self.max_specs
+        } else {
+            MAX_FIXED_SPECS.max(self.max_specs)
+        }
+    }
+
     /// The error of an analysis that needs more than its
-    /// `max_specs` specialisations. When a recursive procedure of the program kept
+    /// [`Self::spec_limit`] specialisations. When a recursive procedure of the program kept
     /// passing itself deeper values (a derivative tower of run-time height,
     /// a structure nested one level more per call), that is what grows:
     /// the error names it, at its definition, and says what would make the
     /// program compile.
     fn too_many_specs(&self, lambda: LambdaId) -> Limit {
+        let limit = self.spec_limit();
+        if self.fixed_shape() {
+            // Nothing grew without bound: the program's constants ask for
+            // this much (a derivative tower too high for its mode).
+            return Limit {
+                message: format!(
+                    "the analysis needs more than {limit} specialisations (while specialising \
+                     `{}`) for what the program's constants ask: AD nested this deep makes more \
+                     code than the compiler specialises (`stalingrad run` runs the program as it \
+                     is)",
+                    self.lambda_name(lambda)
+                ),
+                span: None,
+            };
+        }
         // A recursion summarised after `GROW` rounds is the likeliest
         // cause; one that grew twice, before the specialisations of what
         // it nests (reverse mode in reverse mode, say) ran out, the next.
@@ -511,14 +560,13 @@ impl Analyzer {
                      only at run time cannot be compiled; make that depth a constant \
                      (`stalingrad run` runs the program as it is)",
                     self.lambda_name(*l),
-                    self.max_specs
+                    limit
                 ),
                 span: self.ops.prog.lambdas[*l].span,
             },
             None => Limit {
                 message: format!(
-                    "the analysis needs more than {} specialisations (while specialising `{}`)",
-                    self.max_specs,
+                    "the analysis needs more than {limit} specialisations (while specialising `{}`)",
                     self.lambda_name(lambda)
                 ),
                 span: None,

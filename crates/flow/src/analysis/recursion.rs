@@ -53,6 +53,7 @@ impl Analyzer {
                 }
                 None => (false, None, false),
             };
+        self.branched_recursion |= uncontrolled.is_some();
         // A long list is analysed as one of run-time length, before any
         // specialisation sees it as a chain of pairs.
         let env: Box<[AvId]> = env
