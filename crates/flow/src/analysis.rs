@@ -28,7 +28,8 @@
 //! abstract values is needed besides these (values are hash-consed, so
 //! depth is not size: a chain of procedures each calling the one before
 //! is a chain of closures as deep as the program is long); more than
-//! [`MAX_SPECS`] specialisations, the memory budget and the stack stop
+//! [`MAX_SPECS`] specialisations ([`MAX_FIXED_SPECS`] while the analysis
+//! is of fixed shape), the memory budget and the stack stop
 //! the analysis with an error naming the expression. The AD operations map
 //! over unions member by member (`zero`, `plus`, [`Ops::map_union`]): the
 //! result is a union of its own, and lowering makes a function per map
@@ -45,7 +46,7 @@ use crate::adops::{Op, Ops};
 use crate::domain::{Av, AvId, Domain, Site};
 use base::diag::{Diagnostic, Span};
 use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod recursion;
 mod split;
@@ -74,12 +75,24 @@ pub const MAX_SPECS: usize = 50_000;
 /// See [`MAX_SPECS`]: the examples and benchmarks need up to 90 per
 /// binding (examples/11-saddle.vlad: 20,000 for 223).
 pub const SPECS_PER_BINDING: usize = 200;
+/// Most specialisations of an analysis of fixed shape: one that has made
+/// no union and summarised no recursion, so that every value is as the
+/// program's constants make it and the count is bounded by them (a
+/// derivative tower of constant height, whose specialisations grow
+/// about ninefold per level of reverse mode and threefold per level of
+/// forward mode: an alternating tower of height 8 needs 800,000). A
+/// runaway is a recursion that a condition known only at run time
+/// continues (a tower of run-time height), or one that keeps growing and
+/// is summarised into unions: either stops at [`MAX_SPECS`]. The memory
+/// budget bounds what this allows.
+pub const MAX_FIXED_SPECS: usize = 1_500_000;
 /// Deepest nesting of AD transformations (a transform of a transform
 /// ..., counted along `ir::Origin`) of a closure that holds a union.
 /// A closure of fixed shape nests AD as deep as the program's constants
 /// say (a derivative tower of constant height: forward, height 8 builds
 /// in about a second; reverse, each level multiplies the specialisations
-/// by five, and height 7 passes [`MAX_SPECS`]). A union is what
+/// by five, and height 7 needs 150,000, past [`MAX_SPECS`] but within
+/// [`MAX_FIXED_SPECS`]). A union is what
 /// summarising a recursion whose arguments kept growing makes (a
 /// derivative tower of run-time height): it may hold itself, and AD on
 /// it would nest without end. Every program of the examples, tests,
@@ -166,6 +179,9 @@ pub struct Spec {
     /// One entry per binding of the lambda's body (after the fixpoint).
     pub binds: Vec<BindInfo>,
     visited: u32,
+    /// The pass whose analysis of it ended last (`visited` while it is
+    /// under way).
+    done: u32,
     /// The context of the unions made in its body (see [`Site`]).
     ctx: u32,
 }
@@ -218,6 +234,9 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         contexts: HashMap::new(),
         ctx: u32::MAX,
         summary: HashMap::new(),
+        branched_recursion: false,
+        grows_by_grow: HashSet::new(),
+        read_unfinished: false,
         stack: Vec::new(),
         branching: false,
         iteration: 0,
@@ -227,6 +246,7 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
     loop {
         a.iteration += 1;
         a.changed = false;
+        a.read_unfinished = false;
         let generation = a.ops.dom.generation;
         a.main = a.analyze_main()?;
         if let Some(what) = &a.ops.vector_met {
@@ -251,8 +271,13 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
                 a.ops.dom.generation
             );
             a.trace_census();
+            eprintln!(
+                "  settled: {} (a result read before it was final: {})",
+                a.settled(),
+                a.read_unfinished
+            );
         }
-        if !a.changed && a.ops.dom.generation == generation {
+        if (!a.changed || a.settled()) && a.ops.dom.generation == generation {
             break;
         }
         if a.iteration >= MAX_PASSES {
@@ -300,8 +325,9 @@ struct Analyzer {
     ops: Ops,
     specs: Vec<Spec>,
     index: HashMap<SpecKey, SpecId>,
-    /// Specialisations created per widened key (see [`UNROLL`]).
-    budget: HashMap<SpecKey, u32>,
+    /// Specialisations created per widened key (see [`UNROLL`]), and
+    /// whether a recursive call asked for the key (whose count decides).
+    budget: HashMap<SpecKey, (u32, bool)>,
     /// How often a lambda's recursive calls made a specialisation deeper
     /// than all before, and that depth (see [`GROW`]).
     grown: HashMap<LambdaId, (u32, u32)>,
@@ -316,6 +342,15 @@ struct Analyzer {
     /// The joined environment and argument of a lambda's recursive calls,
     /// once they are joined, per environment the lambda was closed over.
     summary: HashMap<(LambdaId, Box<[AvId]>), Summary>,
+    /// Set once a recursion continued by a conditional whose condition is
+    /// known only at run time was met (see [`MAX_FIXED_SPECS`]).
+    branched_recursion: bool,
+    /// Lambdas a recursive call of which is summarised after [`GROW`]
+    /// rounds that grow (the others after [`UNROLL`]).
+    grows_by_grow: HashSet<LambdaId>,
+    /// Set when the pass read the result of a specialisation whose
+    /// analysis in this pass had not ended (a recursion).
+    read_unfinished: bool,
     /// Lambdas being analysed, innermost last, each with whether it was
     /// called as an arm of a conditional whose condition is known only at
     /// run time.
@@ -426,7 +461,7 @@ impl Analyzer {
         let id = match self.index.get(&key) {
             Some(id) => *id,
             None => {
-                if self.specs.len() >= self.max_specs {
+                if self.specs.len() >= self.spec_limit() {
                     if std::env::var_os("VLAD_FLOW_TRACE").is_some() {
                         self.trace_census();
                     }
@@ -448,9 +483,10 @@ impl Analyzer {
                     result: self.ops.dom.bottom(),
                     binds: Vec::new(),
                     visited: 0,
+                    done: 0,
                 });
                 self.index.insert(key, id);
-                *self.budget.entry(wkey).or_insert(0) += 1;
+                self.budget.entry(wkey).or_insert((0, false)).0 += 1;
                 let depth = env
                     .iter()
                     .map(|x| self.ops.dom.depth(*x))
@@ -467,6 +503,9 @@ impl Analyzer {
         };
         let s = &self.specs[id.0 as usize];
         if s.visited == self.iteration {
+            // A result still being computed may grow: the pass must be
+            // repeated (see `settled`).
+            self.read_unfinished |= s.done != self.iteration;
             return Ok((s.result, id));
         }
         self.specs[id.0 as usize].visited = self.iteration;
@@ -489,16 +528,73 @@ impl Analyzer {
         let s = &mut self.specs[id.0 as usize];
         s.result = new;
         s.binds = binds;
+        s.done = self.iteration;
         Ok((new, id))
     }
 
+    /// Whether another pass would repeat this one, which changed no union
+    /// (a pass that made specialisations or changed results is otherwise
+    /// repeated until one changes nothing): every result it read was
+    /// final (it read none whose analysis was under way), it summarised
+    /// no recursion, and no count that decides when a recursion is
+    /// widened or summarised reached its bound, so the next pass, which
+    /// starts from the counts this one ended with, decides every call as
+    /// this one did. A program of fixed shape (a derivative tower of
+    /// constant height) is then analysed once, not twice.
+    fn settled(&self) -> bool {
+        !self.read_unfinished
+            && self.summary.is_empty()
+            && self.budget.values().all(|(n, rec)| !rec || *n < UNROLL)
+            && self.grown.iter().all(|(l, (n, _))| {
+                *n < if self.grows_by_grow.contains(l) {
+                    GROW
+                } else {
+                    UNROLL
+                }
+            })
+    }
+
+    /// Whether the analysis is of fixed shape so far (see
+    /// [`MAX_FIXED_SPECS`]): it met no recursion that a condition known
+    /// only at run time continues, made no union and summarised no
+    /// recursion.
+    fn fixed_shape(&self) -> bool {
+        !self.branched_recursion && self.summary.is_empty() && self.ops.dom.union_ids().is_empty()
+    }
+
+    /// How many specialisations the analysis may make: `max_specs`, or
+    /// [`MAX_FIXED_SPECS`] while it is of fixed shape. Read only once
+    /// `max_specs` is reached (finding the unions walks them all).
+    fn spec_limit(&self) -> usize {
+        if self.specs.len() < self.max_specs || !self.fixed_shape() {
+            self.max_specs
+        } else {
+            MAX_FIXED_SPECS.max(self.max_specs)
+        }
+    }
+
     /// The error of an analysis that needs more than its
-    /// `max_specs` specialisations. When a recursive procedure of the program kept
+    /// [`Self::spec_limit`] specialisations. When a recursive procedure of the program kept
     /// passing itself deeper values (a derivative tower of run-time height,
     /// a structure nested one level more per call), that is what grows:
     /// the error names it, at its definition, and says what would make the
     /// program compile.
     fn too_many_specs(&self, lambda: LambdaId) -> Limit {
+        let limit = self.spec_limit();
+        if self.fixed_shape() {
+            // Nothing grew without bound: the program's constants ask for
+            // this much (a derivative tower too high for its mode).
+            return Limit {
+                message: format!(
+                    "the analysis needs more than {limit} specialisations (while specialising \
+                     `{}`) for what the program's constants ask: AD nested this deep makes more \
+                     code than the compiler specialises (`stalingrad run` runs the program as it \
+                     is)",
+                    self.lambda_name(lambda)
+                ),
+                span: None,
+            };
+        }
         // A recursion summarised after `GROW` rounds is the likeliest
         // cause; one that grew twice, before the specialisations of what
         // it nests (reverse mode in reverse mode, say) ran out, the next.
@@ -511,14 +607,13 @@ impl Analyzer {
                      only at run time cannot be compiled; make that depth a constant \
                      (`stalingrad run` runs the program as it is)",
                     self.lambda_name(*l),
-                    self.max_specs
+                    limit
                 ),
                 span: self.ops.prog.lambdas[*l].span,
             },
             None => Limit {
                 message: format!(
-                    "the analysis needs more than {} specialisations (while specialising `{}`)",
-                    self.max_specs,
+                    "the analysis needs more than {limit} specialisations (while specialising `{}`)",
                     self.lambda_name(lambda)
                 ),
                 span: None,

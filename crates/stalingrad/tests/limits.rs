@@ -369,6 +369,7 @@ fn a_derivative_tower_of_run_time_height_is_refused_at_its_recursion() {
     for (src, at) in [
         ("tests/refused/derivative-tower.vlad", "4:9"),
         ("tests/refused/derivative-tower-reverse.vlad", "5:9"),
+        ("tests/refused/derivative-tower-starj.vlad", "8:9"),
     ] {
         let exe = temp("tower");
         let mut cmd = std::process::Command::new(stalingrad());
@@ -395,9 +396,11 @@ fn a_derivative_tower_of_run_time_height_is_refused_at_its_recursion() {
 }
 
 /// AD nests as deep as a constant of the program says: towers of
-/// constant height 8 by forward mode and 6 by reverse mode (each level of
-/// which multiplies the specialisations by about five) build and print
-/// what `run` prints; the analysis once refused any nesting past 6.
+/// constant height 8 by forward mode and 7 by reverse mode (each level of
+/// which multiplies the specialisations by about five: 147,000 here,
+/// past the limit of an analysis that meets unions) build and print what
+/// `run` prints; the analysis once refused any nesting past 6, then
+/// reverse mode past 6.
 #[test]
 fn derivative_towers_of_constant_height_build() {
     let tower = |op: &str, height: u32| {
@@ -406,10 +409,10 @@ fn derivative_towers_of_constant_height_build() {
         )
     };
     let watchdog = runner::Limits {
-        time: std::time::Duration::from_secs(60),
+        time: std::time::Duration::from_secs(180),
         memory_kb: None,
     };
-    for (op, height) in [("derivative-F", 8), ("derivative-R", 6)] {
+    for (op, height) in [("derivative-F", 8), ("derivative-R", 7)] {
         let name = format!("tower-{op}-{height}");
         let src = temp(&format!("{name}.vlad"));
         std::fs::write(&src, tower(op, height)).expect("write the program");

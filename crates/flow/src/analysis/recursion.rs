@@ -53,6 +53,10 @@ impl Analyzer {
                 }
                 None => (false, None, false),
             };
+        self.branched_recursion |= uncontrolled.is_some();
+        if recursive && !known {
+            self.grows_by_grow.insert(lambda);
+        }
         // A long list is analysed as one of run-time length, before any
         // specialisation sees it as a chain of pairs.
         let env: Box<[AvId]> = env
@@ -64,6 +68,17 @@ impl Analyzer {
         let warg = self.ops.dom.widen(arg);
         let wkey: SpecKey = (lambda, wenv.clone(), warg);
         let grown = self.grown.get(&lambda).map_or(0, |g| g.0);
+        // Specialisations made under the widened key, which a recursive
+        // call marks as counted (see `Analyzer::settled`).
+        let spent = if !recursive {
+            0
+        } else if let Some(b) = self.budget.get_mut(&wkey) {
+            b.1 = true;
+            b.0
+        } else {
+            self.budget.insert(wkey.clone(), (0, true));
+            0
+        };
         // Rounds under analysis: each round analyses the next inside it.
         let rounds = || self.stack.iter().filter(|(l, ..)| *l == lambda).count();
         // A recursion continued by conditions known at compile time ends
@@ -73,7 +88,7 @@ impl Analyzer {
         let grow = if known { UNROLL } else { GROW };
         let (env, arg): (Box<[AvId]>, AvId) = if recursive && grown >= grow {
             self.summarise(lambda, wenv, warg)
-        } else if recursive && self.budget.get(&wkey).copied().unwrap_or(0) >= UNROLL {
+        } else if recursive && spent >= UNROLL {
             (wenv, warg)
         } else if let Some(outer) = uncontrolled.filter(|_| rounds() >= UNROLL_BRANCHED as usize) {
             let s = &self.specs[outer.0 as usize];
