@@ -50,6 +50,15 @@ impl Len {
     }
 }
 
+/// A call as the walk saw it: the callee, each argument's vector (whose
+/// length it has), and, for a `VecBuild`, the vector as long as what it
+/// builds.
+struct Site {
+    callee: crate::FuncId,
+    args: Vec<Option<Val>>,
+    built: Option<Option<Val>>,
+}
+
 /// What is known of a value's length within a function.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Local {
@@ -87,6 +96,20 @@ struct Walk<'a> {
     scope: Vec<u32>,
     parent: Vec<u32>,
     current: u32,
+    /// The two operands of each `feq`: a check that two lengths are
+    /// equal, whose failing arm ends the program, makes them so for the
+    /// rest of its block (`vector-map` of two vectors, say).
+    equal: Vec<Option<(Val, Val)>>,
+    /// The lengths a check made equal, to forget when its block ends.
+    undo: Vec<(Val, Local)>,
+    /// What the walk decided where each instruction is, with the checks
+    /// passed before it: the vector each `vec_len` result may read
+    /// instead, the vector each `vec_index_ok` result tests, and the
+    /// arguments' lengths at each call (`VecBuild`s with the length they
+    /// build).
+    len_read: Vec<Option<Val>>,
+    index_read: Vec<Option<Val>>,
+    calls: Vec<Site>,
     /// The candidate summary of the function's results.
     results: Vec<Len>,
 }
@@ -158,7 +181,52 @@ impl Walk<'_> {
         }
     }
 
+    /// The vector whose length `v`'s is, if known.
+    fn vector_of(&self, v: Val) -> Option<Val> {
+        match self.of(v) {
+            Local::Of(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    fn site(&self, g: crate::FuncId, args: &[Val], built: Option<Val>) -> Site {
+        Site {
+            callee: g,
+            args: args.iter().map(|a| self.vector_of(*a)).collect(),
+            built: built.map(|n| match self.canon(Local::Is(n)) {
+                Local::Of(x) => Some(x),
+                _ => None,
+            }),
+        }
+    }
+
+    /// After an `If` without results on `a == b` whose else arm ends the
+    /// program: if both are lengths, their vectors are as long, for the
+    /// rest of the block.
+    fn passed_check(&mut self, cond: Val, then_: &Block, else_: &Block) {
+        let ends = !matches!(
+            else_.term,
+            Term::Yield(_) | Term::Return(_) | Term::TailCall(..)
+        );
+        if !ends || !matches!(&then_.term, Term::Yield(vs) if vs.is_empty()) {
+            return;
+        }
+        let Some((a, b)) = self.equal[cond.index()] else {
+            return;
+        };
+        let (Some(va), Some(vb)) = (self.count_of[a.index()], self.count_of[b.index()]) else {
+            return;
+        };
+        if let (Some(x), Some(y)) = (self.vector_of(va), self.vector_of(vb)) {
+            if x != y {
+                self.undo.push((y, self.len[y.index()]));
+                self.len[y.index()] = Local::Of(x);
+            }
+        }
+    }
+
     fn block(&mut self, b: &Block) {
+        let mark = self.undo.len();
         for inst in &b.insts {
             for r in &inst.results {
                 self.scope[r.index()] = self.current;
@@ -167,29 +235,47 @@ impl Walk<'_> {
             let l = match &inst.op {
                 Op::VecLen(w) => {
                     if let Some(r) = one {
-                        self.count_of[r.index()] = match self.of(*w) {
-                            Local::Of(x) => Some(x),
-                            _ => Some(*w),
-                        };
+                        let x = self.vector_of(*w);
+                        self.len_read[r.index()] = x;
+                        self.count_of[r.index()] = Some(x.unwrap_or(*w));
                     }
                     None
                 }
-                Op::VecZero(_, n) | Op::VecOneHot { len: n, .. } | Op::VecBuild { len: n, .. } => {
-                    Some(self.canon(Local::Is(*n)))
+                Op::VecIndexOk(v, _) => {
+                    if let Some(r) = one {
+                        self.index_read[r.index()] = self.vector_of(*v);
+                    }
+                    None
                 }
+                Op::FCmp(crate::Cmp::Eq, a, b) => {
+                    if let Some(r) = one {
+                        self.equal[r.index()] = Some((*a, *b));
+                    }
+                    None
+                }
+                Op::VecBuild {
+                    len, func, args, ..
+                } => {
+                    let site = self.site(*func, args, Some(*len));
+                    self.calls.push(site);
+                    Some(self.canon(Local::Is(*len)))
+                }
+                Op::VecZero(_, n) | Op::VecOneHot { len: n, .. } => Some(self.canon(Local::Is(*n))),
                 Op::VecPlus(_, a, b) => Some(match self.of(*a) {
                     Local::Of(x) if x == *a => self.of(*b),
                     l => l,
                 }),
                 Op::VecZeroOf { of, .. } | Op::VecOneHotOf { of, .. } => Some(self.of(*of)),
                 Op::Call(g, args) | Op::CallAt(g, args, _) => {
+                    let site = self.site(*g, args, None);
+                    self.calls.push(site);
                     for (k, r) in inst.results.iter().enumerate() {
                         let s = self.summary[g.index()].get(k).copied().unwrap_or(Len::Any);
                         self.len[r.index()] = self.at_call(s, args);
                     }
                     None
                 }
-                Op::If { then_, else_, .. } => {
+                Op::If { cond, then_, else_ } => {
                     let mut l = vec![Local::Unknown; inst.results.len()];
                     for arm in [then_, else_] {
                         let outer = self.current;
@@ -211,6 +297,9 @@ impl Walk<'_> {
                         };
                         self.len[r.index()] = if seen { lk } else { Local::Any };
                     }
+                    if inst.results.is_empty() {
+                        self.passed_check(*cond, then_, else_);
+                    }
                     None
                 }
                 _ => None,
@@ -227,6 +316,8 @@ impl Walk<'_> {
                 }
             }
             Term::TailCall(g, args) => {
+                let site = self.site(*g, args, None);
+                self.calls.push(site);
                 for k in 0..self.results.len() {
                     let s = self.summary[g.index()].get(k).copied().unwrap_or(Len::Any);
                     let l = self.to_param(self.at_call(s, args));
@@ -234,6 +325,11 @@ impl Walk<'_> {
                 }
             }
             _ => {}
+        }
+        while self.undo.len() > mark {
+            if let Some((v, l)) = self.undo.pop() {
+                self.len[v.index()] = l;
+            }
         }
     }
 }
@@ -251,6 +347,11 @@ fn walk<'a>(m: &Module, f: usize, summary: &'a [Vec<Len>], reps: &'a [Vec<u32>])
         scope: vec![0; n],
         parent: vec![0],
         current: 0,
+        equal: vec![None; n],
+        undo: Vec::new(),
+        len_read: vec![None; n],
+        index_read: vec![None; n],
+        calls: Vec::new(),
     };
     for p in 0..func.params.len() {
         w.len[p] = Local::Of(Val::new(w.rep[p] as usize));
@@ -325,18 +426,10 @@ fn classes(m: &Module, callers: &[Vec<usize>]) -> (Vec<Vec<u32>>, Vec<Vec<Len>>)
         // knows them.
         let mut sites: Vec<Vec<Vec<Option<Val>>>> = vec![Vec::new(); m.funcs.len()];
         for f in 0..m.funcs.len() {
-            let w = walk(m, f, &summary, &reps);
-            m.funcs[f].body.for_each_call(&mut |g, args, _| {
-                // Compared within one call only: values of one caller.
-                let keys = args
-                    .iter()
-                    .map(|a| match w.of(*a) {
-                        Local::Of(x) => Some(x),
-                        _ => None,
-                    })
-                    .collect();
-                sites[g.index()].push(keys);
-            });
+            // Compared within one call only: values of one caller.
+            for site in walk(m, f, &summary, &reps).calls {
+                sites[site.callee.index()].push(site.args);
+            }
         }
         let mut next = reps.clone();
         for (g, calls) in sites.iter().enumerate() {
@@ -428,25 +521,21 @@ fn built_in_range(m: &Module, summary: &[Vec<Len>], reps: &[Vec<u32>]) -> Vec<Ve
         });
     }
     for f in 0..n {
-        let w = walk(m, f, summary, reps);
-        m.funcs[f].body.for_each_inst(&mut |i| {
-            let Op::VecBuild {
-                len, func, args, ..
-            } = &i.op
-            else {
-                return;
+        for site in walk(m, f, summary, reps).calls {
+            let Some(built) = site.built else {
+                continue;
             };
-            let built = w.canon(Local::Is(*len));
-            let here: Vec<bool> = args
+            let here: Vec<bool> = site
+                .args
                 .iter()
-                .map(|a| matches!(built, Local::Of(_)) && w.of(*a) == built)
+                .map(|a| built.is_some() && *a == built)
                 .collect();
-            let slot = &mut in_range[func.index()];
+            let slot = &mut in_range[site.callee.index()];
             *slot = Some(match slot.take() {
                 None => here,
                 Some(before) => before.iter().zip(&here).map(|(x, y)| *x && *y).collect(),
             });
-        });
+        }
     }
     (0..n)
         .map(|g| {
@@ -475,16 +564,15 @@ fn rewrite(b: &mut Block, w: &Walk, ok: &Indexed) -> bool {
     let mut changed = false;
     for inst in &mut b.insts {
         match &mut inst.op {
-            Op::VecIndexOk(v, i) if Some(*i) == ok.index => {
-                if let Local::Of(x) = w.of(*v) {
-                    if ok.in_range.get(x.index()) == Some(&true) {
-                        inst.op = Op::BoolConst(true);
-                        changed = true;
-                    }
+            Op::VecIndexOk(_, i) if Some(*i) == ok.index => {
+                let x = inst.results.first().and_then(|r| w.index_read[r.index()]);
+                if x.is_some_and(|x| ok.in_range.get(x.index()) == Some(&true)) {
+                    inst.op = Op::BoolConst(true);
+                    changed = true;
                 }
             }
             Op::VecLen(v) => {
-                if let Local::Of(x) = w.of(*v) {
+                if let Some(x) = inst.results.first().and_then(|r| w.len_read[r.index()]) {
                     if x != *v {
                         *v = x;
                         changed = true;
