@@ -9,6 +9,7 @@ pub mod fields;
 pub mod inline;
 pub mod known;
 pub mod lengths;
+pub mod outline;
 pub mod params;
 pub mod results;
 pub mod returns;
@@ -34,7 +35,9 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// merging results every return
 /// gives equal, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), keeping in
-/// cells only the slots worth storing, moving what only one arm of a
+/// cells only the slots worth storing, moving the large pieces of a
+/// function that calls itself into functions of their own (its frame is
+/// on the stack once per level), moving what only one arm of a
 /// conditional needs into that arm, and scheduling last.
 pub const PIPELINE: &[Pass] = &[
     ("inline", inline::inline),
@@ -50,6 +53,7 @@ pub const PIPELINE: &[Pass] = &[
     ("fields", fields::shrink_cells),
     ("params", params::shrink),
     ("results", results::drop_dead),
+    ("outline", outline::outline_recursion),
     ("sink", sink::sink),
     ("schedule", schedule::schedule),
 ];
