@@ -19,6 +19,17 @@
 //! another vector's reads that vector instead, and `simplify` merges the
 //! two and folds the check (lengths are never NaN).
 //!
+//! Indices too: a `vec_index_ok` is known true where a test passed, or
+//! where its index is not the vector's length (a test of equality that
+//! failed: a loop's exit) and at most it (0, or one more than an index).
+//! Every call tells its callee which of its number parameters are
+//! indices of which of its vectors and which are their lengths (a
+//! greatest fixpoint over all calls, the loop's own included), so a
+//! `vector-fold`'s loop and a `VecBuild`'s element function read their
+//! vector without a check. A check of a length and a check of an index
+//! hold for the rest of the block they passed in, and a failed test of
+//! equality for the arm it leads to.
+//!
 //! Invariant kept: a `vec_len` is rewritten only to read a value that
 //! dominates it (a parameter, an argument of the call that made its
 //! operand, or a value both arms of an `If` had before it).
@@ -50,13 +61,17 @@ impl Len {
     }
 }
 
-/// A call as the walk saw it: the callee, each argument's vector (whose
-/// length it has), and, for a `VecBuild`, the vector as long as what it
-/// builds.
+/// A call as the walk saw it: the callee and each argument's vector
+/// (whose length it has).
 struct Site {
     callee: crate::FuncId,
     args: Vec<Option<Val>>,
-    built: Option<Option<Val>>,
+    /// For each argument, the arguments (bits, the first 64) whose
+    /// vector it is an index of; for a `VecBuild`, one more for the
+    /// element's index, an index of the vector built.
+    indices: Vec<u64>,
+    /// For each argument, the arguments (bits) whose length it is.
+    counts: Vec<u64>,
 }
 
 /// What is known of a value's length within a function.
@@ -104,12 +119,25 @@ struct Walk<'a> {
     undo: Vec<(Val, Local)>,
     /// What the walk decided where each instruction is, with the checks
     /// passed before it: the vector each `vec_len` result may read
-    /// instead, the vector each `vec_index_ok` result tests, and the
-    /// arguments' lengths at each call (`VecBuild`s with the length they
-    /// build).
+    /// instead, and the arguments at each call.
     len_read: Vec<Option<Val>>,
-    index_read: Vec<Option<Val>>,
     calls: Vec<Site>,
+    /// For each parameter, the parameters (bits, the first 64) whose
+    /// vector it is an index of at every call ([`index_params`]).
+    idx: &'a [u64],
+    /// Constants, and the values that are another plus one.
+    konst: Vec<Option<f64>>,
+    plus_one: Vec<Option<Val>>,
+    /// The `vec_index_ok` tests: (vector, index).
+    index_test: Vec<Option<(Val, Val)>>,
+    /// Where the walk is: (i, v) for each `i` known an index of `v`
+    /// (a test passed, a parameter's class), and (a, v) for each `a`
+    /// known not to be `v`'s length (a test of equality failed); both
+    /// forgotten at the end of the block they were learnt in.
+    indices: Vec<(Val, Val)>,
+    not_len: Vec<(Val, Val)>,
+    /// Whether each `vec_index_ok` result is known true where it is.
+    index_known: Vec<bool>,
     /// The candidate summary of the function's results.
     results: Vec<Len>,
 }
@@ -189,14 +217,93 @@ impl Walk<'_> {
         }
     }
 
-    fn site(&self, g: crate::FuncId, args: &[Val], built: Option<Val>) -> Site {
+    fn site(&self, g: crate::FuncId, args: &[Val], built: Option<Val>, index: bool) -> Site {
+        let vectors: Vec<Option<Val>> = args.iter().map(|a| self.vector_of(*a)).collect();
+        let counts: Vec<u64> = args
+            .iter()
+            .map(|a| {
+                let of = self.count_of[a.index()].and_then(|w| self.vector_of(w));
+                let mut bits = 0u64;
+                for (q, w) in vectors.iter().enumerate().take(64) {
+                    if of.is_some() && *w == of {
+                        bits |= 1 << q;
+                    }
+                }
+                bits
+            })
+            .collect();
+        let built = built.map(|n| match self.canon(Local::Is(n)) {
+            Local::Of(x) => Some(x),
+            _ => None,
+        });
+        let mut indices: Vec<u64> = args
+            .iter()
+            .map(|a| {
+                let mut bits = 0u64;
+                for (q, w) in vectors.iter().enumerate().take(64) {
+                    if w.is_some_and(|w| self.is_index(*a, w, 4)) {
+                        bits |= 1 << q;
+                    }
+                }
+                bits
+            })
+            .collect();
+        if let (Some(b), true) = (built, index) {
+            let mut bits = 0u64;
+            for (q, w) in vectors.iter().enumerate().take(64) {
+                if b.is_some() && *w == b {
+                    bits |= 1 << q;
+                }
+            }
+            indices.push(bits);
+        }
         Site {
             callee: g,
-            args: args.iter().map(|a| self.vector_of(*a)).collect(),
-            built: built.map(|n| match self.canon(Local::Is(n)) {
-                Local::Of(x) => Some(x),
-                _ => None,
-            }),
+            args: vectors,
+            indices,
+            counts,
+        }
+    }
+
+    /// Whether `i` is known here to be an index of the vector `w` (whose
+    /// length `vector_of` gives): a test passed; or `i` is not its length
+    /// and is at most it, being 0 or one more than an index.
+    fn is_index(&self, i: Val, w: Val, depth: u32) -> bool {
+        let same = |x: Val| self.vector_of(x) == Some(w);
+        if self.indices.iter().any(|(j, x)| *j == i && same(*x)) {
+            return true;
+        }
+        if !self.not_len.iter().any(|(a, x)| *a == i && same(*x)) || depth == 0 {
+            return false;
+        }
+        if self.konst[i.index()] == Some(0.0) {
+            return true;
+        }
+        if let Some(b) = self.plus_one[i.index()] {
+            return self.is_index(b, w, depth - 1);
+        }
+        // A constant k is at most the length when k - 1 is an index.
+        match self.konst[i.index()] {
+            Some(k) if k >= 1.0 && k.fract() == 0.0 => self
+                .indices
+                .iter()
+                .any(|(j, x)| self.konst[j.index()] == Some(k - 1.0) && same(*x)),
+            _ => false,
+        }
+    }
+
+    /// What taking an arm of an `If` on `cond` tells (`then`: the then
+    /// arm): pushed on the facts, to forget when the arm ends.
+    fn learn(&mut self, cond: Val, then: bool) {
+        if let (true, Some((v, i))) = (then, self.index_test[cond.index()]) {
+            self.indices.push((i, v));
+        }
+        if let (false, Some((a, b))) = (then, self.equal[cond.index()]) {
+            for (x, n) in [(a, b), (b, a)] {
+                if let Some(w) = self.count_of[n.index()] {
+                    self.not_len.push((x, w));
+                }
+            }
         }
     }
 
@@ -210,6 +317,9 @@ impl Walk<'_> {
         );
         if !ends || !matches!(&then_.term, Term::Yield(vs) if vs.is_empty()) {
             return;
+        }
+        if let Some((v, i)) = self.index_test[cond.index()] {
+            self.indices.push((i, v));
         }
         let Some((a, b)) = self.equal[cond.index()] else {
             return;
@@ -227,6 +337,7 @@ impl Walk<'_> {
 
     fn block(&mut self, b: &Block) {
         let mark = self.undo.len();
+        let facts = (self.indices.len(), self.not_len.len());
         for inst in &b.insts {
             for r in &inst.results {
                 self.scope[r.index()] = self.current;
@@ -241,9 +352,28 @@ impl Walk<'_> {
                     }
                     None
                 }
-                Op::VecIndexOk(v, _) => {
+                Op::VecIndexOk(v, i) => {
                     if let Some(r) = one {
-                        self.index_read[r.index()] = self.vector_of(*v);
+                        self.index_test[r.index()] = Some((*v, *i));
+                        self.index_known[r.index()] =
+                            self.vector_of(*v).is_some_and(|w| self.is_index(*i, w, 4));
+                    }
+                    None
+                }
+                Op::F64Const(x) => {
+                    if let Some(r) = one {
+                        self.konst[r.index()] = Some(*x);
+                    }
+                    None
+                }
+                Op::FBin(crate::FBin::Add | crate::FBin::PlusAdd, a, b) => {
+                    if let Some(r) = one {
+                        self.plus_one[r.index()] =
+                            match (self.konst[a.index()], self.konst[b.index()]) {
+                                (_, Some(1.0)) => Some(*a),
+                                (Some(1.0), _) => Some(*b),
+                                _ => None,
+                            };
                     }
                     None
                 }
@@ -254,9 +384,13 @@ impl Walk<'_> {
                     None
                 }
                 Op::VecBuild {
-                    len, func, args, ..
+                    len,
+                    func,
+                    args,
+                    state,
+                    ..
                 } => {
-                    let site = self.site(*func, args, Some(*len));
+                    let site = self.site(*func, args, Some(*len), state.is_none());
                     self.calls.push(site);
                     Some(self.canon(Local::Is(*len)))
                 }
@@ -267,7 +401,7 @@ impl Walk<'_> {
                 }),
                 Op::VecZeroOf { of, .. } | Op::VecOneHotOf { of, .. } => Some(self.of(*of)),
                 Op::Call(g, args) | Op::CallAt(g, args, _) => {
-                    let site = self.site(*g, args, None);
+                    let site = self.site(*g, args, None, false);
                     self.calls.push(site);
                     for (k, r) in inst.results.iter().enumerate() {
                         let s = self.summary[g.index()].get(k).copied().unwrap_or(Len::Any);
@@ -277,11 +411,15 @@ impl Walk<'_> {
                 }
                 Op::If { cond, then_, else_ } => {
                     let mut l = vec![Local::Unknown; inst.results.len()];
-                    for arm in [then_, else_] {
+                    for (arm, then) in [(then_, true), (else_, false)] {
                         let outer = self.current;
                         self.current = self.parent.len() as u32;
                         self.parent.push(outer);
+                        let facts = (self.indices.len(), self.not_len.len());
+                        self.learn(*cond, then);
                         self.block(arm);
+                        self.indices.truncate(facts.0);
+                        self.not_len.truncate(facts.1);
                         if let Term::Yield(vs) = &arm.term {
                             for (lk, v) in l.iter_mut().zip(vs) {
                                 *lk = lk.join(self.of(*v));
@@ -316,7 +454,7 @@ impl Walk<'_> {
                 }
             }
             Term::TailCall(g, args) => {
-                let site = self.site(*g, args, None);
+                let site = self.site(*g, args, None, false);
                 self.calls.push(site);
                 for k in 0..self.results.len() {
                     let s = self.summary[g.index()].get(k).copied().unwrap_or(Len::Any);
@@ -331,15 +469,30 @@ impl Walk<'_> {
                 self.len[v.index()] = l;
             }
         }
+        self.indices.truncate(facts.0);
+        self.not_len.truncate(facts.1);
     }
 }
 
-fn walk<'a>(m: &Module, f: usize, summary: &'a [Vec<Len>], reps: &'a [Vec<u32>]) -> Walk<'a> {
+fn walk<'a>(
+    m: &Module,
+    f: usize,
+    summary: &'a [Vec<Len>],
+    reps: &'a [Vec<u32>],
+    facts: &'a Facts,
+) -> Walk<'a> {
     let func = &m.funcs[f];
     let n = func.types.len();
     let mut w = Walk {
         summary,
         rep: &reps[f],
+        idx: &facts.idx[f],
+        konst: vec![None; n],
+        plus_one: vec![None; n],
+        index_test: vec![None; n],
+        indices: Vec::new(),
+        not_len: Vec::new(),
+        index_known: vec![false; n],
         np: func.params.len(),
         len: vec![Local::Any; n],
         count_of: vec![None; n],
@@ -350,11 +503,22 @@ fn walk<'a>(m: &Module, f: usize, summary: &'a [Vec<Len>], reps: &'a [Vec<u32>])
         equal: vec![None; n],
         undo: Vec::new(),
         len_read: vec![None; n],
-        index_read: vec![None; n],
         calls: Vec::new(),
     };
     for p in 0..func.params.len() {
         w.len[p] = Local::Of(Val::new(w.rep[p] as usize));
+    }
+    for (p, bits) in w.idx.iter().enumerate() {
+        for q in 0..64.min(func.params.len()) {
+            if bits & (1 << q) != 0 {
+                w.indices.push((Val::new(p), Val::new(q)));
+            }
+        }
+    }
+    for (p, bits) in facts.cnt[f].iter().enumerate() {
+        if let Some(q) = (0..64.min(func.params.len())).find(|q| bits & (1 << q) != 0) {
+            w.count_of[p] = Some(Val::new(q));
+        }
     }
     w.block(&func.body);
     w
@@ -363,7 +527,7 @@ fn walk<'a>(m: &Module, f: usize, summary: &'a [Vec<Len>], reps: &'a [Vec<u32>])
 /// Each function's results' lengths, given the parameters' classes: a
 /// worklist over the callers of what changed (each result rises at most
 /// three times).
-fn summaries(m: &Module, reps: &[Vec<u32>], callers: &[Vec<usize>]) -> Vec<Vec<Len>> {
+fn summaries(m: &Module, reps: &[Vec<u32>], callers: &[Vec<usize>], none: &Facts) -> Vec<Vec<Len>> {
     let n = m.funcs.len();
     let mut summary: Vec<Vec<Len>> = m
         .funcs
@@ -374,7 +538,7 @@ fn summaries(m: &Module, reps: &[Vec<u32>], callers: &[Vec<usize>]) -> Vec<Vec<L
     let mut queued = vec![true; n];
     while let Some(f) = work.pop() {
         queued[f] = false;
-        let w = walk(m, f, &summary, reps);
+        let w = walk(m, f, &summary, reps, none);
         let joined: Vec<Len> = summary[f]
             .iter()
             .zip(&w.results)
@@ -392,6 +556,76 @@ fn summaries(m: &Module, reps: &[Vec<u32>], callers: &[Vec<usize>]) -> Vec<Vec<L
     summary
 }
 
+/// What every call tells of each parameter (bits over the first 64
+/// parameters): `idx`, the vectors it is an index of; `cnt`, those it is
+/// the length of (a loop's bound).
+struct Facts {
+    idx: Vec<Vec<u64>>,
+    cnt: Vec<Vec<u64>>,
+}
+
+impl Facts {
+    fn none(m: &Module) -> Facts {
+        let zeros: Vec<Vec<u64>> = m.funcs.iter().map(|f| vec![0; f.params.len()]).collect();
+        Facts {
+            idx: zeros.clone(),
+            cnt: zeros,
+        }
+    }
+}
+
+/// [`Facts`], by refinement from "every number parameter an index of and
+/// the length of every vector parameter" (a greatest fixpoint: a loop's
+/// counter is an index of its vector because its first call passes one
+/// and each call of its own passes one more, below the length it tests
+/// it against). Functions no call reaches know nothing of theirs.
+fn param_facts(m: &Module, summary: &[Vec<Len>], reps: &[Vec<u32>], called: &[bool]) -> Facts {
+    let start: Vec<Vec<u64>> = m
+        .funcs
+        .iter()
+        .zip(called)
+        .map(|(f, c)| {
+            let ptrs = f
+                .params
+                .iter()
+                .take(64)
+                .enumerate()
+                .filter(|(_, t)| **t == crate::Ty::Ptr)
+                .fold(0u64, |b, (q, _)| b | 1 << q);
+            f.params
+                .iter()
+                .map(|t| if *c && *t == crate::Ty::F64 { ptrs } else { 0 })
+                .collect()
+        })
+        .collect();
+    let mut facts = Facts {
+        idx: start.clone(),
+        cnt: start,
+    };
+    for _ in 0..16 {
+        let mut next = Facts {
+            idx: facts.idx.clone(),
+            cnt: facts.cnt.clone(),
+        };
+        for f in 0..m.funcs.len() {
+            for site in walk(m, f, summary, reps, &facts).calls {
+                let g = site.callee.index();
+                for (p, bits) in next.idx[g].iter_mut().enumerate() {
+                    *bits &= site.indices.get(p).copied().unwrap_or(0);
+                }
+                for (p, bits) in next.cnt[g].iter_mut().enumerate() {
+                    *bits &= site.counts.get(p).copied().unwrap_or(0);
+                }
+            }
+        }
+        if next.idx == facts.idx && next.cnt == facts.cnt {
+            return facts;
+        }
+        facts = next;
+    }
+    Facts::none(m)
+}
+
 /// The classes of parameters of one length, by refinement from "all the
 /// vector parameters of a function alike" (a greatest fixpoint, so that a
 /// loop's running sum is as long as the vector it sums into: every call,
@@ -400,6 +634,7 @@ fn summaries(m: &Module, reps: &[Vec<u32>], callers: &[Vec<usize>]) -> Vec<Vec<L
 /// know to be one; the summaries are made again for the classes left.
 /// Functions no call reaches keep each parameter apart.
 fn classes(m: &Module, callers: &[Vec<usize>]) -> (Vec<Vec<u32>>, Vec<Vec<Len>>) {
+    let none = Facts::none(m);
     let apart: Vec<Vec<u32>> = m
         .funcs
         .iter()
@@ -421,13 +656,13 @@ fn classes(m: &Module, callers: &[Vec<usize>]) -> (Vec<Vec<u32>>, Vec<Vec<Len>>)
         })
         .collect();
     for _ in 0..16 {
-        let summary = summaries(m, &reps, callers);
+        let summary = summaries(m, &reps, callers, &none);
         // For each callee, each call's arguments' lengths, as the caller
         // knows them.
         let mut sites: Vec<Vec<Vec<Option<Val>>>> = vec![Vec::new(); m.funcs.len()];
         for f in 0..m.funcs.len() {
             // Compared within one call only: values of one caller.
-            for site in walk(m, f, &summary, &reps).calls {
+            for site in walk(m, f, &summary, &reps, &none).calls {
                 sites[site.callee.index()].push(site.args);
             }
         }
@@ -465,7 +700,7 @@ fn classes(m: &Module, callers: &[Vec<usize>]) -> (Vec<Vec<u32>>, Vec<Vec<Len>>)
         }
         reps = next;
     }
-    let summary = summaries(m, &apart, callers);
+    let summary = summaries(m, &apart, callers, &none);
     (apart, summary)
 }
 
@@ -489,87 +724,29 @@ pub fn known_lengths(m: &mut Module) {
             .for_each_call(&mut |g, _, _| callers[g.index()].push(fi));
     }
     let (reps, summary) = classes(m, &callers);
-    let in_range = built_in_range(m, &summary, &reps);
+    let called: Vec<bool> = callers.iter().map(|c| !c.is_empty()).collect();
+    let facts = param_facts(m, &summary, &reps, &called);
     let changed: Vec<bool> = (0..n)
         .map(|f| {
-            let w = walk(m, f, &summary, &reps);
-            let index = m.funcs[f].params.len().checked_sub(1).map(Val::new);
-            let ok = Indexed {
-                index,
-                in_range: &in_range[f],
-            };
-            rewrite(&mut m.funcs[f].body, &w, &ok)
+            let w = walk(m, f, &summary, &reps, &facts);
+            rewrite(&mut m.funcs[f].body, &w)
         })
         .collect();
     simplify::simplify_changed(m, &changed);
 }
 
-/// For each parameter of each function only `VecBuild`s call, whether
-/// it is a vector as long as the one built (every `VecBuild` passes one
-/// whose length the caller knows to be the length it builds): its
-/// elements are read at the element's index, the function's last
-/// parameter, without a check (`vector-map`'s element reads).
-fn built_in_range(m: &Module, summary: &[Vec<Len>], reps: &[Vec<u32>]) -> Vec<Vec<bool>> {
-    let n = m.funcs.len();
-    let mut only_built = vec![true; n];
-    let mut in_range: Vec<Option<Vec<bool>>> = vec![None; n];
-    for f in &m.funcs {
-        f.body.for_each_call(&mut |g, _, kind| {
-            if kind != crate::CallKind::Build {
-                only_built[g.index()] = false;
-            }
-        });
-    }
-    for f in 0..n {
-        for site in walk(m, f, summary, reps).calls {
-            let Some(built) = site.built else {
-                continue;
-            };
-            let here: Vec<bool> = site
-                .args
-                .iter()
-                .map(|a| built.is_some() && *a == built)
-                .collect();
-            let slot = &mut in_range[site.callee.index()];
-            *slot = Some(match slot.take() {
-                None => here,
-                Some(before) => before.iter().zip(&here).map(|(x, y)| *x && *y).collect(),
-            });
-        }
-    }
-    (0..n)
-        .map(|g| {
-            let np = m.funcs[g].params.len();
-            let mut out = vec![false; np];
-            if let (true, Some(r)) = (only_built[g], &in_range[g]) {
-                for (k, ok) in r.iter().enumerate() {
-                    if *ok && k < np {
-                        out[k] = true;
-                        out[reps[g][k] as usize] = true;
-                    }
-                }
-            }
-            out
-        })
-        .collect()
-}
-
-/// What [`built_in_range`] found of one function.
-struct Indexed<'a> {
-    index: Option<Val>,
-    in_range: &'a [bool],
-}
-
-fn rewrite(b: &mut Block, w: &Walk, ok: &Indexed) -> bool {
+fn rewrite(b: &mut Block, w: &Walk) -> bool {
     let mut changed = false;
     for inst in &mut b.insts {
         match &mut inst.op {
-            Op::VecIndexOk(_, i) if Some(*i) == ok.index => {
-                let x = inst.results.first().and_then(|r| w.index_read[r.index()]);
-                if x.is_some_and(|x| ok.in_range.get(x.index()) == Some(&true)) {
-                    inst.op = Op::BoolConst(true);
-                    changed = true;
-                }
+            Op::VecIndexOk(..)
+                if inst
+                    .results
+                    .first()
+                    .is_some_and(|r| w.index_known[r.index()]) =>
+            {
+                inst.op = Op::BoolConst(true);
+                changed = true;
             }
             Op::VecLen(v) => {
                 if let Some(x) = inst.results.first().and_then(|r| w.len_read[r.index()]) {
@@ -580,8 +757,8 @@ fn rewrite(b: &mut Block, w: &Walk, ok: &Indexed) -> bool {
                 }
             }
             Op::If { then_, else_, .. } => {
-                changed |= rewrite(then_, w, ok);
-                changed |= rewrite(else_, w, ok);
+                changed |= rewrite(then_, w);
+                changed |= rewrite(else_, w);
             }
             _ => {}
         }
