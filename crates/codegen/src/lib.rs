@@ -110,6 +110,7 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         jobs: None,
         done: Vec::new(),
         next_job: 0,
+        consumed: fir::owned::consumed_sums(m),
     };
     // Cranelift compiles each function as it is defined.
     let functions = base::timing::span("cranelift");
@@ -257,6 +258,9 @@ struct Codegen<'a> {
     jobs: Option<std::sync::mpsc::SyncSender<parallel::Job>>,
     done: Vec<(usize, parallel::Compiled)>,
     next_job: usize,
+    /// Per function, the `VecPlus`es that may add to an operand in place
+    /// (`fir::owned`): (the result, the operand).
+    consumed: Vec<HashSet<(fir::Val, fir::Val)>>,
 }
 
 impl Codegen<'_> {

@@ -61,11 +61,16 @@ impl FnBuilder<'_, '_> {
     /// entry (the runtime's `append` in place), which is a sum's next
     /// version but the first of a gradient's reads; else the runtime's
     /// `rt_vec_plus_hot`, which gives the same in that case.
+    ///
+    /// With `in_place` (the sum is consumed by this `plus`:
+    /// `fir::owned`), the fast path counts the entry in the sum's own
+    /// header, unless its elements were made (a read before).
     fn plus_hot(
         &mut self,
         sum: ClValue,
         hot: (ClValue, ClValue),
         hot_first: i64,
+        in_place: bool,
     ) -> Result<ClValue, String> {
         let flags = MemFlagsData::trusted();
         let i64t = types::I64;
@@ -102,6 +107,12 @@ impl FnBuilder<'_, '_> {
         let sparse = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, n);
         let mut ok = self.b.ins().band(all, room);
         ok = self.b.ins().band(ok, sparse);
+        if in_place {
+            // Elements made before would no longer be the sum's.
+            let dense = self.b.ins().load(i64t, flags, sum, SUM_DENSE_AT as i32);
+            let none = self.b.ins().icmp_imm_u(IntCC::Equal, dense, 0);
+            ok = self.b.ins().band(ok, none);
+        }
         if hot_first == 1 {
             let larger = self
                 .b
@@ -118,6 +129,11 @@ impl FnBuilder<'_, '_> {
         self.b.ins().store(flags, hot.0, at, entry);
         self.b.ins().store(flags, hot.1, at, entry + 8);
         self.b.ins().store(flags, next, log, VECTOR_SLOTS_AT as i32);
+        if in_place {
+            self.b.ins().store(flags, next, sum, SUM_COUNT_AT as i32);
+            self.b.ins().jump(done, &block_args(&[sum]));
+            return self.plus_hot_slow(sum, hot, hot_first, slow, done);
+        }
         let header = self.b.ins().load(i64t, flags, sum, 0);
         let base = self.b.ins().load(i64t, flags, sum, SUM_BASE_AT as i32);
         let p = self.alloc_cell(SUM_BYTES / 8)?;
@@ -133,8 +149,20 @@ impl FnBuilder<'_, '_> {
             self.b.ins().store(flags, w, p, off as i32);
         }
         self.b.ins().jump(done, &block_args(&[p]));
+        self.plus_hot_slow(sum, hot, hot_first, slow, done)
+    }
+
+    /// [`Self::plus_hot`]'s slow path, in block `slow`, and the join.
+    fn plus_hot_slow(
+        &mut self,
+        sum: ClValue,
+        hot: (ClValue, ClValue),
+        hot_first: i64,
+        slow: ClBlock,
+        done: ClBlock,
+    ) -> Result<ClValue, String> {
         self.b.switch_to_block(slow);
-        let first = self.b.ins().iconst(i64t, hot_first);
+        let first = self.b.ins().iconst(types::I64, hot_first);
         let r = self
             .call_import("rt_vec_plus_hot", &[sum, hot.0, hot.1, first])?
             .ok_or("internal error: rt_vec_plus_hot result")?;
@@ -363,8 +391,9 @@ impl FnBuilder<'_, '_> {
                     Some(h) => (*a, *h, 0),
                     None => (*b, self.deferred[a], 1),
                 };
+                let in_place = self.cg.consumed[self.fid.index()].contains(&(inst.results[0], sum));
                 let sum = self.val(sum)?;
-                self.plus_hot(sum, hot, hot_first)?
+                self.plus_hot(sum, hot, hot_first, in_place)?
             }
             Op::VecPlus(_, a, b) => {
                 let (a, b) = (self.val(*a)?, self.val(*b)?);

@@ -55,6 +55,7 @@
 
 pub mod eval;
 mod module;
+pub mod owned;
 pub mod passes;
 pub mod print;
 pub mod read;
