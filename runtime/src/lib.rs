@@ -32,6 +32,9 @@
 //!   mode's sums of vectors of reals (a one-hot, a sum of one addition,
 //!   compiled code makes itself), and `rt_vec_dense(v) -> ptr`, the
 //!   elements of a vector or a sum (`gc/vector_sum.rs`);
+//! - `rt_stack_grow(buf, k) -> ptr`: a stack's buffer with room for more
+//!   (`fir::Op::StackPush`, which compiled code makes inline while the
+//!   buffer has room: `gc/stack.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.

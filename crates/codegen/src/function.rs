@@ -444,7 +444,8 @@ impl FnBuilder<'_, '_> {
             | Op::VecOneHot { .. }
             | Op::VecZeroOf { .. }
             | Op::VecOneHotOf { .. }
-            | Op::VecPlus(..) => self.vector_op(inst)?,
+            | Op::VecPlus(..)
+            | Op::StackPush { .. } => self.vector_op(inst)?,
             Op::Load(p, _, n) => {
                 let p = self.val(*p)?;
                 let r = one(&inst.results)?;

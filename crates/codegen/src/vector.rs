@@ -255,6 +255,52 @@ impl FnBuilder<'_, '_> {
         Ok(self.b.block_params(done)[0])
     }
 
+    /// `fir::Op::StackPush` of `vals` on the stack of `k` elements (an
+    /// `F64`) in the buffer `buf`: in place when the buffer's count is
+    /// `k` and it has room for one more element, else in the copy
+    /// `rt_stack_grow` makes.
+    fn stack_push(
+        &mut self,
+        stride: usize,
+        buf: ClValue,
+        k: ClValue,
+        vals: &[ClValue],
+    ) -> Result<ClValue, String> {
+        let flags = MemFlagsData::trusted();
+        let count_at = VECTOR_SLOTS_AT as i32;
+        let count = self.b.ins().load(types::F64, flags, buf, count_at);
+        let len = self.vector_len(buf);
+        let ki = self.index_int(k);
+        // Element 0 is the count: the new top is element k + 1.
+        let top = self.b.ins().iadd_imm_s(ki, 1);
+        let same = self.b.ins().fcmp(FloatCC::Equal, count, k);
+        let room = self.b.ins().icmp(IntCC::UnsignedLessThan, top, len);
+        let ok = self.b.ins().band(same, room);
+        let grow = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, types::I64);
+        self.b.ins().brif(ok, done, &block_args(&[buf]), grow, &[]);
+        self.b.set_cold_block(grow);
+        self.b.switch_to_block(grow);
+        let copy = self
+            .call_import("rt_stack_grow", &[buf, ki])?
+            .ok_or("internal error: rt_stack_grow result")?;
+        self.b.ins().jump(done, &block_args(&[copy]));
+        self.b.switch_to_block(done);
+        let b = self.b.block_params(done)[0];
+        let off = self.b.ins().imul_imm_s(top, 8 * stride as i64);
+        let at = self.b.ins().iadd(b, off);
+        for (j, v) in vals.iter().enumerate() {
+            self.b
+                .ins()
+                .store(flags, *v, at, (VECTOR_SLOTS_AT + 8 * j) as i32);
+        }
+        let one = self.b.ins().f64const(1.0);
+        let next = self.b.ins().fadd(k, one);
+        self.b.ins().store(flags, next, b, count_at);
+        Ok(b)
+    }
+
     /// The length of vector `v`, an `I64`.
     fn vector_len(&mut self, v: ClValue) -> ClValue {
         self.b.ins().load(types::I64, MemFlagsData::trusted(), v, 8)
@@ -314,6 +360,17 @@ impl FnBuilder<'_, '_> {
                 let ty = cl_ty(self.f.types[r.index()]);
                 let off = (VECTOR_SLOTS_AT + 8 * *slot as usize) as i32;
                 self.b.ins().load(ty, flags, at, off)
+            }
+            Op::StackPush {
+                layout,
+                buf,
+                k,
+                vals,
+            } => {
+                let (stride, _) = self.element(*layout)?;
+                let (buf, k) = (self.val(*buf)?, self.val(*k)?);
+                let vals = self.vals(vals)?;
+                self.stack_push(stride, buf, k, &vals)?
             }
             Op::VecZero(layout, len) => {
                 let header = self.sum_header(*layout)?;

@@ -304,7 +304,8 @@ impl Eval<'_> {
             | Op::VecOneHot { .. }
             | Op::VecZeroOf { .. }
             | Op::VecOneHotOf { .. }
-            | Op::VecPlus(..) => self.vector_op(op, env)?,
+            | Op::VecPlus(..)
+            | Op::StackPush { .. } => self.vector_op(op, env)?,
             Op::TagIs(p, tag) => vec![V::B(cell(env, *p, &self.heap)?.tag == *tag)],
             Op::IsZero(p) => vec![V::B(cell(env, *p, &self.heap)?.zero)],
             Op::MemoGet(n, key) => {

@@ -245,6 +245,22 @@ pub enum Op {
     /// operand's element itself, as the interpreter's sums of vectors
     /// give it: the two differ only in the sign of a zero. Gives a `Ptr`.
     VecPlus(u32, Val, Val),
+    /// A stack of reals, for [`crate::passes::stacks`]: `buf`, a buffer
+    /// (a vector of layout `layout`, all `F64`, whose element 0 holds in
+    /// its first slot how many elements were pushed on it, the others
+    /// following it, oldest first), as the stack of its first `k`
+    /// elements, with `vals` pushed: gives the buffer of the stack of
+    /// k + 1 elements, whose element k + 1 is `vals`. That is `buf`
+    /// itself, written in place, when nothing was pushed on it past `k`
+    /// and it has room; else a new buffer with its first `k` elements.
+    /// Either way no stack of at most k elements changes, so the
+    /// operation is as pure as an allocation. Gives a `Ptr`.
+    StackPush {
+        layout: u32,
+        buf: Val,
+        k: Val,
+        vals: Vec<Val>,
+    },
 }
 
 /// The longest vector: lengths are `F64`s, and code generation makes them

@@ -312,6 +312,14 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::VecPlus(layout, a, b) => {
             let _ = write!(out, "vec_plus #{layout} {a} {b}");
         }
+        Op::StackPush {
+            layout,
+            buf,
+            k,
+            vals: vs,
+        } => {
+            let _ = write!(out, "stack_push #{layout} {buf} {k}({})", vals(vs));
+        }
         Op::VecZeroOf { layout, row, of } => {
             let _ = write!(out, "vec_zero_of #{layout} #{row} {of}");
         }

@@ -777,6 +777,21 @@ impl<'a> Reader<'a> {
                 };
                 (op, Some(vec![Ptr]))
             }
+            "stack_push" => {
+                let (layout, _) = self.vector_layout()?;
+                let (buf, k) = (self.val()?, self.val()?);
+                let vals = self.list(Self::val)?;
+                for v in &vals {
+                    p.used(*v, Src::Known(F64));
+                }
+                let op = Op::StackPush {
+                    layout,
+                    buf,
+                    k,
+                    vals,
+                };
+                (op, Some(vec![Ptr]))
+            }
             "vec_plus" => {
                 let (layout, _) = self.vector_layout()?;
                 let (a, b) = (self.val()?, self.val()?);
@@ -1033,6 +1048,10 @@ fn operand_uses(op: &Op, p: &mut Pending) {
         Op::VecPlus(_, a, b) => {
             one(a, Ptr);
             one(b, Ptr);
+        }
+        Op::StackPush { buf, k, .. } => {
+            one(buf, Ptr);
+            one(k, F64);
         }
         Op::VecZeroOf { of, .. } => one(of, Ptr),
         Op::VecOneHotOf { of, i, val, .. } => {

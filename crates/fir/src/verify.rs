@@ -23,7 +23,8 @@
 //! type; a `VecZero`'s, `VecOneHot`'s or `VecPlus`'s layout is all
 //! `F64` (a `VecPlus`'s may instead be one `Ptr`: rows), and a one-hot
 //! gives one value per slot; a `VecZeroOf`'s and `VecOneHotOf`'s layout
-//! is one `Ptr`, and their rows' all `F64`. That a vector has
+//! is one `Ptr`, and their rows' all `F64`; a `StackPush`'s layout is
+//! all `F64`, and it pushes one value per slot. That a vector has
 //! the layout an operation names is not checked (as a `Load`'s member).
 //!
 //! Cells: every layout of [`Module::cells`] has its pointers first; every
@@ -415,7 +416,7 @@ impl<'a> Checker<'a> {
     }
 
     /// The slots of layout `layout`, which a sum of vectors
-    /// (`VecZero`, `VecOneHot`, `VecPlus`) needs all `F64`.
+    /// (`VecZero`, `VecOneHot`, `VecPlus`) and a stack need all `F64`.
     fn sum_layout(&self, layout: u32) -> Result<&'a [Ty], VerifyError> {
         let slots = self.vector_layout(layout)?;
         if slots.iter().any(|t| *t != Ty::F64) {
@@ -547,6 +548,18 @@ impl<'a> Checker<'a> {
                 self.use_val(*len, Some(F64))?;
                 self.use_val(*i, Some(F64))?;
                 self.use_vals(vals, slots, &format!("a one-hot vector #{layout}"))?;
+                vec![Ptr]
+            }
+            Op::StackPush {
+                layout,
+                buf,
+                k,
+                vals,
+            } => {
+                let slots = self.sum_layout(*layout)?;
+                self.use_val(*buf, Some(Ptr))?;
+                self.use_val(*k, Some(F64))?;
+                self.use_vals(vals, slots, &format!("a stack of vectors #{layout}"))?;
                 vec![Ptr]
             }
             Op::VecZeroOf { layout, row, of } => {
@@ -698,7 +711,8 @@ impl<'a> Checker<'a> {
             | Op::VecOneHot { .. }
             | Op::VecZeroOf { .. }
             | Op::VecOneHotOf { .. }
-            | Op::VecPlus(..) => self.vector_op(op)?,
+            | Op::VecPlus(..)
+            | Op::StackPush { .. } => self.vector_op(op)?,
         }))
     }
 

@@ -38,6 +38,11 @@ impl Op {
                 f(*i);
                 vals.iter().for_each(|v| f(*v));
             }
+            Op::StackPush { buf, k, vals, .. } => {
+                f(*buf);
+                f(*k);
+                vals.iter().for_each(|v| f(*v));
+            }
             Op::VecPlus(_, a, b) => {
                 f(*a);
                 f(*b);
@@ -97,6 +102,11 @@ impl Op {
             Op::VecOneHot { len, i, vals, .. } => {
                 f(len);
                 f(i);
+                vals.iter_mut().for_each(f);
+            }
+            Op::StackPush { buf, k, vals, .. } => {
+                f(buf);
+                f(k);
                 vals.iter_mut().for_each(f);
             }
             Op::VecPlus(_, a, b) => {
@@ -164,7 +174,8 @@ impl Op {
             | Op::VecOneHot { layout: l, .. }
             | Op::VecZeroOf { layout: l, .. }
             | Op::VecOneHotOf { layout: l, .. }
-            | Op::VecPlus(l, _, _) => Some(*l),
+            | Op::VecPlus(l, _, _)
+            | Op::StackPush { layout: l, .. } => Some(*l),
             _ => None,
         }
     }
@@ -192,6 +203,7 @@ impl Op {
                     | Op::VecZeroOf { .. }
                     | Op::VecOneHotOf { .. }
                     | Op::VecPlus(..)
+                    | Op::StackPush { .. }
             )
     }
 }

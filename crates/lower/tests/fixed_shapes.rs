@@ -20,7 +20,8 @@ fn union_ops(b: &Block) -> (usize, usize) {
     let mut n = (0, 0);
     for i in &b.insts {
         match &i.op {
-            Op::Alloc(..) => n.0 += 1,
+            // A tape is cells, or a stack of reals (FIR `stacks`).
+            Op::Alloc(..) | Op::StackPush { .. } => n.0 += 1,
             Op::TagIs(..) => n.1 += 1,
             Op::If { then_, else_, .. } => {
                 for arm in [then_, else_] {

@@ -205,7 +205,7 @@ fn deep_recursion_on_the_main_thread_ends_cleanly() {
 #[test]
 fn memory_exhaustion_is_a_clean_error() {
     // The sum reads every element, so the list is kept: a list whose
-    // elements nothing reads is compiled to its length (FIR `counters`).
+    // elements nothing reads is compiled to its length (FIR `stacks`).
     let src = temp("big.vlad");
     std::fs::write(
         &src,

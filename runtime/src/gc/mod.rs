@@ -77,6 +77,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod collect;
+mod stack;
 mod vector;
 mod vector_sum;
 

@@ -117,6 +117,29 @@ impl Eval<'_> {
                 }
                 vec![self.new_vector(*layout, n, fields)]
             }
+            // A new buffer every time: what compiled code writes in place
+            // no stack of at most `k` elements reads.
+            Op::StackPush {
+                layout,
+                buf,
+                k,
+                vals,
+            } => {
+                let stride = self.stride(*layout)?;
+                let k = real(*k)?;
+                let (old, n) = vector(env, *buf, &self.heap)?;
+                if !is_index(k, n) || vals.len() != stride {
+                    return internal(format!("a push on a stack of {k} in a buffer of {n}"));
+                }
+                let k = k as usize;
+                let mut fields = vec![V::F(k as f64 + 1.0)];
+                fields.extend(std::iter::repeat_n(V::F(0.0), stride - 1));
+                fields.extend_from_slice(&old.fields[stride..(k + 1) * stride]);
+                for v in vals {
+                    fields.push(get(env, *v)?);
+                }
+                vec![self.new_vector(*layout, k + 2, fields)]
+            }
             // Densely: compiled code may keep the sign of a zero this
             // loses (see the operation's documentation).
             Op::VecPlus(_, a, b) => vec![self.plus(get(env, *a)?, get(env, *b)?)?],

@@ -5,7 +5,6 @@
 //! `optimize` checks that after every pass.
 
 pub mod compact;
-pub mod counters;
 pub mod fields;
 pub mod inline;
 pub mod known;
@@ -17,6 +16,7 @@ pub mod returns;
 pub mod schedule;
 pub mod simplify;
 pub mod sink;
+pub mod stacks;
 pub mod tags;
 
 use crate::verify::VerifyError;
@@ -36,8 +36,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// merging results every return
 /// gives equal, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), keeping in
-/// cells only the slots worth storing, counting the lists whose cells
-/// are left with their link alone, moving the large pieces of a
+/// cells only the slots worth storing, making the lists whose cells are
+/// left with their link and reals a buffer of reals and a count, moving the large pieces of a
 /// function that calls itself into functions of their own (its frame is
 /// on the stack once per level), moving what only one arm of a
 /// conditional needs into that arm, and scheduling last.
@@ -53,7 +53,7 @@ pub const PIPELINE: &[Pass] = &[
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),
     ("fields", fields::shrink_cells),
-    ("counters", counters::count_lists),
+    ("stacks", stacks::stack_lists),
     ("params", params::shrink),
     ("results", results::drop_dead),
     ("outline", outline::outline_recursion),

@@ -576,7 +576,8 @@ impl Fwd {
             | Op::VecOneHot { .. }
             | Op::VecZeroOf { .. }
             | Op::VecOneHotOf { .. }
-            | Op::VecPlus(..) => {
+            | Op::VecPlus(..)
+            | Op::StackPush { .. } => {
                 inst.op.for_each_operand_mut(|v| *v = self.r(*v));
                 let length = match &inst.op {
                     Op::VecBuild { len, .. } | Op::VecZero(_, len) | Op::VecOneHot { len, .. } => {
