@@ -72,6 +72,9 @@ struct Site {
     indices: Vec<u64>,
     /// For each argument, the arguments (bits) whose length it is.
     counts: Vec<u64>,
+    /// For each argument, the arguments (bits) whose length it is at
+    /// most.
+    at_most: Vec<u64>,
 }
 
 /// What is known of a value's length within a function.
@@ -136,6 +139,9 @@ struct Walk<'a> {
     /// forgotten at the end of the block they were learnt in.
     indices: Vec<(Val, Val)>,
     not_len: Vec<(Val, Val)>,
+    /// (i, v) for each parameter `i` every call passes at most the length
+    /// of its vector `v`.
+    le: Vec<(Val, Val)>,
     /// Whether each `vec_index_ok` result is known true where it is.
     index_known: Vec<bool>,
     /// The candidate summary of the function's results.
@@ -248,6 +254,18 @@ impl Walk<'_> {
                 bits
             })
             .collect();
+        let at_most: Vec<u64> = args
+            .iter()
+            .map(|a| {
+                let mut bits = 0u64;
+                for (q, w) in vectors.iter().enumerate().take(64) {
+                    if w.is_some_and(|w| self.is_index(*a, w, 4) || self.at_most(*a, w, 4)) {
+                        bits |= 1 << q;
+                    }
+                }
+                bits
+            })
+            .collect();
         if let (Some(b), true) = (built, index) {
             let mut bits = 0u64;
             for (q, w) in vectors.iter().enumerate().take(64) {
@@ -262,32 +280,41 @@ impl Walk<'_> {
             args: vectors,
             indices,
             counts,
+            at_most,
         }
     }
 
     /// Whether `i` is known here to be an index of the vector `w` (whose
     /// length `vector_of` gives): a test passed; or `i` is not its length
-    /// and is at most it, being 0 or one more than an index.
+    /// and is at most it ([`Walk::at_most`]).
     fn is_index(&self, i: Val, w: Val, depth: u32) -> bool {
         let same = |x: Val| self.vector_of(x) == Some(w);
         if self.indices.iter().any(|(j, x)| *j == i && same(*x)) {
             return true;
         }
-        if !self.not_len.iter().any(|(a, x)| *a == i && same(*x)) || depth == 0 {
+        self.not_len.iter().any(|(a, x)| *a == i && same(*x)) && self.at_most(i, w, depth)
+    }
+
+    /// Whether `i` is known here to be at most the length of the vector
+    /// `w`: 0, one more than an index, a constant k where k - 1 is an
+    /// index, or a parameter every call passes such a number.
+    fn at_most(&self, i: Val, w: Val, depth: u32) -> bool {
+        let same = |x: Val| self.vector_of(x) == Some(w);
+        if depth == 0 {
             return false;
         }
-        if self.konst[i.index()] == Some(0.0) {
+        if self.konst[i.index()] == Some(0.0) || self.le.iter().any(|(j, x)| *j == i && same(*x)) {
             return true;
         }
         if let Some(b) = self.plus_one[i.index()] {
             return self.is_index(b, w, depth - 1);
         }
-        // A constant k is at most the length when k - 1 is an index.
         match self.konst[i.index()] {
-            Some(k) if k >= 1.0 && k.fract() == 0.0 => self
-                .indices
-                .iter()
-                .any(|(j, x)| self.konst[j.index()] == Some(k - 1.0) && same(*x)),
+            Some(k) if k >= 1.0 && k.fract() == 0.0 => {
+                self.indices.iter().chain(&self.not_len).any(|(j, _)| {
+                    self.konst[j.index()] == Some(k - 1.0) && self.is_index(*j, w, depth - 1)
+                })
+            }
             _ => false,
         }
     }
@@ -492,6 +519,7 @@ fn walk<'a>(
         index_test: vec![None; n],
         indices: Vec::new(),
         not_len: Vec::new(),
+        le: Vec::new(),
         index_known: vec![false; n],
         np: func.params.len(),
         len: vec![Local::Any; n],
@@ -512,6 +540,13 @@ fn walk<'a>(
         for q in 0..64.min(func.params.len()) {
             if bits & (1 << q) != 0 {
                 w.indices.push((Val::new(p), Val::new(q)));
+            }
+        }
+    }
+    for (p, bits) in facts.le[f].iter().enumerate() {
+        for q in 0..64.min(func.params.len()) {
+            if bits & (1 << q) != 0 {
+                w.le.push((Val::new(p), Val::new(q)));
             }
         }
     }
@@ -562,6 +597,9 @@ fn summaries(m: &Module, reps: &[Vec<u32>], callers: &[Vec<usize>], none: &Facts
 struct Facts {
     idx: Vec<Vec<u64>>,
     cnt: Vec<Vec<u64>>,
+    /// The vectors it is at most the length of (a loop's counter before
+    /// its exit test).
+    le: Vec<Vec<u64>>,
 }
 
 impl Facts {
@@ -569,7 +607,8 @@ impl Facts {
         let zeros: Vec<Vec<u64>> = m.funcs.iter().map(|f| vec![0; f.params.len()]).collect();
         Facts {
             idx: zeros.clone(),
-            cnt: zeros,
+            cnt: zeros.clone(),
+            le: zeros,
         }
     }
 }
@@ -600,12 +639,14 @@ fn param_facts(m: &Module, summary: &[Vec<Len>], reps: &[Vec<u32>], called: &[bo
         .collect();
     let mut facts = Facts {
         idx: start.clone(),
-        cnt: start,
+        cnt: start.clone(),
+        le: start,
     };
     for _ in 0..16 {
         let mut next = Facts {
             idx: facts.idx.clone(),
             cnt: facts.cnt.clone(),
+            le: facts.le.clone(),
         };
         for f in 0..m.funcs.len() {
             for site in walk(m, f, summary, reps, &facts).calls {
@@ -616,9 +657,12 @@ fn param_facts(m: &Module, summary: &[Vec<Len>], reps: &[Vec<u32>], called: &[bo
                 for (p, bits) in next.cnt[g].iter_mut().enumerate() {
                     *bits &= site.counts.get(p).copied().unwrap_or(0);
                 }
+                for (p, bits) in next.le[g].iter_mut().enumerate() {
+                    *bits &= site.at_most.get(p).copied().unwrap_or(0);
+                }
             }
         }
-        if next.idx == facts.idx && next.cnt == facts.cnt {
+        if next.idx == facts.idx && next.cnt == facts.cnt && next.le == facts.le {
             return facts;
         }
         facts = next;
