@@ -49,21 +49,33 @@ impl Slots for Policy<'_> {
 /// the caller drops those slots.
 pub(super) fn remove_dead(m: &mut Module) -> (HashSet<Slot>, Vec<bool>) {
     let rigid = rigid_tags(m);
+    let made: Vec<HashSet<u32>> = m.funcs.iter().map(made_tags).collect();
     let mut live: HashSet<Slot> = HashSet::default();
+    // The slots each function's needed loads read, given `live`; a
+    // function is walked again only when a member it makes gained a live
+    // slot (nothing else it asks of `live` changed).
+    let mut reads: Vec<HashSet<Slot>> = vec![HashSet::default(); m.funcs.len()];
+    let mut grown: Option<HashSet<u32>> = None;
     loop {
-        let mut policy = Policy {
-            live: &live,
-            rigid: &rigid,
-            read: HashSet::default(),
-        };
-        for f in &m.funcs {
+        for (i, f) in m.funcs.iter().enumerate() {
+            if grown.as_ref().is_some_and(|g| g.is_disjoint(&made[i])) {
+                continue;
+            }
+            let mut policy = Policy {
+                live: &live,
+                rigid: &rigid,
+                read: HashSet::default(),
+            };
             simplify::dce_slots(&mut f.clone(), &mut policy);
+            reads[i] = policy.read;
         }
         // More slots live make more loads needed: the sets only grow.
-        if policy.read.len() == live.len() {
+        let read: HashSet<Slot> = reads.iter().flatten().copied().collect();
+        if read.len() == live.len() {
             break;
         }
-        live = policy.read;
+        grown = Some(read.difference(&live).map(|(tag, _)| *tag).collect());
+        live = read;
     }
     let mut policy = Policy {
         live: &live,
@@ -74,12 +86,31 @@ pub(super) fn remove_dead(m: &mut Module) -> (HashSet<Slot>, Vec<bool>) {
         .funcs
         .iter_mut()
         .map(|f| {
-            let before = f.body.clone();
+            // Removal only drops instructions and results.
+            let before = f.body.size() + results(&f.body);
             simplify::dce_slots(f, &mut policy);
-            f.body != before
+            f.body.size() + results(&f.body) != before
         })
         .collect();
     (live, changed)
+}
+
+/// The members whose cells a function makes.
+fn made_tags(f: &crate::Func) -> HashSet<u32> {
+    let mut out = HashSet::default();
+    f.body.for_each_inst(&mut |i| {
+        if let crate::Op::Alloc(tag, _) | crate::Op::AllocZero(tag, _) = &i.op {
+            out.insert(*tag);
+        }
+    });
+    out
+}
+
+/// The number of results of the instructions of `b` and the blocks in it.
+fn results(b: &crate::Block) -> usize {
+    let mut n = 0;
+    b.for_each_inst(&mut |i| n += i.results.len());
+    n
 }
 
 /// The members some `Alloc` of which gives a number of slots other than
