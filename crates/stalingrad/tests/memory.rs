@@ -72,10 +72,16 @@ fn a_hessian_vector_product_keeps_one_copy_of_each_closure_of_its_tape() {
     );
 }
 
-/// Builds `tests/memory/NAME.vlad` in a temporary directory; returns the
-/// directory and the executable.
+/// Builds `tests/memory/NAME.vlad` in a temporary directory of its own
+/// (tests running at once build the same program); returns the directory
+/// and the executable.
 fn built(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("stalingrad-memory-{}-{name}", std::process::id()));
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "stalingrad-memory-{}-{n}-{name}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).expect("make a temporary directory");
     let exe = dir.join(name);
     let build = build_to(&format!("tests/memory/{name}.vlad"), &exe);
