@@ -193,6 +193,7 @@ impl Lowerer<'_> {
             blocks: vec![Vec::new()],
             result: None,
             site: None,
+            maps: Default::default(),
         }
     }
 

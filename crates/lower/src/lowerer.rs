@@ -122,7 +122,16 @@ pub(crate) struct Fb {
     pub(crate) result: Option<AvId>,
     /// The position of the binding being lowered.
     pub(crate) site: Option<Span>,
+    /// The results of the maps of unions called so far
+    /// ([`Lowerer::resolve`]).
+    pub(crate) maps: KnownMaps,
 }
+
+/// What maps of unions gave, by memo table and operands: each result, the
+/// result of the call that made it known and where that call is (an open
+/// block and an index in it), so that it is used only while that call's
+/// block is open, after it.
+pub(crate) type KnownMaps = HashMap<(u32, Vec<Val>), (Val, Val, usize, usize)>;
 
 impl Fb {
     pub(crate) fn new_val(&mut self, t: Ty) -> Val {
@@ -244,6 +253,7 @@ impl Lowerer<'_> {
             blocks: vec![Vec::new()],
             result: Some(s.result),
             site: None,
+            maps: Default::default(),
         };
         let mut params = (0..proto.params.len() as u32).map(Val::from_number);
         let lam = self.ops.prog.lambdas[s.lambda].clone();
@@ -291,6 +301,7 @@ impl Lowerer<'_> {
             blocks: vec![Vec::new()],
             result: None,
             site: None,
+            maps: Default::default(),
         };
         let stmts = self.ops.prog.main.clone();
         let mut vals: HashMap<Var, AvId> = HashMap::new();

@@ -38,6 +38,7 @@ impl Lowerer<'_> {
             blocks: vec![Vec::new()],
             result: None,
             site: None,
+            maps: Default::default(),
         };
         let unlazy = Unlazy::Call(id, 1, 0);
         self.switch(

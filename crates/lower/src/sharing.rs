@@ -34,7 +34,9 @@
 //!   (`unwrap` of a `wrap`, `primal` and `tangent` of a `bundle`), so
 //!   that a round trip, as nested modes make at every step of a loop over
 //!   a list, gives back the very cells it started from, in O(1), and the
-//!   memos keyed by them keep hitting.
+//!   memos keyed by them keep hitting. Within a function, a map whose
+//!   answer is known that way, or that a call made earlier in a block
+//!   still open gave, is not called at all ([`Lowerer::known_map`]).
 //!
 //! Two unions have the same representation when their members, in tag
 //! order, are the same abstract values up to the unions inside them, which
@@ -148,6 +150,47 @@ impl Lowerer<'_> {
             _ => {}
         }
         self.zero_tests(fb, &tests, &mut body)
+    }
+
+    /// What map `what` gives for `args` without a call: what a call of a
+    /// map of the same table gave for them earlier in a block still open,
+    /// or the operand of a map it undoes (`primal` of a `bundle`), as its
+    /// memo table would (see the module's documentation). Forward over
+    /// reverse mode bundles a loop's backpropagator with its tangent and
+    /// takes the bundle apart again at each step: three lookups and a
+    /// store per step in memo tables that grow with the list.
+    pub(super) fn known_map(&mut self, fb: &Fb, what: UnionFn, args: &[Val]) -> Option<Val> {
+        let UnionFn::Map(op, _, _, result) = what else {
+            return None;
+        };
+        let table = self.memo_table(MemoOp::Map(op), result);
+        let (given, made, block, index) = *fb.maps.get(&(table, args.to_vec()))?;
+        let open = fb.blocks.get(block).and_then(|b| b.get(index));
+        open.is_some_and(|i| i.results.first() == Some(&made))
+            .then_some(given)
+    }
+
+    /// Records that the call just emitted, of map `what` on `args`, gave
+    /// `r` ([`Lowerer::known_map`]).
+    pub(super) fn record_map(&mut self, fb: &mut Fb, what: UnionFn, args: &[Val], r: Val) {
+        let UnionFn::Map(op, u, w, result) = what else {
+            return;
+        };
+        let Some(block) = fb.blocks.len().checked_sub(1) else {
+            return;
+        };
+        let Some(index) = fb.blocks[block].len().checked_sub(1) else {
+            return;
+        };
+        let table = self.memo_table(MemoOp::Map(op), result);
+        fb.maps.insert((table, args.to_vec()), (r, r, block, index));
+        // Operands that are known values are not arguments.
+        if args.len() == 1 + usize::from(w.is_some()) {
+            for (inverse, operand) in self.inverses(UnionFn::Map(op, u, w, result)) {
+                let given = args[operand];
+                fb.maps.insert((inverse, vec![r]), (given, r, block, index));
+            }
+        }
     }
 
     /// The tag of the lazy zeros of union `u`'s values, if `zero` of them

@@ -172,8 +172,16 @@ impl Lowerer<'_> {
                 .iter()
                 .map(|a| Val::from_number(subst.get(a).copied().unwrap_or(*a)))
                 .collect();
-            let (f, _) = self.union_fn(UnionFn::Map(p.op, p.unions.0, p.unions.1, p.result_union));
-            let v = fb.emit1(Op::Call(f, args), Ty::Ptr);
+            let what = UnionFn::Map(p.op, p.unions.0, p.unions.1, p.result_union);
+            let v = match self.known_map(fb, what, &args) {
+                Some(v) => v,
+                None => {
+                    let (f, _) = self.union_fn(what);
+                    let v = fb.emit1(Op::Call(f, args.clone()), Ty::Ptr);
+                    self.record_map(fb, what, &args, v);
+                    v
+                }
+            };
             subst.insert(p.result, v.number());
         }
         r.map(|av| self.substitute(av, &subst, &mut HashMap::new()))

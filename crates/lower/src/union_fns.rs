@@ -103,6 +103,7 @@ impl Lowerer<'_> {
             blocks: vec![Vec::new()],
             result: None,
             site: None,
+            maps: Default::default(),
         };
         let target = self.ops.dom.union_av(result);
         let results = self.known_results(&mut fb, what, result, &mut |this, fb| {

@@ -189,6 +189,7 @@ impl Lowerer<'_> {
             blocks: vec![Vec::new()],
             result: None,
             site: None,
+            maps: Default::default(),
         };
         let ps: Vec<Val> = (0..params.len()).map(Val::new).collect();
         let term = match body(self, &mut fb, &ps, Val::new(params.len())) {

@@ -1,12 +1,15 @@
 //! Cell slots worth storing: a scalar of a union member is stored only if
-//! some `Load` reads it, only once, and only if it is not a constant.
+//! some `Load` reads it for what it holds, only once, and only if it is
+//! not a constant.
 //!
 //! Why: a backpropagator closure captures whole values (a closure's
 //! environment, the state of a loop), and lowering flattens all of it into
 //! the tape cell that holds the closure, although the backward sweep reads
 //! only some of its reals, and nested closures capture the same values
 //! again. So for each member (a `Load` carries its member's tag for this):
-//! - a slot no `Load` reads is dropped;
+//! - a slot no `Load` reads, or that is read only to be stored in slots
+//!   dropped ([`live`]), is dropped, and so is the code that only filled
+//!   it;
 //! - a slot that holds the same value as an earlier slot in every cell is
 //!   dropped, and its loads read the earlier one: the same value at every
 //!   `Alloc`, or loads of slots that hold equal values themselves
@@ -27,6 +30,7 @@
 //! order.
 
 mod classes;
+mod live;
 
 use crate::{Block, Func, Inst, Module, Op, Ty, Val};
 use base::EntityRef;
@@ -107,6 +111,7 @@ pub fn shrink_cells(m: &mut Module) {
 /// of the tags some operation still names. Says which functions it
 /// changed.
 pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
+    let (_, removed) = live::remove_dead(m);
     let mut read: HashMap<u32, Vec<u32>> = HashMap::default();
     let mut sites: HashMap<u32, Vec<Site>> = HashMap::default();
     let defs: Vec<HashMap<Val, Def>> = m.funcs.iter().map(definitions).collect();
@@ -136,7 +141,8 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
         .collect();
     m.funcs
         .iter_mut()
-        .map(|f| rewrite(&mut f.body, &fates, &mut f.types))
+        .zip(removed)
+        .map(|(f, removed)| rewrite(&mut f.body, &fates, &mut f.types) || removed)
         .collect()
 }
 
@@ -406,8 +412,8 @@ mod tests {
     use base::EntityRef;
 
     /// `main`: a cell of member #0 with a pointer and three reals, of which
-    /// only the pointer and the last real are read, and a cell of member
-    /// #1 nothing reads at all.
+    /// only the pointer and the last real are read, and the cell of member
+    /// #1 it points to, whose first slot only is read.
     fn module() -> Module {
         let v = Val::new;
         let body = Block {
@@ -418,7 +424,9 @@ mod tests {
                 i(&[3], Op::Alloc(0, vec![v(2), v(0), v(1), v(0)])),
                 i(&[4], Op::Load(v(3), 0, 3)),
                 i(&[5], Op::Load(v(3), 0, 0)),
+                i(&[6], Op::Load(v(5), 1, 0)),
                 i(&[], Op::PrintReal(v(4))),
+                i(&[], Op::PrintReal(v(6))),
             ],
             term: Term::Return(vec![]),
         };
@@ -427,7 +435,15 @@ mod tests {
                 name: "main".into(),
                 params: vec![],
                 returns: vec![],
-                types: vec![Ty::F64, Ty::F64, Ty::Ptr, Ty::Ptr, Ty::F64, Ty::Ptr],
+                types: vec![
+                    Ty::F64,
+                    Ty::F64,
+                    Ty::Ptr,
+                    Ty::Ptr,
+                    Ty::F64,
+                    Ty::Ptr,
+                    Ty::F64,
+                ],
                 body,
             }],
             main: Some(FuncId::new(0)),
@@ -447,11 +463,15 @@ mod tests {
         drop_dead_slots(&mut m);
         let v = Val::new;
         let ops: Vec<&Op> = m.funcs[0].body.insts.iter().map(|i| &i.op).collect();
-        assert_eq!(ops[2], &Op::Alloc(1, vec![]));
+        // The constant 2, stored only in slots not read, is gone.
+        assert_eq!(ops[0], &Op::F64Const(1.0));
+        assert_eq!(ops[1], &Op::Alloc(1, vec![]));
         // Slot 3 always holds the constant 1.
-        assert_eq!(ops[3], &Op::Alloc(0, vec![v(2)]));
-        assert_eq!(ops[4], &Op::F64Const(1.0));
-        assert_eq!(ops[5], &Op::Load(v(3), 0, 0));
+        assert_eq!(ops[2], &Op::Alloc(0, vec![v(2)]));
+        assert_eq!(ops[3], &Op::F64Const(1.0));
+        assert_eq!(ops[4], &Op::Load(v(3), 0, 0));
+        // Member #1's slot 0 always holds 1 too; its slot 1 is not read.
+        assert_eq!(ops[5], &Op::F64Const(1.0));
         assert_eq!(m.cells, [(0, vec![Ty::Ptr]), (1, vec![])].into());
         assert_eq!(crate::verify::verify(&m), Ok(()));
     }
@@ -606,6 +626,55 @@ mod tests {
         assert_eq!(crate::verify::verify(&m), Ok(()));
     }
 
+    /// `f(x)` makes a cell of member #0 holding `x` and one of member #1
+    /// holding what it loads from the first (a closure, then its bundle
+    /// with a tangent), returns both cells, and prints the second's slot
+    /// if `print`.
+    fn copied(print: bool) -> Module {
+        let v = Val::new;
+        let mut insts = vec![
+            i(&[1], Op::Alloc(0, vec![v(0)])),
+            i(&[2], Op::Load(v(1), 0, 0)),
+            i(&[3], Op::Alloc(1, vec![v(2)])),
+            i(&[4], Op::Load(v(3), 1, 0)),
+        ];
+        if print {
+            insts.push(i(&[], Op::PrintReal(v(4))));
+        }
+        Module {
+            funcs: vec![Func {
+                name: "f".into(),
+                params: vec![Ty::F64],
+                returns: vec![Ty::Ptr, Ty::Ptr],
+                types: vec![Ty::F64, Ty::Ptr, Ty::F64, Ty::Ptr, Ty::F64],
+                body: Block {
+                    insts,
+                    term: Term::Return(vec![v(1), v(3)]),
+                },
+            }],
+            main: None,
+            vectors: Default::default(),
+            strings: vec![],
+            cells: [(0, vec![Ty::F64]), (1, vec![Ty::F64])].into(),
+        }
+    }
+
+    /// A slot read only to be stored in a slot nothing needs is not
+    /// stored, nor is that one.
+    #[test]
+    fn a_slot_read_only_to_be_stored_again_is_dropped() {
+        let mut m = copied(false);
+        drop_dead_slots(&mut m);
+        let ops: Vec<&Op> = m.funcs[0].body.insts.iter().map(|i| &i.op).collect();
+        assert_eq!(ops, [&Op::Alloc(0, vec![]), &Op::Alloc(1, vec![])]);
+        assert_eq!(m.cells, [(0, vec![]), (1, vec![])].into());
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+        let mut m = copied(true);
+        drop_dead_slots(&mut m);
+        assert_eq!(m.cells, [(0, vec![Ty::F64]), (1, vec![Ty::F64])].into());
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+    }
+
     fn output(m: &Module) -> Result<String, String> {
         let mut out = Vec::new();
         crate::eval::run(m, &mut &b""[..], &mut out)?;
@@ -615,7 +684,7 @@ mod tests {
     #[test]
     fn the_evaluator_gives_the_same_output_after_it() {
         let before = output(&module());
-        assert_eq!(before, Ok("1".to_string()));
+        assert_eq!(before, Ok("11".to_string()));
         let mut m = module();
         drop_dead_slots(&mut m);
         assert_eq!(output(&m), before);

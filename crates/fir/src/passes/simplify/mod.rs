@@ -95,15 +95,42 @@ fn simplify_once(f: &mut Func, implications: bool) {
     f.body = cx.block(body);
     f.types.extend(cx.new_types);
     let mut live = vec![false; cx.next];
-    dce_block(&mut f.body, &mut live);
+    dce_block(&mut f.body, &mut live, &mut EverySlot);
     super::compact::compact(f);
 }
 
 /// Only the dead-code removal of [`simplify_func`]: for a pass that left
 /// uses of values it removed in code nothing needs.
 pub(crate) fn dce(f: &mut Func) {
+    dce_slots(f, &mut EverySlot);
+}
+
+/// [`dce`], where an `Alloc`'s operand is a use only if `slots` says its
+/// slot is stored; tells `slots` the slots the live `Load`s read. The
+/// operands left at slots not stored may be values it removed: the caller
+/// drops those slots.
+pub(crate) fn dce_slots(f: &mut Func, slots: &mut impl Slots) {
     let mut live = vec![false; f.types.len()];
-    dce_block(&mut f.body, &mut live);
+    dce_block(&mut f.body, &mut live, slots);
+}
+
+/// What dead-code removal asks of cells ([`dce_slots`]).
+pub(crate) trait Slots {
+    /// Whether slot `slot` of member `tag` is kept, so that what an
+    /// `Alloc` puts there is needed.
+    fn stored(&self, tag: u32, slot: usize) -> bool;
+    /// A `Load` whose result is needed reads slot `slot` of member `tag`.
+    fn read(&mut self, tag: u32, slot: u32);
+}
+
+/// Every slot is kept.
+struct EverySlot;
+
+impl Slots for EverySlot {
+    fn stored(&self, _: u32, _: usize) -> bool {
+        true
+    }
+    fn read(&mut self, _: u32, _: u32) {}
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -791,7 +818,7 @@ fn mark_term(t: &Term, live: &mut [bool]) {
 /// Backward pass. Values are defined once and before their uses, so one
 /// walk in reverse program order sees every use of a value before its
 /// definition.
-fn dce_block(b: &mut Block, live: &mut [bool]) {
+fn dce_block(b: &mut Block, live: &mut [bool], slots: &mut impl Slots) {
     mark_term(&b.term, live);
     let insts = std::mem::take(&mut b.insts);
     let mut kept = Vec::with_capacity(insts.len());
@@ -814,13 +841,24 @@ fn dce_block(b: &mut Block, live: &mut [bool]) {
                         }
                     }
                 }
-                dce_block(then_, live);
-                dce_block(else_, live);
+                dce_block(then_, live, slots);
+                dce_block(else_, live, slots);
                 let idle = |b: &Block| b.insts.is_empty() && matches!(b.term, Term::Yield(_));
                 if inst.results.is_empty() && idle(then_) && idle(else_) {
                     continue;
                 }
                 mark(live, *cond);
+            }
+            Op::Alloc(tag, args) | Op::AllocZero(tag, args) => {
+                for (s, v) in args.iter().enumerate() {
+                    if slots.stored(*tag, s) {
+                        mark(live, *v);
+                    }
+                }
+            }
+            Op::Load(cell, tag, slot) => {
+                slots.read(*tag, *slot);
+                mark(live, *cell);
             }
             op => op.for_each_operand(|v| mark(live, v)),
         }
