@@ -26,26 +26,38 @@ const MIN_FOLDED: usize = 50_000;
 /// Which specialisations fold (see the module documentation): none when
 /// fewer than [`MIN_FOLDED`] would.
 pub(crate) fn folded(analysis: &Analysis) -> Vec<bool> {
-    let mut folds = foldable(analysis);
+    let mut folds = closed(analysis.specs.len(), |s| own_callees(analysis, s));
     if folds.iter().filter(|f| **f).count() < MIN_FOLDED {
         folds.iter_mut().for_each(|f| *f = false);
     }
     folds
 }
 
-/// Which specialisations could fold.
-fn foldable(analysis: &Analysis) -> Vec<bool> {
-    let n = analysis.specs.len();
+/// Which of `n` specialisations fold, given which fold by their own code
+/// (`own`, with their callees): those whose callees all fold, none of
+/// them recursively.
+fn closed(n: usize, own: impl Fn(usize) -> Option<Vec<usize>>) -> Vec<bool> {
     let mut state = vec![State::Unseen; n];
     // Depth-first over the calls, with an explicit stack (a tower nests
     // calls hundreds of thousands deep): each entry is a specialisation
     // and the callees it has left to look at.
     let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
+    let enter = |s: usize, state: &mut [State], stack: &mut Vec<(usize, Vec<usize>)>| match own(s) {
+        Some(callees) => {
+            state[s] = State::OnStack;
+            stack.push((s, callees));
+            true
+        }
+        None => {
+            state[s] = State::Kept;
+            false
+        }
+    };
     for root in 0..n {
         if state[root] != State::Unseen {
             continue;
         }
-        enter(analysis, root, &mut state, &mut stack);
+        enter(root, &mut state, &mut stack);
         while let Some((s, callees)) = stack.last_mut() {
             let s = *s;
             let Some(c) = callees.pop() else {
@@ -53,15 +65,17 @@ fn foldable(analysis: &Analysis) -> Vec<bool> {
                 stack.pop();
                 continue;
             };
-            match state[c] {
-                State::Folds => {}
-                State::Unseen => enter(analysis, c, &mut state, &mut stack),
-                // A cycle of calls, or a callee that does not fold: no
-                // specialisation on the stack folds either.
-                State::OnStack | State::Kept => {
-                    for (t, _) in stack.drain(..) {
-                        state[t] = State::Kept;
-                    }
+            let kept = match state[c] {
+                State::Folds => false,
+                State::Unseen => !enter(c, &mut state, &mut stack),
+                State::OnStack | State::Kept => true,
+            };
+            // A cycle of calls, or a callee that does not fold: no
+            // specialisation on the stack folds either (each calls the
+            // one above it).
+            if kept {
+                for (t, _) in stack.drain(..) {
+                    state[t] = State::Kept;
                 }
             }
         }
@@ -75,18 +89,6 @@ enum State {
     OnStack,
     Folds,
     Kept,
-}
-
-/// Looks at specialisation `s`: if its own code allows it to fold, it
-/// goes on the stack with its callees, else it is kept.
-fn enter(analysis: &Analysis, s: usize, state: &mut [State], stack: &mut Vec<(usize, Vec<usize>)>) {
-    match own_callees(analysis, s) {
-        Some(callees) => {
-            state[s] = State::OnStack;
-            stack.push((s, callees));
-        }
-        None => state[s] = State::Kept,
-    }
 }
 
 /// The specialisations `s` calls, if its own code allows it to fold.
@@ -130,4 +132,47 @@ fn own_callees(analysis: &Analysis, s: usize) -> Option<Vec<usize>> {
         }
     }
     Some(callees)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closed;
+
+    /// `calls[s]`: the callees of `s`, or `None` if its own code keeps it.
+    fn folds(calls: &[Option<&[usize]>]) -> Vec<bool> {
+        closed(calls.len(), |s| calls[s].map(<[usize]>::to_vec))
+    }
+
+    #[test]
+    fn a_specialisation_folds_when_all_it_calls_folds() {
+        // 0 -> 1 -> 2, and 3 -> 1.
+        assert_eq!(
+            folds(&[Some(&[1]), Some(&[2]), Some(&[]), Some(&[1])]),
+            [true; 4]
+        );
+    }
+
+    #[test]
+    fn a_callee_that_does_not_fold_keeps_its_callers() {
+        // 0 -> 1 -> 2, 2 kept (say it prints); 3 -> 4 folds, 0 also
+        // calls 3. Seen from 0 first, and from 2 first.
+        let calls: [Option<&[usize]>; 5] = [Some(&[3, 1]), Some(&[2]), None, Some(&[4]), Some(&[])];
+        assert_eq!(folds(&calls), [false, false, false, true, true]);
+        let calls: [Option<&[usize]>; 3] = [None, Some(&[0]), Some(&[1])];
+        assert_eq!(folds(&calls), [false, false, false]);
+    }
+
+    #[test]
+    fn recursion_keeps_every_specialisation_on_the_cycle_and_its_callers() {
+        // 0 calls itself; 1 -> 2 -> 3 -> 2; 4 -> 5 folds.
+        let calls: [Option<&[usize]>; 6] = [
+            Some(&[0]),
+            Some(&[2]),
+            Some(&[3]),
+            Some(&[2]),
+            Some(&[5]),
+            Some(&[]),
+        ];
+        assert_eq!(folds(&calls), [false, false, false, false, true, true]);
+    }
 }
