@@ -313,9 +313,15 @@ impl Domain {
     /// The same arena, every id kept, in which values may have leaves `L`
     /// (lowering continues the analysis' domain with its symbolic leaves).
     pub fn with_leaves<L: Leaf>(self) -> Domain<L> {
-        drop(self.index);
+        // The index's keys move over as the nodes do: cloning every node
+        // into a new index, and freeing the old one, was most of the
+        // lowering time of a tower of 800,000 specialisations.
         let nodes: Vec<Av<L>> = self.nodes.into_iter().map(Av::with_leaves).collect();
-        let index = nodes.iter().cloned().zip((0..).map(AvId)).collect();
+        let index = self
+            .index
+            .into_iter()
+            .map(|(av, id)| (av.with_leaves(), id))
+            .collect();
         Domain {
             nodes,
             index,

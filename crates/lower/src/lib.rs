@@ -6,7 +6,8 @@
 //! of every binding. Output: a [`fir::Module`] that satisfies
 //! `fir::verify` (the driver checks it after lowering in every build,
 //! then runs the FIR passes): one function per specialisation (a dead one is
-//! an error term), `vlad_main`, and the functions made per union.
+//! an error term; none for one whose calls fold to its result, `folded`),
+//! `vlad_main`, and the functions made per union.
 //!
 //! Invariants: every value has the representation its abstract value calls
 //! for ([`layout`]): constants no scalars, an unknown real one `F64`, an
@@ -28,6 +29,7 @@
 //! mode of the shape operations and the calls of maps), `calls`
 //! (applications and run-time checks),
 //! `prims` (primitives on symbolic values), `errors` (error terms),
+//! `folded` (the specialisations whose calls are their known result),
 //! `switch` (union switches), `union_fns` (the functions of the maps of
 //! unions), `sharing` (what keeps those maps from walking what they need
 //! not), `identity_maps` (tag maps that only copy cells become the
@@ -40,6 +42,7 @@
 
 mod calls;
 mod errors;
+mod folded;
 mod identity_maps;
 mod list_to_vector;
 mod lowerer;
@@ -64,11 +67,21 @@ use std::collections::HashMap;
 use symbolic::Symbolic;
 
 /// Lowers an analysed program: one function per specialisation (a
-/// dead one, never called, is an error term), then `vlad_main`, then the
+/// dead one, never called, is an error term; none for one whose calls
+/// fold, `folded.rs`), then `vlad_main`, then the
 /// maps that only copy cells become the identity (`identity_maps.rs`).
 pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let live: Vec<bool> = (0..analysis.specs.len())
         .map(|i| analysis.is_live(SpecId::new(i)))
+        .collect();
+    // One function per specialisation but those whose calls fold.
+    let mut count = 0;
+    let func_of = folded::folded(&analysis)
+        .into_iter()
+        .map(|folds| {
+            count += usize::from(!folds);
+            (!folds).then(|| FuncId::new(count - 1))
+        })
         .collect();
     let Analysis {
         ops, specs, main, ..
@@ -78,6 +91,7 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
     let mut lw = Lowerer {
         ops,
         specs,
+        func_of,
         module: fir::Module::default(),
         strings: HashMap::new(),
         printers: HashMap::new(),
@@ -92,6 +106,9 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         operator_sites,
     };
     for (i, s) in lw.specs.iter().enumerate() {
+        if lw.func_of[i].is_none() {
+            continue;
+        }
         let name = format!(
             "{}_{}",
             lw.ops.prog.lambdas[s.lambda]
@@ -119,13 +136,14 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         });
     }
     for (i, live) in live.into_iter().enumerate() {
+        let Some(f) = lw.func_of[i] else { continue };
         if live {
-            let f = lw.lower_spec(SpecId::new(i));
-            lw.module.funcs[i] = f;
+            let body = lw.lower_spec(SpecId::new(i), f);
+            lw.module.funcs[f.index()] = body;
         } else {
             // Never called: its analysis is stale.
             let msg = lw.string("error: internal error: a dead specialisation was called");
-            let f = &mut lw.module.funcs[i];
+            let f = &mut lw.module.funcs[f.index()];
             f.types = f.params.clone();
             f.body.term = Term::Error(msg);
         }

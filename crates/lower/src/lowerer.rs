@@ -89,6 +89,9 @@ pub(crate) fn cell_layout(types: &[Ty]) -> Vec<Ty> {
 pub(crate) struct Lowerer<'m> {
     pub(crate) ops: Ops<Symbolic>,
     pub(crate) specs: Vec<Spec>,
+    /// The function of each specialisation; none for those whose calls
+    /// are their constant result (`folded.rs`).
+    pub(crate) func_of: Vec<Option<FuncId>>,
     pub(crate) module: fir::Module,
     pub(crate) strings: HashMap<String, StrId>,
     /// Printer functions of unions: (union, prints a list's tail).
@@ -243,10 +246,12 @@ impl Lowerer<'_> {
         }
     }
 
-    pub(crate) fn lower_spec(&mut self, id: SpecId) -> fir::Func {
+    /// Specialisation `id`'s code, as function `func` (its prototype in
+    /// the module).
+    pub(crate) fn lower_spec(&mut self, id: SpecId, func: FuncId) -> fir::Func {
         let s = self.specs[id.index()].clone();
-        let proto = self.module.funcs[id.index()].clone();
-        self.lowering = Some(FuncId::new(id.index()));
+        let proto = self.module.funcs[func.index()].clone();
+        self.lowering = Some(func);
         self.code_of = Some(s.lambda);
         let mut fb = Fb {
             types: proto.params.clone(),

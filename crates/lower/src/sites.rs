@@ -24,6 +24,8 @@ pub(crate) struct TailSite {
     /// The calling function (`None`: `vlad_main`).
     pub(crate) caller: Option<FuncId>,
     pub(crate) callee: FuncId,
+    /// Is the callee the code of a primitive?
+    pub(crate) primitive: bool,
     pub(crate) args: Vec<Val>,
     /// The text of the call site ([`Lowerer::site_text`]).
     pub(crate) at: String,
@@ -68,6 +70,7 @@ impl Lowerer<'_> {
         self.tail_sites.push(TailSite {
             caller: self.lowering,
             callee,
+            primitive: self.ops.prog.prim_chain(lambda).is_some(),
             args: args.to_vec(),
             at,
         });
@@ -82,11 +85,7 @@ impl Lowerer<'_> {
         }
         let raises = raises_at_site(&self.module);
         for t in sites {
-            let primitive = self
-                .specs
-                .get(t.callee.index())
-                .is_some_and(|s| self.ops.prog.prim_chain(s.lambda).is_some());
-            let blamed = if primitive {
+            let blamed = if t.primitive {
                 raises[t.callee.index()]
             } else {
                 self.pattern_sites.contains(&t.callee)
