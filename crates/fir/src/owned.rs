@@ -129,6 +129,8 @@ struct Uses {
     made: Vec<Made>,
     /// The calls and tail calls: callee, arguments, number.
     calls: Vec<(FuncId, Vec<Val>, usize)>,
+    /// The `VecPlus` results, in program order.
+    plus: Vec<Val>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -146,6 +148,7 @@ impl Uses {
             at: HashMap::default(),
             made: vec![Made::Other; f.types.len()],
             calls: Vec::new(),
+            plus: Vec::new(),
         };
         for m in u.made.iter_mut().take(f.params.len()) {
             *m = Made::Param;
@@ -178,6 +181,9 @@ impl Uses {
             for r in &i.results {
                 self.made[r.index()] = made;
                 self.at.insert(*r, at);
+                if let Made::Plus(..) = made {
+                    self.plus.push(*r);
+                }
             }
             match &i.op {
                 Op::Call(g, args) | Op::CallAt(g, args, _) => {
@@ -219,11 +225,18 @@ struct Fresh<'a> {
 
 impl<'a> Fresh<'a> {
     fn new(uses: &'a Uses, owned: &'a [bool]) -> Fresh<'a> {
-        Fresh {
+        let mut f = Fresh {
             uses,
             owned,
             memo: HashMap::default(),
+        };
+        // In program order, each `plus` finds its operands decided: a
+        // chain of thousands of them (a long unrolled sweep) recurses
+        // one level, not thousands.
+        for v in &uses.plus {
+            f.fresh(*v);
         }
+        f
     }
 
     fn fresh(&mut self, v: Val) -> bool {

@@ -17,8 +17,15 @@ use common::*;
 fn within(name: &str, input: &str, mib: u64, line: &str) {
     let mut cmd = std::process::Command::new(binary());
     cmd.args(["run", &format!("tests/memory/{name}.vlad")])
-        .current_dir(repo_root())
-        .env_remove("RUST_BACKTRACE");
+        .current_dir(repo_root());
+    runs_within(name, cmd, input, mib, line);
+}
+
+/// Runs `cmd` with `input` on standard input under a limit of `mib` MiB
+/// of resident memory; checks that it succeeds and that every line
+/// printed is `line`.
+fn runs_within(name: &str, mut cmd: std::process::Command, input: &str, mib: u64, line: &str) {
+    cmd.env_remove("RUST_BACKTRACE");
     let limits = runner::Limits {
         time: time_limit(),
         memory_kb: Some(mib * 1024),
@@ -124,29 +131,15 @@ fn stat(stats: &str, what: &str) -> u64 {
 /// checks that every line printed is `line`.
 fn compiled_within(name: &str, input: &str, mib: u64, line: &str) {
     let (dir, exe) = built(name);
-    let mut cmd = std::process::Command::new(&exe);
-    cmd.env_remove("RUST_BACKTRACE");
-    let limits = runner::Limits {
-        time: time_limit(),
-        memory_kb: Some(mib * 1024),
-    };
-    let run = runner::run_text(&mut cmd, input.as_bytes(), &limits);
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        !run.over_memory,
-        "{name} with input {input:?} passed {mib} MiB of resident memory"
-    );
-    assert!(
-        run.success(),
-        "{name}: {}\n{}",
-        run.describe_status(),
-        run.stderr
-    );
-    assert!(
-        !run.stdout.is_empty() && run.stdout.lines().all(|l| l == line),
-        "{name} printed {:?}",
-        run.stdout
-    );
+    // The directory goes even when the checks fail.
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _dir = Remove(dir);
+    runs_within(name, std::process::Command::new(&exe), input, mib, line);
 }
 
 /// Softmax regression over a list of 61,440 points, compiled, 5 steps of

@@ -576,15 +576,17 @@ impl Rewrite<'_> {
                 };
                 self.new[r.index()] = Some(v);
             }
-            Op::Call(g, args) => self.call(out, i.results, Op::Call(g, self.expand_all(&args))),
+            Op::Call(g, args) => {
+                self.with_results(out, i.results, Op::Call(g, self.expand_all(&args)))
+            }
             Op::CallAt(g, args, at) => {
                 let op = Op::CallAt(g, self.expand_all(&args), at);
-                self.call(out, i.results, op)
+                self.with_results(out, i.results, op)
             }
             Op::If { cond, then_, else_ } => {
                 let cond = self.val(cond);
                 let (then_, else_) = (self.block(then_), self.block(else_));
-                self.call(out, i.results, Op::If { cond, then_, else_ })
+                self.with_results(out, i.results, Op::If { cond, then_, else_ })
             }
             mut op => {
                 op.for_each_operand_mut(|v| *v = self.val(*v));
@@ -595,7 +597,7 @@ impl Rewrite<'_> {
     }
 
     /// An instruction whose results may be stacks (a call or an `If`).
-    fn call(&mut self, out: &mut Vec<Inst>, results: Vec<Val>, op: Op) {
+    fn with_results(&mut self, out: &mut Vec<Inst>, results: Vec<Val>, op: Op) {
         let results = results.iter().flat_map(|r| self.define(*r)).collect();
         out.push(Inst { results, op });
     }
