@@ -73,6 +73,23 @@ pub const SUM_ROWS_TAG: u32 = u32::MAX - 2;
 /// gives only the lengths of its rows.
 pub const SUM_ZERO_OF: u32 = 1;
 
+/// The bit of a [`SUM_TAG`] header's second half that says the sum is
+/// an accumulator (the runtime's `gc/vector_sum/accumulator.rs`): its
+/// base is a vector of its elements, which only it holds, and a `plus`
+/// that consumes it adds to them in place.
+pub const SUM_ACC: u32 = 1;
+
+/// The bit, beside [`SUM_ACC`], that says the accumulator has a base:
+/// none of its elements is [`SUM_ABSENT`].
+pub const SUM_ACC_BASED: u32 = 2;
+
+/// The bits of an accumulator's element that no addition has reached over
+/// a zero: a signalling NaN, which no arithmetic makes.
+pub const SUM_ABSENT: u64 = 0x7ff4_0000_0000_0acc;
+
+/// Sums shorter than this, or of fewer additions, stay sums with a log.
+pub const SUM_ACC_FROM: usize = 64;
+
 /// A sum's number of additions, then its three pointers: the vector it
 /// adds to (0: a zero), the log of its additions (0: none, or the one
 /// addition of a one-hot, written after [`SUM_BYTES`]), and the vector of

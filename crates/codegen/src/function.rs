@@ -55,6 +55,59 @@ pub(crate) struct FnBuilder<'a, 'b> {
     pub(crate) hot: HashSet<Val>,
     /// Those met so far: their index (an integer) and their real.
     pub(crate) deferred: HashMap<Val, (ClValue, ClValue)>,
+    /// What was computed once of a FIR value where the block being built
+    /// can still use it (`Known`).
+    pub(crate) known: Known,
+}
+
+/// Work on a FIR value done once and reused where it dominates: the
+/// elements of a vector that may be a sum (`Fact::Dense`: a cold call of
+/// the runtime, whose clobbered registers made a loop spill every value
+/// it carries), an index as an integer (`Fact::Int`) and a vector's
+/// length (`Fact::Len`, which a loop over a vector compares an index
+/// with at every step). An `If` arm
+/// starts from what its `If` knew, and what it learns ends with it.
+#[derive(Default)]
+pub(crate) struct Known {
+    facts: HashMap<(Val, Fact), ClValue>,
+    /// The keys in the order they were learnt, so an arm's can be undone.
+    trail: Vec<(Val, Fact)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Fact {
+    Dense,
+    Int,
+    /// A vector's length, as the `F64` the FIR holds.
+    Len,
+}
+
+impl Known {
+    pub(crate) fn get(&self, v: Val, fact: Fact) -> Option<ClValue> {
+        self.facts.get(&(v, fact)).copied()
+    }
+
+    pub(crate) fn learn(&mut self, v: Val, fact: Fact, x: ClValue) {
+        if self.facts.insert((v, fact), x).is_none() {
+            self.trail.push((v, fact));
+        }
+    }
+
+    pub(crate) fn mark(&self) -> usize {
+        self.trail.len()
+    }
+
+    /// Forgets what was learnt since `mark`.
+    pub(crate) fn undo(&mut self, mark: usize) {
+        for key in self.trail.drain(mark..) {
+            self.facts.remove(&key);
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.facts.clear();
+        self.trail.clear();
+    }
 }
 
 impl FnBuilder<'_, '_> {
@@ -203,10 +256,11 @@ impl FnBuilder<'_, '_> {
         self.b.switch_to_block(bump);
         self.b.ins().store(flags, after, base, at);
         self.b.ins().jump(done, &block_args(&[next]));
+        self.b.set_cold_block(call);
         self.b.switch_to_block(call);
         let size = self.b.ins().iconst(types::I64, bytes);
         let p = self
-            .call_import("rt_alloc", &[size])?
+            .call_cold("rt_alloc", &[size])?
             .ok_or("internal error: rt_alloc result")?;
         self.b.ins().jump(done, &block_args(&[p]));
         self.b.switch_to_block(done);
@@ -338,10 +392,13 @@ impl FnBuilder<'_, '_> {
                 }
                 self.b.ins().brif(c, then_blk, &[], else_blk, &[]);
                 self.yield_to.push(merge);
+                let mark = self.known.mark();
                 self.b.switch_to_block(then_blk);
                 self.block(then_)?;
+                self.known.undo(mark);
                 self.b.switch_to_block(else_blk);
                 self.block(else_)?;
+                self.known.undo(mark);
                 self.yield_to.pop();
                 self.b.switch_to_block(merge);
                 let params = self.b.block_params(merge).to_vec();
@@ -550,43 +607,48 @@ impl FnBuilder<'_, '_> {
                     .ok_or("internal error: `yield` outside an `if`")?;
                 self.b.ins().jump(merge, &block_args(&vs));
             }
+            // Errors end the program: their blocks are cold, and their
+            // calls clobber nothing (`cold`), so the values an error
+            // reports stay in registers on the paths that go on.
             Term::Error(s) => {
+                self.cold_here();
                 let args = self.string(*s)?;
-                self.call_import("rt_error", &args)?;
+                self.call_cold("rt_error", &args)?;
                 self.b.ins().trap(TrapCode::unwrap_user(1));
             }
             Term::ErrorWith(parts) => {
+                self.cold_here();
                 for p in parts {
                     match p {
                         fir::ErrPart::Str(s) => {
                             let args = self.string(*s)?;
-                            self.call_import("rt_err_str", &args)?;
+                            self.call_cold("rt_err_str", &args)?;
                         }
                         fir::ErrPart::Real(v) => {
                             let x = self.val(*v)?;
-                            self.call_import("rt_err_real", &[x])?;
+                            self.call_cold("rt_err_real", &[x])?;
                         }
                         fir::ErrPart::Bool(v) => {
                             let x = self.val(*v)?;
                             let x = self.b.ins().uextend(types::I32, x);
-                            self.call_import("rt_err_bool", &[x])?;
+                            self.call_cold("rt_err_bool", &[x])?;
                         }
                         fir::ErrPart::Site => {
-                            self.call_import("rt_err_site", &[])?;
+                            self.call_cold("rt_err_site", &[])?;
                         }
                         fir::ErrPart::At(s) => {
                             let args = self.string(*s)?;
-                            self.call_import("rt_err_at", &args)?;
+                            self.call_cold("rt_err_at", &args)?;
                         }
                         fir::ErrPart::ValueStart => {
-                            self.call_import("rt_err_value_start", &[])?;
+                            self.call_cold("rt_err_value_start", &[])?;
                         }
                         fir::ErrPart::ValueEnd => {
-                            self.call_import("rt_err_value_end", &[])?;
+                            self.call_cold("rt_err_value_end", &[])?;
                         }
                     }
                 }
-                self.call_import("rt_err_end", &[])?;
+                self.call_cold("rt_err_end", &[])?;
                 self.b.ins().trap(TrapCode::unwrap_user(1));
             }
         }

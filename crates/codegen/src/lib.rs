@@ -37,6 +37,7 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 use fir::{self, Cmp, FBin, FUn, FuncId, Op, StrId, Term, Ty, Val};
 use std::collections::{HashMap, HashSet};
 
+mod cold;
 mod function;
 mod groups;
 pub mod lib_export;
@@ -44,7 +45,7 @@ pub mod link;
 mod parallel;
 mod vector;
 
-use function::{invariant_params, FnBuilder, Member};
+use function::{invariant_params, Fact, FnBuilder, Known, Member};
 use groups::{plan_groups, tail_callees};
 pub use link::{link, Linked, RUNTIME};
 
@@ -111,6 +112,8 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         done: Vec::new(),
         next_job: 0,
         consumed: fir::owned::consumed_sums(m),
+        colds: HashMap::new(),
+        cold_result: None,
     };
     // Cranelift compiles each function as it is defined.
     let functions = base::timing::span("cranelift");
@@ -261,6 +264,10 @@ struct Codegen<'a> {
     /// Per function, the `VecPlus`es that may add to an operand in place
     /// (`fir::owned`): (the result, the operand).
     consumed: Vec<HashSet<(fir::Val, fir::Val)>>,
+    /// The trampolines of runtime functions called from cold blocks
+    /// (`cold`), and the word they leave results in.
+    colds: HashMap<&'static str, ClFuncId>,
+    cold_result: Option<DataId>,
 }
 
 impl Codegen<'_> {
@@ -319,6 +326,7 @@ impl Codegen<'_> {
             "rt_alloc_vector" => (&[types::I64; 2], &[types::I64]),
             "rt_vec_zero" | "rt_vec_plus" | "rt_vec_zero_of" => (&[types::I64; 2], &[types::I64]),
             "rt_vec_one_hot_of" => (&[types::I64; 4], &[types::I64]),
+            "rt_vec_plus_owned" => (&[types::I64; 3], &[types::I64]),
             "rt_vec_plus_hot" => (
                 &[types::I64, types::I64, types::F64, types::I64],
                 &[types::I64],
@@ -566,6 +574,7 @@ impl Codegen<'_> {
                 globals: HashMap::new(),
                 hot: HashSet::new(),
                 deferred: HashMap::new(),
+                known: Known::default(),
             };
             for &g in group {
                 let gf = fb.cg.m.func(g);
@@ -574,6 +583,19 @@ impl Codegen<'_> {
                 let fixed = mem.fixed.clone();
                 fb.b.switch_to_block(pre);
                 let pre_params = fb.b.block_params(pre).to_vec();
+                fb.known.clear();
+                fb.f = gf;
+                fb.fid = g;
+                let (dense, measured) = fb.read_vectors(g, gf, &fixed);
+                for p in dense {
+                    let d = fb.dense(pre_params[p.index()])?;
+                    fb.known.learn(p, Fact::Dense, d);
+                }
+                fb.vals = pre_params.iter().map(|x| Some(*x)).collect();
+                fb.vals.resize(gf.types.len(), None);
+                for p in measured {
+                    fb.len_of(p)?;
+                }
                 let moving: Vec<ClValue> = pre_params
                     .iter()
                     .zip(&fixed)

@@ -8,8 +8,8 @@
 
 use super::*;
 use base::cell_layout::{
-    vector_header, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT, SUM_LOG_AT, SUM_TAG,
-    VECTOR_SLOTS_AT, VECTOR_TAG,
+    vector_header, SUM_ABSENT, SUM_ACC, SUM_ACC_BASED, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT,
+    SUM_DENSE_AT, SUM_LOG_AT, SUM_TAG, VECTOR_SLOTS_AT, VECTOR_TAG,
 };
 
 /// 2^52: an `F64` whole number below it, added to it, is in the mantissa.
@@ -74,16 +74,19 @@ impl FnBuilder<'_, '_> {
     ) -> Result<ClValue, String> {
         let flags = MemFlagsData::trusted();
         let i64t = types::I64;
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, i64t);
+        self.b.set_cold_block(slow);
+        if in_place {
+            self.add_to_accumulator(sum, hot, done)?;
+        }
         let tag = self.b.ins().load(types::I32, flags, sum, 0);
         let sum_tag = self.b.ins().iconst(types::I32, i64::from(SUM_TAG as i32));
         let is_sum = self.b.ins().icmp(IntCC::Equal, tag, sum_tag);
         let has_log = self.b.create_block();
         let check = self.b.create_block();
         let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.append_block_param(done, i64t);
-        self.b.set_cold_block(slow);
         self.b.ins().brif(is_sum, has_log, &[], slow, &[]);
         self.b.switch_to_block(has_log);
         let log = self.b.ins().load(i64t, flags, sum, SUM_LOG_AT as i32);
@@ -132,7 +135,7 @@ impl FnBuilder<'_, '_> {
         if in_place {
             self.b.ins().store(flags, next, sum, SUM_COUNT_AT as i32);
             self.b.ins().jump(done, &block_args(&[sum]));
-            return self.plus_hot_slow(sum, hot, hot_first, slow, done);
+            return self.plus_hot_slow(sum, hot, hot_first | 2, slow, done);
         }
         let header = self.b.ins().load(i64t, flags, sum, 0);
         let base = self.b.ins().load(i64t, flags, sum, SUM_BASE_AT as i32);
@@ -152,6 +155,61 @@ impl FnBuilder<'_, '_> {
         self.plus_hot_slow(sum, hot, hot_first, slow, done)
     }
 
+    /// [`Self::plus_hot`]'s first path when the `plus` consumes `sum`: if
+    /// `sum` is an accumulator (`base::cell_layout::SUM_ACC`) whose elements
+    /// were not read and which stays one of no more additions than
+    /// elements, its element is added to in place, and the sum is the
+    /// result (a jump to `done`). Else the block it leaves open goes on.
+    fn add_to_accumulator(
+        &mut self,
+        sum: ClValue,
+        hot: (ClValue, ClValue),
+        done: ClBlock,
+    ) -> Result<(), String> {
+        let flags = MemFlagsData::trusted();
+        let i64t = types::I64;
+        let header = self.b.ins().load(i64t, flags, sum, 0);
+        let half = vector_header(1, 0) | SUM_ACC | SUM_ACC_BASED;
+        let acc = (u64::from(half) << 32) | u64::from(SUM_TAG);
+        // Either accumulator: with a base or over a zero.
+        let based = self
+            .b
+            .ins()
+            .bor_imm_u(header, i64::from(SUM_ACC_BASED) << 32);
+        let is_acc = self.b.ins().icmp_imm_s(IntCC::Equal, based, acc as i64);
+        let check = self.b.create_block();
+        let add = self.b.create_block();
+        let other = self.b.create_block();
+        self.b.ins().brif(is_acc, check, &[], other, &[]);
+        self.b.switch_to_block(check);
+        let count = self.b.ins().load(i64t, flags, sum, SUM_COUNT_AT as i32);
+        let n = self.b.ins().load(i64t, flags, sum, 8);
+        let dense = self.b.ins().load(i64t, flags, sum, SUM_DENSE_AT as i32);
+        let next = self.b.ins().iadd_imm_s(count, 1);
+        let room = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, n);
+        let unread = self.b.ins().icmp_imm_u(IntCC::Equal, dense, 0);
+        let ok = self.b.ins().band(room, unread);
+        self.b.ins().brif(ok, add, &[], other, &[]);
+        self.b.switch_to_block(add);
+        let a = self.b.ins().load(i64t, flags, sum, SUM_BASE_AT as i32);
+        let off = self.b.ins().imul_imm_s(hot.0, 8);
+        let at = self.b.ins().iadd(a, off);
+        let slot = VECTOR_SLOTS_AT as i32;
+        let e = self.b.ins().load(types::F64, flags, at, slot);
+        let bits = self.b.ins().bitcast(i64t, MemFlagsData::new(), e);
+        let absent = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, bits, SUM_ABSENT as i64);
+        let added = self.b.ins().fadd(e, hot.1);
+        let r = self.b.ins().select(absent, hot.1, added);
+        self.b.ins().store(flags, r, at, slot);
+        self.b.ins().store(flags, next, sum, SUM_COUNT_AT as i32);
+        self.b.ins().jump(done, &block_args(&[sum]));
+        self.b.switch_to_block(other);
+        Ok(())
+    }
+
     /// [`Self::plus_hot`]'s slow path, in block `slow`, and the join.
     fn plus_hot_slow(
         &mut self,
@@ -164,7 +222,7 @@ impl FnBuilder<'_, '_> {
         self.b.switch_to_block(slow);
         let first = self.b.ins().iconst(types::I64, hot_first);
         let r = self
-            .call_import("rt_vec_plus_hot", &[sum, hot.0, hot.1, first])?
+            .call_cold("rt_vec_plus_hot", &[sum, hot.0, hot.1, first])?
             .ok_or("internal error: rt_vec_plus_hot result")?;
         self.b.ins().jump(done, &block_args(&[r]));
         self.b.switch_to_block(done);
@@ -204,15 +262,55 @@ impl FnBuilder<'_, '_> {
     /// The integer an index (an `F64` checked whole and below a length,
     /// so below 2^40) stands for, without the branches of a saturating
     /// conversion: added to 2^52, its bits are those of 2^52 with the
-    /// index in the mantissa. Run once per element read.
+    /// index in the mantissa, so they less 2^52's are the index. Run once
+    /// per element read.
     fn index_int(&mut self, x: ClValue) -> ClValue {
-        let magic = self.b.ins().f64const(TWO_TO_52);
-        let shifted = self.b.ins().fadd(x, magic);
+        let shifted = self.shifted(x);
+        self.shifted_int(shifted)
+    }
+
+    /// The bits of `shifted` (an index plus 2^52) less those of 2^52.
+    fn shifted_int(&mut self, shifted: ClValue) -> ClValue {
         let bits = self
             .b
             .ins()
             .bitcast(types::I64, MemFlagsData::new(), shifted);
-        self.b.ins().band_imm_s(bits, (1i64 << 52) - 1)
+        self.b.ins().iadd_imm_s(bits, -(TWO_TO_52.to_bits() as i64))
+    }
+
+    /// `x + 2^52`, which [`Self::index_int`] and the check of an index
+    /// share.
+    fn shifted(&mut self, x: ClValue) -> ClValue {
+        let magic = self.b.ins().f64const(TWO_TO_52);
+        self.b.ins().fadd(x, magic)
+    }
+
+    /// Whether `i` is an index of `v`: `i + 2^52` rounds to nothing else
+    /// than itself only if `i` is whole (or an infinity, or -0, which is 0)
+    /// and below 2^52, and then the integer [`Self::index_int`] gives is
+    /// `i`'s; it is below the length only if it is one (a negative `i`,
+    /// an infinity or a NaN gives bits below 2^52's or far above them,
+    /// and a NaN fails the first test).
+    fn index_ok(&mut self, v: Val, i: Val) -> Result<ClValue, String> {
+        let x = self.val(i)?;
+        let shifted = self.shifted(x);
+        let magic = self.b.ins().f64const(TWO_TO_52);
+        let back = self.b.ins().fsub(shifted, magic);
+        let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
+        // Cranelift's optimiser is off: the integer is made of this sum,
+        // not of another.
+        let k = match self.known.get(i, Fact::Int) {
+            Some(k) => k,
+            None => {
+                let k = self.shifted_int(shifted);
+                self.known.learn(i, Fact::Int, k);
+                k
+            }
+        };
+        let vec = self.val(v)?;
+        let n = self.vector_len(vec);
+        let below = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
+        Ok(self.b.ins().band(whole, below))
     }
 
     /// A length or an index (an `I64` below 2^40) as the `F64` the FIR
@@ -230,10 +328,91 @@ impl FnBuilder<'_, '_> {
             .iconst(types::I64, i64::from(vector_header(stride, 0))))
     }
 
+    /// [`Self::dense`] of FIR value `v`, made once where it dominates.
+    fn dense_of(&mut self, v: Val) -> Result<ClValue, String> {
+        if let Some(d) = self.known.get(v, Fact::Dense) {
+            return Ok(d);
+        }
+        let d = self.val(v)?;
+        let d = self.dense(d)?;
+        self.known.learn(v, Fact::Dense, d);
+        Ok(d)
+    }
+
+    /// The length of FIR vector `v` as an `F64`, made once where it
+    /// dominates.
+    pub(crate) fn len_of(&mut self, v: Val) -> Result<ClValue, String> {
+        if let Some(n) = self.known.get(v, Fact::Len) {
+            return Ok(n);
+        }
+        let x = self.val(v)?;
+        let n = self.vector_len(x);
+        let n = self.count_real(n);
+        self.known.learn(v, Fact::Len, n);
+        Ok(n)
+    }
+
+    /// [`Self::index_int`] of FIR value `i`, made once where it dominates.
+    fn int_of(&mut self, i: Val) -> Result<ClValue, String> {
+        if let Some(x) = self.known.get(i, Fact::Int) {
+            return Ok(x);
+        }
+        let x = self.val(i)?;
+        let x = self.index_int(x);
+        self.known.learn(i, Fact::Int, x);
+        Ok(x)
+    }
+
+    /// The parameters of `f` whose elements, and those whose lengths, are
+    /// best made before its loop: those its self tail calls pass back
+    /// unchanged (`fixed`) and it reads elements, or the length, of. None
+    /// if `f` does not loop: made on entry, the
+    /// elements of a sum read on one path only would be made on every
+    /// call. Not one a `plus` adds to: making its elements early would
+    /// stop that `plus` from adding in place.
+    pub(crate) fn read_vectors(
+        &self,
+        fid: FuncId,
+        f: &fir::Func,
+        fixed: &[bool],
+    ) -> (Vec<Val>, Vec<Val>) {
+        let mut callees = Vec::new();
+        tail_callees(&f.body, &mut callees);
+        if !callees.contains(&fid) {
+            return (Vec::new(), Vec::new());
+        }
+        let mut read = HashSet::new();
+        let mut measured = HashSet::new();
+        let mut summed = HashSet::new();
+        f.body.for_each_inst(&mut |inst| match &inst.op {
+            Op::VecLoad(v, ..) => {
+                read.insert(*v);
+            }
+            Op::VecLen(v) | Op::VecIndexOk(v, _) => {
+                measured.insert(*v);
+            }
+            Op::VecPlus(_, a, b) => {
+                summed.extend([*a, *b]);
+            }
+            _ => {}
+        });
+        let fixed = |set: &HashSet<Val>| {
+            (0..f.params.len())
+                .map(Val::new)
+                .filter(|p| fixed[p.index()] && set.contains(p))
+                .collect::<Vec<_>>()
+        };
+        let dense = fixed(&read)
+            .into_iter()
+            .filter(|p| !summed.contains(p))
+            .collect();
+        (dense, fixed(&measured))
+    }
+
     /// The vector of the elements of `v`: `v` itself, unless it is a sum
     /// of vectors (reverse mode's sensitivities), whose elements the
     /// runtime makes the first time they are read.
-    fn dense(&mut self, v: ClValue) -> Result<ClValue, String> {
+    pub(crate) fn dense(&mut self, v: ClValue) -> Result<ClValue, String> {
         let tag = self.b.ins().load(types::I32, MemFlagsData::trusted(), v, 0);
         let is_vector = self
             .b
@@ -248,7 +427,7 @@ impl FnBuilder<'_, '_> {
         self.b.set_cold_block(sum);
         self.b.switch_to_block(sum);
         let d = self
-            .call_import("rt_vec_dense", &[v])?
+            .call_cold("rt_vec_dense", &[v])?
             .ok_or("internal error: rt_vec_dense result")?;
         self.b.ins().jump(done, &block_args(&[d]));
         self.b.switch_to_block(done);
@@ -283,7 +462,7 @@ impl FnBuilder<'_, '_> {
         self.b.set_cold_block(grow);
         self.b.switch_to_block(grow);
         let copy = self
-            .call_import("rt_stack_grow", &[buf, ki])?
+            .call_cold("rt_stack_grow", &[buf, ki])?
             .ok_or("internal error: rt_stack_grow result")?;
         self.b.ins().jump(done, &block_args(&[copy]));
         self.b.switch_to_block(done);
@@ -327,19 +506,8 @@ impl FnBuilder<'_, '_> {
                 at,
                 state,
             } => self.vec_build(*layout, *len, *func, args, *at, *state)?,
-            Op::VecLen(v) => {
-                let v = self.val(*v)?;
-                let n = self.vector_len(v);
-                self.count_real(n)
-            }
-            Op::VecIndexOk(v, i) => {
-                let (v, i) = (self.val(*v)?, self.val(*i)?);
-                let n = self.vector_len(v);
-                let n = self.count_real(n);
-                let below = self.b.ins().fcmp(FloatCC::LessThan, i, n);
-                let whole = self.is_whole(i, None);
-                self.b.ins().band(below, whole)
-            }
+            Op::VecLen(v) => self.len_of(*v)?,
+            Op::VecIndexOk(v, i) => self.index_ok(*v, *i)?,
             Op::IsCount(n) => {
                 let n = self.val(*n)?;
                 let max = self.b.ins().f64const(fir::MAX_VECTOR_LEN);
@@ -347,10 +515,9 @@ impl FnBuilder<'_, '_> {
             }
             Op::VecLoad(v, i, layout, slot) => {
                 let (stride, _) = self.element(*layout)?;
-                let (v, i) = (self.val(*v)?, self.val(*i)?);
-                let v = self.dense(v)?;
+                let v = self.dense_of(*v)?;
                 // The index was checked: an integer below the length.
-                let i = self.index_int(i);
+                let i = self.int_of(*i)?;
                 let off = self.b.ins().imul_imm_s(i, 8 * stride as i64);
                 let at = self.b.ins().iadd(v, off);
                 let r = match inst.results[..] {
@@ -382,8 +549,7 @@ impl FnBuilder<'_, '_> {
             Op::VecOneHot { i, vals, .. }
                 if inst.results.len() == 1 && self.hot.contains(&inst.results[0]) =>
             {
-                let i = self.val(*i)?;
-                let i = self.index_int(i);
+                let i = self.int_of(*i)?;
                 let x = self.val(vals[0])?;
                 self.deferred.insert(inst.results[0], (i, x));
                 return Ok(());
@@ -453,9 +619,18 @@ impl FnBuilder<'_, '_> {
                 self.plus_hot(sum, hot, hot_first, in_place)?
             }
             Op::VecPlus(_, a, b) => {
+                let consumed = &self.cg.consumed[self.fid.index()];
+                let r = inst.results[0];
+                let owned = i64::from(consumed.contains(&(r, *a)))
+                    | (i64::from(consumed.contains(&(r, *b))) << 1);
                 let (a, b) = (self.val(*a)?, self.val(*b)?);
-                self.call_import("rt_vec_plus", &[a, b])?
-                    .ok_or("internal error: rt_vec_plus result")?
+                if owned == 0 {
+                    self.call_import("rt_vec_plus", &[a, b])?
+                } else {
+                    let owned = self.b.ins().iconst(types::I64, owned);
+                    self.call_import("rt_vec_plus_owned", &[a, b, owned])?
+                }
+                .ok_or("internal error: rt_vec_plus result")?
             }
             _ => return Err("internal error: not a vector operation".into()),
         };

@@ -13,9 +13,12 @@
 //!
 //! A value is *fresh* when no one else can hold it: a zero or a one-hot
 //! just made, a `plus` of two consumed operands (which is new, or one of
-//! them), or a parameter every call passes a consumed argument (a
-//! greatest fixpoint over the calls; a function nothing calls, or a
-//! `VecBuild` calls, has none). A fresh value is *consumed* by a use when
+//! them), a parameter every call passes a consumed argument (a function
+//! nothing calls, or a `VecBuild` calls, has none), the result of a call
+//! of a function that returns only values fresh and consumed by its
+//! `return` (a backward sweep's loop returns the sum it carried), or an
+//! `If`'s result whose every `yield` is such. Parameters and results are
+//! greatest fixpoints over the calls. A fresh value is *consumed* by a use when
 //! every other use is in another arm of an `If` on the way to it, or
 //! reads only its length (`VecLen`, `VecIndexOk`), which no addition
 //! changes: a `VecLoad` or a call before the use might have kept or read
@@ -59,10 +62,29 @@ pub fn consumed_sums(m: &Module) -> Vec<HashSet<(Val, Val)>> {
             f.params.iter().map(|t| known && *t == Ty::Ptr).collect()
         })
         .collect();
+    let mut results: Vec<Vec<bool>> = m
+        .funcs
+        .iter()
+        .map(|f| f.returns.iter().map(|t| *t == Ty::Ptr).collect())
+        .collect();
     loop {
         let mut next = owned.clone();
+        let mut next_results = results.clone();
         for (fi, f) in m.funcs.iter().enumerate() {
-            let mut fresh = Fresh::new(&uses[fi], &owned[fi]);
+            let mut fresh = Fresh::new(&uses[fi], &owned[fi], &results);
+            for (at, vals) in &uses[fi].returns {
+                for (j, v) in vals.iter().enumerate() {
+                    let alone = vals.iter().filter(|w| *w == v).count() == 1;
+                    if let Some(r) = next_results[fi].get_mut(j) {
+                        *r &= alone && fresh.consumed_at(*v, *at);
+                    }
+                }
+            }
+            for g in &uses[fi].tails {
+                for (j, r) in next_results[fi].iter_mut().enumerate() {
+                    *r &= results[g.index()].get(j).copied().unwrap_or(false);
+                }
+            }
             for (g, args, at) in &uses[fi].calls {
                 for (j, a) in args.iter().enumerate() {
                     if f.types[a.index()] != Ty::Ptr {
@@ -76,13 +98,14 @@ pub fn consumed_sums(m: &Module) -> Vec<HashSet<(Val, Val)>> {
                 }
             }
         }
-        if next == owned {
+        if next == owned && next_results == results {
             break;
         }
         owned = next;
+        results = next_results;
     }
     for (fi, f) in m.funcs.iter().enumerate() {
-        let mut fresh = Fresh::new(&uses[fi], &owned[fi]);
+        let mut fresh = Fresh::new(&uses[fi], &owned[fi], &results);
         f.body.for_each_inst(&mut |i| {
             if let Op::VecPlus(_, a, b) = i.op {
                 for x in [a, b] {
@@ -129,6 +152,12 @@ struct Uses {
     made: Vec<Made>,
     /// The calls and tail calls: callee, arguments, number.
     calls: Vec<(FuncId, Vec<Val>, usize)>,
+    /// The callees of its tail calls, whose results are its own.
+    tails: Vec<FuncId>,
+    /// Its `return`s: number and values.
+    returns: Vec<(usize, Vec<Val>)>,
+    /// Per `If` (by number), its arms' `yield`s: number and values.
+    yields: HashMap<usize, Vec<(usize, Vec<Val>)>>,
     /// The `VecPlus` results, in program order.
     plus: Vec<Val>,
 }
@@ -138,6 +167,10 @@ enum Made {
     Param,
     New,
     Plus(Val, Val),
+    /// Result `j` of a call of a function.
+    Result(FuncId, usize),
+    /// Result `j` of the `If` numbered so.
+    Joined(usize, usize),
     Other,
 }
 
@@ -148,6 +181,9 @@ impl Uses {
             at: HashMap::default(),
             made: vec![Made::Other; f.types.len()],
             calls: Vec::new(),
+            tails: Vec::new(),
+            returns: Vec::new(),
+            yields: HashMap::default(),
             plus: Vec::new(),
         };
         for m in u.made.iter_mut().take(f.params.len()) {
@@ -178,8 +214,12 @@ impl Uses {
                 Op::VecPlus(_, a, b) => Made::Plus(*a, *b),
                 _ => Made::Other,
             };
-            for r in &i.results {
-                self.made[r.index()] = made;
+            for (j, r) in i.results.iter().enumerate() {
+                self.made[r.index()] = match &i.op {
+                    Op::Call(g, _) | Op::CallAt(g, _, _) => Made::Result(*g, j),
+                    Op::If { .. } => Made::Joined(at, j),
+                    _ => made,
+                };
                 self.at.insert(*r, at);
                 if let Made::Plus(..) = made {
                     self.plus.push(*r);
@@ -209,8 +249,18 @@ impl Uses {
                 length: false,
             })
         });
-        if let Term::TailCall(g, args) = &b.term {
-            self.calls.push((*g, args.clone(), at));
+        match &b.term {
+            Term::TailCall(g, args) => {
+                self.calls.push((*g, args.clone(), at));
+                self.tails.push(*g);
+            }
+            Term::Return(vals) => self.returns.push((at, vals.clone())),
+            Term::Yield(vals) => {
+                if let Some((i, _)) = arms.last() {
+                    self.yields.entry(*i).or_default().push((at, vals.clone()));
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -220,14 +270,17 @@ impl Uses {
 struct Fresh<'a> {
     uses: &'a Uses,
     owned: &'a [bool],
+    /// Per function, which of its results are fresh.
+    results: &'a [Vec<bool>],
     memo: HashMap<Val, bool>,
 }
 
 impl<'a> Fresh<'a> {
-    fn new(uses: &'a Uses, owned: &'a [bool]) -> Fresh<'a> {
+    fn new(uses: &'a Uses, owned: &'a [bool], results: &'a [Vec<bool>]) -> Fresh<'a> {
         let mut f = Fresh {
             uses,
             owned,
+            results,
             memo: HashMap::default(),
         };
         // In program order, each `plus` finds its operands decided: a
@@ -249,6 +302,22 @@ impl<'a> Fresh<'a> {
             Made::Plus(a, b) => {
                 let at = self.uses.at[&v];
                 a != b && self.consumed_at(a, at) && self.consumed_at(b, at)
+            }
+            Made::Result(g, j) => self
+                .results
+                .get(g.index())
+                .and_then(|r| r.get(j))
+                .copied()
+                .unwrap_or(false),
+            Made::Joined(at, j) => {
+                // An `If` whose arms all leave the function (return, tail
+                // call, error) yields nothing: its results are never made.
+                let yields = self.uses.yields.get(&at).cloned().unwrap_or_default();
+                yields.iter().all(|(y, vals)| {
+                    vals.get(j).is_some_and(|w| {
+                        vals.iter().filter(|x| *x == w).count() == 1 && self.consumed_at(*w, *y)
+                    })
+                })
             }
             Made::Other => false,
         };

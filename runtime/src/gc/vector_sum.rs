@@ -37,6 +37,8 @@
 //! the collector's invariant then. The vectors of rows the runtime fills
 //! while it adds rows are filled as `VecBuild` fills one (`vector.rs`).
 
+mod accumulator;
+
 use super::vector::{rt_alloc_vector, rt_vec_build_begin, rt_vec_build_end};
 use super::*;
 use crate::cell_layout::{
@@ -289,6 +291,15 @@ unsafe fn append(big: Summand, el: Elems, n: usize, from: *const usize, m: usize
     append_copy(big, el, n, from, m)
 }
 
+/// The entries a new log of a sum of `count` additions has room for.
+fn log_room(count: usize, n: usize) -> usize {
+    let mut room = 4;
+    while room < 4 * count {
+        room *= 4;
+    }
+    room.min(n).max(count)
+}
+
 /// [`append`] into a new log.
 ///
 /// # Safety
@@ -304,11 +315,7 @@ unsafe fn append_copy(big: Summand, el: Elems, n: usize, from: *const usize, m: 
     // log is a size class of the heap, with chunks of its own: fewer
     // sizes keep fewer chunks part-filled), but no more than a sum holds
     // before it is made dense.
-    let mut room = 4;
-    while room < 4 * count {
-        room *= 4;
-    }
-    let room = room.min(n).max(count);
+    let room = log_room(count, n);
     // Every word of a log of rows is scanned (see `SUM_ROWS_TAG`).
     let pointers = if el.rows.is_some() { w } else { 0 };
     let log = rt_alloc_vector(u64::from(vector_header(w, pointers)), (room + 1) as u64) as usize;
@@ -349,6 +356,26 @@ fn dense_of(s: Summand, el: Elems, n: usize) -> usize {
             set = sys_alloc(n.max(1));
             core::ptr::write_bytes(set, 0, n);
         }
+    }
+    if stride == 1 && !set.is_null() {
+        // The backward sweep's sum over a zero, an entry per element read:
+        // a real per entry, without `copy_nonoverlapping`'s call of
+        // `memcpy` (half the cost of this loop).
+        // SAFETY: as below, entries of two words: an index, a real.
+        unsafe {
+            for k in 0..s.count {
+                let e = (s.entries + 16 * k) as *const usize;
+                let (i, x) = (*e, *(e.add(1) as *const f64));
+                if *set.add(i) == 0 {
+                    *set.add(i) = 1;
+                    *at(i) = x;
+                } else {
+                    *at(i) += x;
+                }
+            }
+            free(set);
+        }
+        return v;
     }
     for k in 0..s.count {
         // SAFETY: `k < count`; an entry's index was checked when it was
@@ -519,12 +546,26 @@ unsafe fn plus_entry(sum: usize, entry: *const usize, sum_first: bool) -> Option
 }
 
 /// `plus` of `sum` and the one-hot as long as it that is `x` at index
-/// `i` (checked), the one-hot first if `hot_first` is not 0: what
+/// `i` (checked), the one-hot first if bit 0 of `flags` is set: what
 /// [`rt_vec_plus`] gives of `sum` and a one-hot of one real
 /// (`fir::Op::VecOneHot`), for code generation to call instead when
-/// nothing else reads the one-hot, which is then never made.
+/// nothing else reads the one-hot, which is then never made. Bit 1 says
+/// the `plus` consumes `sum` (`fir::owned`): an accumulator is then added
+/// to in place, and a sum of many additions becomes one.
 #[no_mangle]
-pub extern "C" fn rt_vec_plus_hot(sum: usize, i: u64, x: f64, hot_first: u64) -> usize {
+pub extern "C" fn rt_vec_plus_hot(sum: usize, i: u64, x: f64, flags: u64) -> usize {
+    if flags & 2 != 0 {
+        // SAFETY: a sum's words.
+        if accumulator::is_acc(sum) && unsafe { word(sum, SUM_DENSE_AT) } == 0 {
+            return accumulator::add_in_place(sum, i as usize, x);
+        }
+        if accumulator::worth_accumulating(sum) {
+            accumulator::accumulate(sum);
+            return accumulator::add_in_place(sum, i as usize, x);
+        }
+    }
+    settle(sum);
+    let hot_first = flags & 1;
     let entry = [i as usize, x.to_bits() as usize];
     // SAFETY: `entry` lives in this frame until the sum is made; `sum`
     // is a vector or a sum of reals of one slot (code generation's
@@ -552,11 +593,24 @@ pub extern "C" fn rt_vec_plus_hot(sum: usize, i: u64, x: f64, hot_first: u64) ->
 /// step itself.
 #[no_mangle]
 pub extern "C" fn rt_vec_plus(a: usize, b: usize) -> usize {
+    settle(a);
+    settle(b);
     // A sensitivity's step is `plus` of the one-hot a `vector-ref` made
     // and the sum of the reads after it: try that order first.
     match plus_one_hot(b, a, false).or_else(|| plus_one_hot(a, b, true)) {
         Some(p) => p,
         None => plus_general(a, b),
+    }
+}
+
+/// [`rt_vec_plus`] where the `plus` consumes `a` (bit 0 of `owned`), `b`
+/// (bit 1) or both (`fir::owned`): an accumulator consumed is added to in
+/// place.
+#[no_mangle]
+pub extern "C" fn rt_vec_plus_owned(a: usize, b: usize, owned: u64) -> usize {
+    match accumulator::plus_owned(a, b, owned & 1 != 0, owned & 2 != 0) {
+        Some(p) => p,
+        None => rt_vec_plus(a, b),
     }
 }
 
@@ -769,9 +823,20 @@ pub extern "C" fn rt_vec_dense(v: usize) -> usize {
     make_dense(v)
 }
 
+/// An accumulator `v` made a sum with a log; any other `v` as it is.
+#[inline(always)]
+fn settle(v: usize) {
+    if accumulator::is_acc(v) {
+        accumulator::settle(v);
+    }
+}
+
 /// [`rt_vec_dense`] of a sum whose elements are not made yet.
 #[inline(never)]
 fn make_dense(v: usize) -> usize {
+    if accumulator::is_acc(v) {
+        return accumulator::dense(v);
+    }
     let (tag, stride, n) = shape_of(v);
     let el = if tag == SUM_ROWS_TAG {
         rows(u64::from(half(v) & !SUM_ZERO_OF))
@@ -786,262 +851,4 @@ fn make_dense(v: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn elements(v: usize) -> std::vec::Vec<f64> {
-        let d = rt_vec_dense(v);
-        let (_, stride, n) = shape_of(d);
-        // SAFETY: a dense vector of `n` elements of `stride` reals.
-        unsafe {
-            core::slice::from_raw_parts((d + VECTOR_SLOTS_AT) as *const f64, stride * n).to_vec()
-        }
-    }
-
-    /// The vector of `len` elements, zero but element `i`, whose slots are
-    /// the reals at `slots`: the one-hot compiled code makes inline
-    /// (`codegen/src/vector.rs`, `VecOneHot`).
-    ///
-    /// # Safety
-    /// `slots` points to as many reals as `shape` gives an element.
-    unsafe fn one_hot_object(shape: u64, len: u64, i: f64, slots: *const f64) -> usize {
-        let (stride, _) = vector_shape(shape as u32);
-        let s = Summand::zero(1);
-        let p = new_sum(Elems::reals(stride), len as usize, s, 1 + stride);
-        *((p + SUM_BYTES) as *mut usize) = i as usize;
-        // Element by element: a call of `memcpy` costs more than the one or
-        // two reals of most elements.
-        for k in 0..stride {
-            *((p + SUM_BYTES + 8) as *mut f64).add(k) = *slots.add(k);
-        }
-        p
-    }
-
-    fn one_hot(n: u64, i: f64, x: f64) -> usize {
-        // SAFETY: one real, as the shape says.
-        unsafe { one_hot_object(u64::from(vector_header(1, 0)), n, i, &x) }
-    }
-
-    #[test]
-    fn sums_are_the_dense_additions_and_keep_a_first_negative_zero() {
-        let _globals = crate::TEST_GLOBALS.lock();
-        let zero = rt_vec_zero(u64::from(vector_header(1, 0)), 4);
-        assert_eq!(elements(zero), [0.0; 4]);
-        let mut acc = zero;
-        for (i, x) in [(1.0, 2.0), (3.0, -0.0), (1.0, 0.5), (1.0, 0.25)] {
-            acc = rt_vec_plus(acc, one_hot(4, i, x));
-        }
-        let e = elements(acc);
-        assert_eq!(e, [0.0, 2.75, 0.0, 0.0]);
-        assert!(
-            e[3].is_sign_negative(),
-            "a first addition is taken as it is"
-        );
-        // More additions than elements: made dense.
-        let dense = rt_vec_plus(one_hot(4, 0.0, 1.0), acc);
-        assert_eq!(shape_of(dense).0, VECTOR_TAG);
-        assert_eq!(elements(dense), [1.0, 2.75, 0.0, 0.0]);
-        assert!(!elements(dense)[0].is_sign_negative());
-        // Two sums: the smaller's additions per index, into the larger.
-        let a = rt_vec_plus(one_hot(4, 2.0, 1.0), one_hot(4, 2.0, 2.0));
-        let b = rt_vec_plus(acc, a);
-        assert_eq!(elements(b), [0.0, 2.75, 3.0, 0.0]);
-        // Reading a sum twice makes its elements once.
-        assert_eq!(rt_vec_dense(b), rt_vec_dense(b));
-    }
-
-    /// `rt_vec_plus_hot` is `rt_vec_plus` of the one-hot it never makes,
-    /// bit for bit, in either order, from every kind of sum: a zero, a
-    /// one-hot, a dense vector, sums with a log (read whole or not) and a
-    /// sum about to be made dense.
-    #[test]
-    fn adding_an_entry_is_adding_its_one_hot() {
-        let _globals = crate::TEST_GLOBALS.lock();
-        let n = 5u64;
-        let bits =
-            |v: usize| -> std::vec::Vec<u64> { elements(v).iter().map(|x| x.to_bits()).collect() };
-        let zero = rt_vec_zero(u64::from(vector_header(1, 0)), n);
-        let dense = rt_vec_plus(
-            rt_vec_plus(one_hot(n, 0.0, 1.5), one_hot(n, 1.0, -0.0)),
-            rt_vec_plus(one_hot(n, 0.0, 2.0), one_hot(n, 4.0, 3.0)),
-        );
-        let dense = rt_vec_dense(dense);
-        let mut sums = vec![zero, one_hot(n, 2.0, -0.0), dense];
-        let mut acc = zero;
-        for (k, x) in [0.5, -0.0, 0.25, 1.0, 2.0].into_iter().enumerate() {
-            acc = rt_vec_plus(acc, one_hot(n, (k % 3) as f64, x));
-            sums.push(acc);
-        }
-        for &s in &sums {
-            for (i, x) in [(2u64, -0.0), (3, 0.125)] {
-                for first in [0, 1] {
-                    let hot = one_hot(n, i as f64, x);
-                    let want = if first == 1 {
-                        rt_vec_plus(hot, s)
-                    } else {
-                        rt_vec_plus(s, hot)
-                    };
-                    let got = rt_vec_plus_hot(s, i, x, first);
-                    assert_eq!(
-                        bits(got),
-                        bits(want),
-                        "sum {:?}, first {first}",
-                        elements(s)
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_log_is_sized_by_its_entries_not_by_the_vector() {
-        let _globals = crate::TEST_GLOBALS.lock();
-        // Two reads of one element of a long vector, summed: a log of a
-        // few entries (one of the vector's length made the gradient of
-        // such a loop quadratic).
-        let n = 1 << 20;
-        let pair = rt_vec_plus(one_hot(n, 7.0, 1.0), one_hot(n, 7.0, 2.0));
-        // SAFETY: a sum made by `rt_vec_plus`, with a log.
-        let log = unsafe { word(pair, SUM_LOG_AT) };
-        assert!(log != 0 && log_fill(log) == (2, 16), "{:?}", log_fill(log));
-        let mut acc = pair;
-        for i in 0..100 {
-            acc = rt_vec_plus(acc, one_hot(n, i as f64, 1.0));
-        }
-        // SAFETY: as above.
-        let (written, room) = log_fill(unsafe { word(acc, SUM_LOG_AT) });
-        assert_eq!((written, room), (102, 256));
-    }
-
-    #[test]
-    fn grouping_by_slot_and_by_sorting_agree_bit_for_bit() {
-        let _globals = crate::TEST_GLOBALS.lock();
-        let n = 64;
-        let mut acc = one_hot(n, 3.0, 0.1);
-        let mut x = 0.37f64;
-        for k in 0..40 {
-            // Repeated indices, values of many magnitudes and a -0.
-            x = (x * 7.31).fract();
-            let v = if k == 5 {
-                -0.0
-            } else {
-                x * 10f64.powi(k % 7 - 3)
-            };
-            acc = rt_vec_plus(acc, one_hot(n, ((k * 5) % 11) as f64, v));
-        }
-        let s = summand(acc, 1);
-        assert_eq!(s.count, 41);
-        // SAFETY: `acc` is a sum of reals with `s.count` additions; each
-        // buffer has room for an entry per addition.
-        unsafe {
-            let (a, b) = (words(2 * s.count), words(2 * s.count));
-            let (ga, gb) = (
-                group_by_slot(&s, 1, n as usize, a),
-                group_by_sorting(&s, Elems::reals(1), b),
-            );
-            assert_eq!(ga, gb);
-            for k in 0..2 * ga {
-                assert_eq!(*a.add(k), *b.add(k), "word {k}");
-            }
-            free(a as *mut u8);
-            free(b as *mut u8);
-        }
-    }
-
-    /// A vector of reals with the given elements.
-    fn reals(xs: &[f64]) -> usize {
-        let v = rt_alloc_vector(u64::from(vector_header(1, 0)), xs.len() as u64) as usize;
-        for (i, x) in xs.iter().enumerate() {
-            // SAFETY: `v` has `xs.len()` elements of one real.
-            unsafe { *((v + VECTOR_SLOTS_AT + 8 * i) as *mut f64) = *x };
-        }
-        v
-    }
-
-    /// The rows of a sum of rows, each row's elements.
-    fn rows_of(v: usize) -> std::vec::Vec<std::vec::Vec<f64>> {
-        let d = rt_vec_dense(v);
-        (0..shape_of(d).2)
-            // SAFETY: a dense vector of rows, one pointer each.
-            .map(|i| elements(unsafe { word(d, VECTOR_SLOTS_AT + 8 * i) }))
-            .collect()
-    }
-
-    #[test]
-    fn sums_of_rows_add_rows_and_make_zero_rows_as_long_as_the_primal() {
-        let _globals = crate::TEST_GLOBALS.lock();
-        let row = u64::from(vector_header(1, 0));
-        // A ragged primal: rows of 2, 3 and 1 reals.
-        let primal = rt_alloc_vector(u64::from(vector_header(1, 1)), 3) as usize;
-        for (i, xs) in [&[1.0, 2.0][..], &[3.0, 4.0, 5.0], &[6.0]]
-            .iter()
-            .enumerate()
-        {
-            let r = reals(xs);
-            // SAFETY: `primal` has three pointer slots.
-            unsafe { *((primal + VECTOR_SLOTS_AT + 8 * i) as *mut usize) = r };
-        }
-        let zero = rt_vec_zero_of(row, primal);
-        assert_eq!(rows_of(zero), [vec![0.0; 2], vec![0.0; 3], vec![0.0]]);
-        // Row 0 read three times, row 2 once; row 1 never.
-        let mut acc = zero;
-        for (i, xs) in [
-            (0, [1.0, 2.0]),
-            (2, [5.0, 0.0]),
-            (0, [0.5, 0.25]),
-            (0, [4.0, 8.0]),
-        ] {
-            let r = reals(if i == 2 { &xs[..1] } else { &xs[..] });
-            acc = rt_vec_plus(rt_vec_one_hot_of(row, primal, i, r), acc);
-        }
-        let want = [vec![5.5, 10.25], vec![0.0; 3], vec![5.0]];
-        assert_eq!(rows_of(acc), want);
-        // Two sums of several additions each: the smaller's summed per
-        // row, then added to the larger.
-        let mut other = rt_vec_zero_of(row, primal);
-        for (i, xs) in [(2, &[1.0][..]), (1, &[1.0, 1.0, 1.0]), (2, &[2.0])] {
-            other = rt_vec_plus(other, rt_vec_one_hot_of(row, primal, i, reals(xs)));
-        }
-        let both = rt_vec_plus(acc, other);
-        assert_eq!(rows_of(both), [vec![5.5, 10.25], vec![1.0; 3], vec![8.0]]);
-        // A dense vector of rows plus a sum of rows: row by row.
-        let dense = rt_vec_dense(both);
-        assert_eq!(
-            rows_of(rt_vec_plus(dense, acc)),
-            [vec![11.0, 20.5], vec![1.0; 3], vec![13.0]]
-        );
-        // The sums kept their own additions.
-        assert_eq!(rows_of(acc), want);
-    }
-
-    #[test]
-    fn sums_sharing_a_log_keep_their_own_additions() {
-        let _globals = crate::TEST_GLOBALS.lock();
-        let n = 64;
-        let mut acc = one_hot(n, 0.0, 1.0);
-        let mut sums = std::vec::Vec::new();
-        for i in 1..20 {
-            acc = rt_vec_plus(acc, one_hot(n, i as f64, i as f64));
-            sums.push(acc);
-        }
-        // Later additions went into the log the earlier sums read, past
-        // their ends: each still has its own.
-        let tenth = sums[9];
-        let mut want = vec![0.0; n as usize];
-        for (i, w) in want.iter_mut().enumerate().take(11) {
-            *w = if i == 0 { 1.0 } else { i as f64 };
-        }
-        assert_eq!(elements(tenth), want);
-        // Adding to an older sum copies it: neither sees the other's.
-        let fork = rt_vec_plus(tenth, one_hot(n, 5.0, 100.0));
-        let later = rt_vec_plus(acc, one_hot(n, 5.0, 1000.0));
-        want[5] += 100.0;
-        assert_eq!(elements(fork), want);
-        let e = elements(later);
-        assert_eq!(e[5], 1005.0);
-        assert_eq!(e[19], 19.0);
-        assert_eq!(elements(tenth)[5], 5.0);
-        // The one-hot added in place is the newest sum's only.
-        assert_eq!(elements(sums[18])[5], 5.0);
-    }
-}
+mod tests;
