@@ -175,9 +175,10 @@ fn a_training_loop_keeps_no_tapes_of_its_first_steps() {
     assert!(live < 120 << 20, "{live} bytes found live: {stats}");
 }
 
-/// The same at 80 steps: a heap of 240 MB, as at 50 (27 to 36 MB found
-/// live by each full collection, and 2 to 4 times that and the stack
-/// allowed between collections). When a full collection waited for the
+/// The same at 80 steps: a heap of 214 MB, as at 20 and 50 (240 MB before
+/// the tape cells dropped the step's weights; what full collections find
+/// live, and 2 to 4 times that and the stack allowed between
+/// collections). When a full collection waited for the
 /// marked bytes to double, two minor ones in a row each kept a step's
 /// tape (dead at the next step), which bought allocation in turn: 281 MB
 /// at 80 steps, 326 MB at 100.
