@@ -7,6 +7,7 @@
 pub mod compact;
 pub mod fields;
 pub mod inline;
+pub mod invariant;
 pub mod known;
 pub mod lengths;
 pub mod outline;
@@ -36,7 +37,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// merging results every return
 /// gives equal, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), keeping in
-/// cells only the slots worth storing, making the lists whose cells are
+/// cells only the slots worth storing, and not those every cell of a chain
+/// holds alike (their readers take them as parameters), making the lists whose cells are
 /// left with their link and reals a buffer of reals and a count, moving the large pieces of a
 /// function that calls itself into functions of their own (its frame is
 /// on the stack once per level), moving what only one arm of a
@@ -53,6 +55,7 @@ pub const PIPELINE: &[Pass] = &[
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),
     ("fields", fields::shrink_cells),
+    ("invariant", invariant::drop_invariant_slots),
     ("stacks", stacks::stack_lists),
     ("params", params::shrink),
     ("results", results::drop_dead),
