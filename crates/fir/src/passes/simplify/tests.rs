@@ -337,10 +337,8 @@ fn needed_slots_reads_what_dead_code_removal_keeps() {
     // #0.1 are not needed), an arm left idle once its dead load goes, and
     // a cell whose slot 1 is stored only if the policy says so.
     let text = r#"
-str s0 = "error: `read-real` reached the end of input"
-
 func f0 main() -> () {
-  v0 = read_real s0
+  v0 = f64 1.5
   v1 = alloc #0(v0, v0)
   v2 = call f1(v1)
   print_real v2
