@@ -237,8 +237,13 @@ pub struct Domain<L = NoLeaf> {
     /// Hash-consing: every node made is looked up here, most of the time
     /// of analysing and lowering large programs, so with rustc's hasher
     /// (probabilistic-prolog-R of STALIN∇: std's SipHash was a quarter of
-    /// the build).
-    index: HashMap<Av<L>, AvId, rustc_hash::FxBuildHasher>,
+    /// the build). The table holds ids, found by their node's hash
+    /// ([`node_hash`]) and compared with their node in `nodes`: keyed by
+    /// copies of the nodes, it held every closure's environment twice,
+    /// and moving it to lowering's leaves ([`Domain::with_leaves`])
+    /// hashed every node again (a constant tower of height 8: 1.5 GB of
+    /// analysis, and a fifth of its lowering time).
+    index: hashbrown::HashTable<AvId>,
     /// Nesting depth of each node (Bottom and atoms are 1).
     depths: Vec<u32>,
     /// [`Self::is_known`] of each node, computed once when it is made:
@@ -279,6 +284,14 @@ pub struct Domain<L = NoLeaf> {
     long_lists_generation: u64,
 }
 
+/// The hash of a node in [`Domain`]'s index. It does not depend on the
+/// leaf type `L`: the variants and fields hashed are the same for every
+/// `L`, and only [`Av::Leaf`] holds one.
+fn node_hash<L: Leaf>(av: &Av<L>) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(av)
+}
+
 impl Default for Domain {
     fn default() -> Domain {
         Domain::new()
@@ -290,7 +303,7 @@ impl Domain {
     pub fn new() -> Domain {
         let mut d = Domain {
             nodes: Vec::new(),
-            index: HashMap::default(),
+            index: hashbrown::HashTable::new(),
             depths: Vec::new(),
             known: Vec::new(),
             unions_inside: Vec::new(),
@@ -313,18 +326,14 @@ impl Domain {
     /// The same arena, every id kept, in which values may have leaves `L`
     /// (lowering continues the analysis' domain with its symbolic leaves).
     pub fn with_leaves<L: Leaf>(self) -> Domain<L> {
-        // The index's keys move over as the nodes do: cloning every node
-        // into a new index, and freeing the old one, was most of the
-        // lowering time of a tower of 800,000 specialisations.
+        // The nodes move over (cloning every node into a new index, and
+        // freeing the old one, was most of the lowering time of a tower of
+        // 800,000 specialisations), and the index as it is: a node hashes
+        // the same with either leaves, none of the analysis' having one.
         let nodes: Vec<Av<L>> = self.nodes.into_iter().map(Av::with_leaves).collect();
-        let index = self
-            .index
-            .into_iter()
-            .map(|(av, id)| (av.with_leaves(), id))
-            .collect();
         Domain {
             nodes,
-            index,
+            index: self.index,
             depths: self.depths,
             known: self.known,
             unions_inside: self.unions_inside,
@@ -345,7 +354,9 @@ impl Domain {
 
 impl<L: Leaf> Domain<L> {
     pub fn intern(&mut self, av: Av<L>) -> AvId {
-        if let Some(id) = self.index.get(&av) {
+        let hash = node_hash(&av);
+        let nodes = &self.nodes;
+        if let Some(id) = self.index.find(hash, |id| nodes[id.0 as usize] == av) {
             return *id;
         }
         let depth = 1 + match &av {
@@ -377,11 +388,13 @@ impl<L: Leaf> Domain<L> {
             _ => false,
         };
         let id = AvId(self.nodes.len() as u32);
-        self.nodes.push(av.clone());
+        self.nodes.push(av);
         self.depths.push(depth);
         self.known.push(known);
         self.unions_inside.push(unions_inside);
-        self.index.insert(av, id);
+        let nodes = &self.nodes;
+        self.index
+            .insert_unique(hash, id, |id| node_hash(&nodes[id.0 as usize]));
         id
     }
 
@@ -989,6 +1002,40 @@ impl<L: Leaf> Domain<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ir::EntityRef;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    struct TestLeaf(u32);
+
+    impl Leaf for TestLeaf {
+        fn write_message(self, _: LeafKind, text: &mut String) {
+            text.push_str(&self.0.to_string());
+        }
+    }
+
+    /// The analysis' nodes keep their ids in a domain with leaves: making
+    /// one again finds it, as does a new node over them.
+    #[test]
+    fn nodes_are_found_again_after_the_leaves_change() {
+        let mut d = Domain::new();
+        let x = d.intern(Av::Real(Some(2.5f64.to_bits())));
+        let nil = d.nil();
+        let p = d.pair(x, nil);
+        let c = d.closure(LambdaId::new(3), vec![p, x]);
+        let w = d.wrap(Tag::Perturb, c);
+        let n = d.nodes.len();
+        let mut d: Domain<TestLeaf> = d.with_leaves();
+        assert_eq!(d.intern(Av::Real(Some(2.5f64.to_bits()))), x);
+        assert_eq!(d.nil(), nil);
+        assert_eq!(d.pair(x, nil), p);
+        assert_eq!(d.closure(LambdaId::new(3), vec![p, x]), c);
+        assert_eq!(d.wrap(Tag::Perturb, c), w);
+        assert_eq!(d.nodes.len(), n, "no node was made twice");
+        let leaf = d.intern(Av::Leaf(TestLeaf(7), LeafKind::Real));
+        let q = d.pair(leaf, p);
+        assert_eq!(d.pair(leaf, p), q);
+        assert_eq!(d.nodes.len(), n + 2);
+    }
 
     /// A union deep enough that joins of its members send mismatched
     /// parts back to it, and a member with a part of its own kind: the

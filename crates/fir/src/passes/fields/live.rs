@@ -13,9 +13,9 @@
 //! live if a `Load` of it is needed, where an `Alloc` needs its operand
 //! only at a live slot. This is the least fixpoint, found from no live
 //! slot up (a cycle of slots that only fill each other stays dead), by
-//! [`simplify::dce_slots`] on copies of the functions; then the same
-//! removal on the functions themselves drops the dead loads and what only
-//! they needed.
+//! [`simplify::needed_slots`] (the marking of [`simplify::dce_slots`],
+//! removing nothing); then that removal on the functions drops the dead
+//! loads and what only they needed.
 
 use super::super::simplify::{self, Slots};
 use crate::Module;
@@ -66,7 +66,7 @@ pub(super) fn remove_dead(m: &mut Module) -> (HashSet<Slot>, Vec<bool>) {
                 rigid: &rigid,
                 read: HashSet::default(),
             };
-            simplify::dce_slots(&mut f.clone(), &mut policy);
+            simplify::needed_slots(f, &mut policy);
             reads[i] = policy.read;
         }
         // More slots live make more loads needed: the sets only grow.

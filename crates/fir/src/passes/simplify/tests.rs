@@ -315,3 +315,76 @@ fn a_dispatch_tells_the_next_one_the_tag() {
         Some(Op::FBin(FBin::Mul, _, _))
     ));
 }
+
+/// Slots stored as a set says; records the slots read.
+struct SomeSlots {
+    stored: Vec<(u32, usize)>,
+    read: Vec<(u32, u32)>,
+}
+
+impl Slots for SomeSlots {
+    fn stored(&self, tag: u32, slot: usize) -> bool {
+        self.stored.contains(&(tag, slot))
+    }
+    fn read(&mut self, tag: u32, slot: u32) {
+        self.read.push((tag, slot));
+    }
+}
+
+#[test]
+fn needed_slots_reads_what_dead_code_removal_keeps() {
+    // An `If` whose second result nothing uses (its arms' loads of slot
+    // #0.1 are not needed), an arm left idle once its dead load goes, and
+    // a cell whose slot 1 is stored only if the policy says so.
+    let text = r#"
+func f0 main() -> () {
+  v0 = f64 1.5
+  v1 = alloc #0(v0, v0)
+  v2 = call f1(v1)
+  print_real v2
+  return
+}
+
+func f1 f(v0: ptr) -> (f64) {
+  v1 = load v0 #0.0
+  v2 = f64 0.0
+  v3 = flt v1 v2
+  v4, v5 = if v3 {
+    v6 = load v0 #0.1
+    yield v1, v6
+  } else {
+    v7 = load v0 #0.1
+    v8 = fadd v7 v7
+    yield v2, v8
+  }
+  if v3 {
+    v10 = load v0 #0.1
+    yield
+  } else {
+    yield
+  }
+  v11 = load v0 #0.1
+  v12 = alloc #0(v4, v11)
+  v13 = load v12 #0.0
+  return v13
+}
+
+main f0
+"#;
+    let m = crate::read::module(text).expect("the module reads");
+    for stored in [vec![], vec![(0, 0)], vec![(0, 0), (0, 1)]] {
+        for f in &m.funcs {
+            let mut removed = SomeSlots {
+                stored: stored.clone(),
+                read: vec![],
+            };
+            dce_slots(&mut f.clone(), &mut removed);
+            let mut marked = SomeSlots {
+                stored: stored.clone(),
+                read: vec![],
+            };
+            needed_slots(f, &mut marked);
+            assert_eq!(marked.read, removed.read, "{}, stored {stored:?}", f.name);
+        }
+    }
+}
