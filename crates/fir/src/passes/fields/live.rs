@@ -22,7 +22,7 @@ use crate::Module;
 use rustc_hash::FxHashSet as HashSet;
 
 /// A slot: (member tag, slot number).
-type Slot = (u32, u32);
+pub(super) type Slot = (u32, u32);
 
 /// Slots stored: those found live so far, and every slot of a member
 /// whose `Alloc`s disagree with its layout (which the verifier rejects,
@@ -43,12 +43,10 @@ impl Slots for Policy<'_> {
     }
 }
 
-/// Removes from `m` the loads not needed, and what only they needed, once
-/// the live slots are known; returns them, and which functions changed.
-/// What an `Alloc` stores at a slot not live may then be a value removed:
-/// the caller drops those slots.
-pub(super) fn remove_dead(m: &mut Module) -> (HashSet<Slot>, Vec<bool>) {
-    let rigid = rigid_tags(m);
+/// The slots live in `m`, every slot of the members `keep` being stored.
+pub(super) fn live_slots(m: &Module, keep: &HashSet<u32>) -> HashSet<Slot> {
+    let mut rigid = rigid_tags(m);
+    rigid.extend(keep.iter().copied());
     let made: Vec<HashSet<u32>> = m.funcs.iter().map(made_tags).collect();
     let mut live: HashSet<Slot> = HashSet::default();
     // The slots each function's needed loads read, given `live`; a
@@ -72,18 +70,26 @@ pub(super) fn remove_dead(m: &mut Module) -> (HashSet<Slot>, Vec<bool>) {
         // More slots live make more loads needed: the sets only grow.
         let read: HashSet<Slot> = reads.iter().flatten().copied().collect();
         if read.len() == live.len() {
-            break;
+            return live;
         }
         grown = Some(read.difference(&live).map(|(tag, _)| *tag).collect());
         live = read;
     }
+}
+
+/// Removes from `m` the loads not needed, and what only they needed, the
+/// slots `live` (of [`live_slots`] with the same `keep`) being known;
+/// returns which functions changed. What an `Alloc` stores at a slot not
+/// live may then be a value removed: the caller drops those slots.
+pub(super) fn remove_dead(m: &mut Module, live: &HashSet<Slot>, keep: &HashSet<u32>) -> Vec<bool> {
+    let mut rigid = rigid_tags(m);
+    rigid.extend(keep.iter().copied());
     let mut policy = Policy {
-        live: &live,
+        live,
         rigid: &rigid,
         read: HashSet::default(),
     };
-    let changed = m
-        .funcs
+    m.funcs
         .iter_mut()
         .map(|f| {
             // Removal only drops instructions and results.
@@ -91,8 +97,7 @@ pub(super) fn remove_dead(m: &mut Module) -> (HashSet<Slot>, Vec<bool>) {
             simplify::dce_slots(f, &mut policy);
             f.body.size() + results(&f.body) != before
         })
-        .collect();
-    (live, changed)
+        .collect()
 }
 
 /// The members whose cells a function makes.

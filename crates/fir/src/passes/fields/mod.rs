@@ -9,7 +9,8 @@
 //! again. So for each member (a `Load` carries its member's tag for this):
 //! - a slot no `Load` reads, or that is read only to be stored in slots
 //!   dropped ([`live`]), is dropped, and so is the code that only filled
-//!   it;
+//!   it, unless the module has memo tables and dropping it would make two
+//!   cells equal that `simplify` would then merge ([`merged_by_dropping`]);
 //! - a slot that holds the same value as an earlier slot in every cell is
 //!   dropped, and its loads read the earlier one: the same value at every
 //!   `Alloc`, or loads of slots that hold equal values themselves
@@ -35,6 +36,7 @@ mod live;
 use crate::{Block, Func, Inst, Module, Op, Ty, Val};
 use base::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
 
 /// What becomes of a slot a `Load` reads.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -111,12 +113,25 @@ pub fn shrink_cells(m: &mut Module) {
 /// of the tags some operation still names. Says which functions it
 /// changed.
 pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
-    let (_, removed) = live::remove_dead(m);
+    let mut keep = HashSet::default();
+    let mut live = live::live_slots(m, &keep);
+    if uses_memo_tables(m) {
+        // Keeping more slots only tells more cells apart: once suffices.
+        keep = merged_by_dropping(m, &live);
+        if !keep.is_empty() {
+            live = live::live_slots(m, &keep);
+        }
+    }
+    let removed = live::remove_dead(m, &live, &keep);
     let mut read: HashMap<u32, Vec<u32>> = HashMap::default();
     let mut sites: HashMap<u32, Vec<Site>> = HashMap::default();
     let defs: Vec<HashMap<Val, Def>> = m.funcs.iter().map(definitions).collect();
     for (func, f) in m.funcs.iter().enumerate() {
         scan(&f.body, func, &defs[func], &mut read, &mut sites);
+    }
+    for tag in &keep {
+        let width = m.cells.get(tag).map_or(0, Vec::len) as u32;
+        read.entry(*tag).or_default().extend(0..width);
     }
     for slots in read.values_mut() {
         slots.sort_unstable();
@@ -144,6 +159,82 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
         .zip(removed)
         .map(|(f, removed)| rewrite(&mut f.body, &fates, &mut f.types) || removed)
         .collect()
+}
+
+/// Does `m` look cells up in memo tables?
+fn uses_memo_tables(m: &Module) -> bool {
+    let mut memo = false;
+    for f in &m.funcs {
+        f.body.for_each_inst(&mut |i| {
+            memo |= matches!(i.op, Op::MemoGet(..) | Op::MemoPut(..));
+        });
+    }
+    memo
+}
+
+/// The members two of whose `Alloc`s in one function store the same in
+/// every `live` slot but not in all: dropping the others would make the
+/// cells equal, and `simplify` would merge them. A memo table tells
+/// cells apart by identity, and what it records for a cell was computed
+/// from all of the cell, also from slots whose loads `simplify` answered
+/// with what the `Alloc` stored (no `Load` is left to make them live):
+/// such a merge made a lookup of one cell find what was recorded for the
+/// other (the sensitivity of a chain of closures of run-time length, cut
+/// short: `tests/regressions/reverse-closure-chain-run-time-depth.vlad`).
+fn merged_by_dropping(m: &Module, live: &HashSet<live::Slot>) -> HashSet<u32> {
+    let mut out = HashSet::default();
+    for f in &m.funcs {
+        merged_in(&f.body, live, &mut vec![HashMap::default()], &mut out);
+    }
+    out
+}
+
+/// The `Alloc`s that dominate a point, as `simplify` finds them: by
+/// member, zero mark and live slots' values, the values of all slots.
+type Made = HashMap<(u32, bool, Vec<Val>), Vec<Val>>;
+
+/// [`merged_by_dropping`] in a block, where `scopes` holds the `Alloc`s
+/// of the blocks around it before it.
+fn merged_in(
+    b: &Block,
+    live: &HashSet<live::Slot>,
+    scopes: &mut Vec<Made>,
+    out: &mut HashSet<u32>,
+) {
+    for i in &b.insts {
+        let (tag, zero, args) = match &i.op {
+            Op::Alloc(tag, args) => (*tag, false, args),
+            Op::AllocZero(tag, args) => (*tag, true, args),
+            Op::If { then_, else_, .. } => {
+                for arm in [then_, else_] {
+                    scopes.push(HashMap::default());
+                    merged_in(arm, live, scopes, out);
+                    scopes.pop();
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let kept: Vec<Val> = (0..args.len())
+            .filter(|s| live.contains(&(tag, *s as u32)))
+            .map(|s| args[s])
+            .collect();
+        if kept.len() == args.len() {
+            continue;
+        }
+        let key = (tag, zero, kept);
+        match scopes.iter().rev().find_map(|s| s.get(&key)) {
+            Some(all) if all != args => {
+                out.insert(tag);
+            }
+            Some(_) => {}
+            None => {
+                if let Some(top) = scopes.last_mut() {
+                    top.insert(key, args.clone());
+                }
+            }
+        }
+    }
 }
 
 /// The tags the operations of `m` name.
@@ -474,6 +565,46 @@ mod tests {
         assert_eq!(ops[5], &Op::F64Const(1.0));
         assert_eq!(m.cells, [(0, vec![Ty::Ptr]), (1, vec![])].into());
         assert_eq!(crate::verify::verify(&m), Ok(()));
+    }
+
+    /// `main` makes two cells of member #0 that differ only in their one
+    /// slot, which nothing loads, and records each in a memo table: the
+    /// slot stays, or the cells would become one.
+    #[test]
+    fn keeps_the_slots_that_tell_memo_keys_apart() {
+        let v = Val::new;
+        let body = Block {
+            insts: vec![
+                i(&[0], Op::F64Const(1.0)),
+                i(&[1], Op::F64Const(2.0)),
+                i(&[2], Op::Alloc(0, vec![v(0)])),
+                i(&[3], Op::Alloc(0, vec![v(1)])),
+                i(&[], Op::MemoPut(0, vec![v(2), v(3)])),
+                i(&[], Op::MemoPut(0, vec![v(3), v(2)])),
+            ],
+            term: Term::Return(vec![]),
+        };
+        let mut m = Module {
+            funcs: vec![Func {
+                name: "main".into(),
+                params: vec![],
+                returns: vec![],
+                types: vec![Ty::F64, Ty::F64, Ty::Ptr, Ty::Ptr],
+                body,
+            }],
+            main: Some(FuncId::new(0)),
+            vectors: Default::default(),
+            strings: vec![],
+            cells: [(0, vec![Ty::F64])].into(),
+        };
+        let mut plain = m.clone();
+        drop_dead_slots(&mut m);
+        assert_eq!(m.cells, [(0, vec![Ty::F64])].into());
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+        // Without the memo table the slot is dead (and so are the cells).
+        plain.funcs[0].body.insts.truncate(4);
+        drop_dead_slots(&mut plain);
+        assert!(plain.cells.get(&0).is_none_or(Vec::is_empty));
     }
 
     /// `f(x, y)` stores `(x, y, x)` and reads slots 2 and 0, which always
