@@ -412,4 +412,42 @@ main f0
         let kept = LOOP.replace("  v4 = vec_load v3 v2 #0.0", "  v4 = vec_load v1 v2 #0.0");
         assert_eq!(consumed(&kept, 1), vec![(6, 5)]);
     }
+
+    /// `main` adds a one-hot to the sum the loop returns (through its
+    /// `If`'s result), as lse-R adds the sums its two sweeps return.
+    const AFTER: &str = "
+  v4 = vec_len v3
+  v5 = vec_one_hot #0 v4 v2(v0)
+  v6 = vec_plus #0 v3 v5
+  v7 = vec_load v6 v2 #0.0
+  print_real v7";
+
+    #[test]
+    fn the_sum_a_call_returns_is_consumed_by_its_callers_plus() {
+        let after = LOOP.replace(
+            "
+  v4 = vec_load v3 v2 #0.0
+  print_real v4",
+            AFTER,
+        );
+        assert_eq!(consumed(&after, 0), vec![(6, 3), (6, 5)]);
+        // A callee that also keeps the sum in a cell it returns beside it
+        // does not give it away.
+        let kept = after
+            .replace("-> (ptr) {", "-> (ptr, ptr) {")
+            .replace(
+                "  v3 = call f1(v0, v2, v1)",
+                "  v3, v8 = call f1(v0, v2, v1)",
+            )
+            .replace(
+                "  v8 = if v3 {\n    yield v2",
+                "  v8, v11 = if v3 {\n    v10 = alloc #0(v2)\n    yield v2, v10",
+            )
+            .replace("  return v8\n", "  return v8, v11\n");
+        let kept = kept.replace("vector #0 = (f64)", "cell #0 = (ptr)\nvector #0 = (f64)");
+        assert_eq!(consumed(&kept, 0), vec![(6, 5)]);
+        // Returned beside a value of its own, it is given away.
+        let beside = kept.replace("    v10 = alloc #0(v2)", "    v10 = vec_zero #0 v0");
+        assert_eq!(consumed(&beside, 0), vec![(6, 3), (6, 5)]);
+    }
 }
