@@ -20,10 +20,11 @@
 use super::*;
 
 impl Codegen<'_> {
-    /// The trampoline of runtime function `name` (defined on first use).
-    pub(crate) fn cold(&mut self, name: &'static str) -> Result<ClFuncId, String> {
-        if let Some(id) = self.colds.get(name) {
-            return Ok(*id);
+    /// The trampoline of runtime function `name` (defined on first use),
+    /// and whether the function returns a result.
+    pub(crate) fn cold(&mut self, name: &'static str) -> Result<(ClFuncId, bool), String> {
+        if let Some(cold) = self.colds.get(name) {
+            return Ok(*cold);
         }
         let target = self.import(name)?;
         let target_sig = self
@@ -39,7 +40,8 @@ impl Codegen<'_> {
             .module
             .declare_function(&tramp, Linkage::Local, &sig)
             .map_err(|e| format!("declaring `{tramp}`: {e}"))?;
-        self.colds.insert(name, id);
+        let returns = !target_sig.returns.is_empty();
+        self.colds.insert(name, (id, returns));
         let result = self.cold_result()?;
         let mut ctx = self.module.make_context();
         ctx.func.signature = sig;
@@ -64,7 +66,7 @@ impl Codegen<'_> {
             b.finalize(self.module.target_config());
         }
         self.finish_function(id, ctx, &tramp)?;
-        Ok(id)
+        Ok((id, returns))
     }
 
     /// The word a trampoline leaves its function's result in.
@@ -101,14 +103,9 @@ impl FnBuilder<'_, '_> {
         name: &'static str,
         args: &[ClValue],
     ) -> Result<Option<ClValue>, String> {
-        let id = self.cg.cold(name)?;
+        let (id, returns) = self.cg.cold(name)?;
         let r = self.func_ref(id);
         self.b.ins().call(r, args);
-        let returns = {
-            let target = self.cg.import(name)?;
-            let decls = self.cg.module.declarations();
-            !decls.get_function_decl(target).signature.returns.is_empty()
-        };
         if !returns {
             return Ok(None);
         }

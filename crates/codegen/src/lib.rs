@@ -266,7 +266,7 @@ struct Codegen<'a> {
     consumed: Vec<HashSet<(fir::Val, fir::Val)>>,
     /// The trampolines of runtime functions called from cold blocks
     /// (`cold`), and the word they leave results in.
-    colds: HashMap<&'static str, ClFuncId>,
+    colds: HashMap<&'static str, (ClFuncId, bool)>,
     cold_result: Option<DataId>,
 }
 

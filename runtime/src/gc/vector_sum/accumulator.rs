@@ -33,9 +33,10 @@ pub(super) fn is_acc(v: usize) -> bool {
 }
 
 /// Whether the sum `v` (reals, one slot each), which a `plus` consumes,
-/// is better made an accumulator before its next addition: it is long,
-/// it has had many, and its log would grow to a quarter of its elements
-/// or more (two words an entry: half their bytes).
+/// is better made an accumulator before its next addition (compiled code
+/// asks when the sum's log is full): it is long, it has had many, it
+/// reads all its log, and a new log would have room for a quarter of its
+/// elements or more (two words an entry: half their bytes).
 #[inline(always)]
 pub(super) fn worth_accumulating(v: usize) -> bool {
     let (tag, stride, n) = shape_of(v);
@@ -43,8 +44,19 @@ pub(super) fn worth_accumulating(v: usize) -> bool {
         return false;
     }
     // SAFETY: a sum's words, written when it was made.
-    let (count, dense) = unsafe { (word(v, SUM_COUNT_AT), word(v, SUM_DENSE_AT)) };
-    dense == 0 && count + 1 >= SUM_ACC_FROM && 4 * log_room(count + 1, n) >= n
+    let (count, dense, log) = unsafe {
+        (
+            word(v, SUM_COUNT_AT),
+            word(v, SUM_DENSE_AT),
+            word(v, SUM_LOG_AT),
+        )
+    };
+    // A sum whose log others have written past (a fork, a `plus` that did
+    // not consume it) copies its entries, O(count), not its elements,
+    // O(n): a loop that forks its sum every step would remake one every
+    // step.
+    let forked = log != 0 && log_fill(log).0 != count;
+    dense == 0 && !forked && count + 1 >= SUM_ACC_FROM && 4 * log_room(count + 1, n) >= n
 }
 
 /// Makes the sum `v` (reals, one slot; see [`worth_accumulating`]) an
@@ -159,7 +171,11 @@ pub(super) fn settle(v: usize) {
         let based = half(v) & SUM_ACC_BASED != 0;
         let elem = |i: usize| *((a + VECTOR_SLOTS_AT + 8 * i) as *const f64);
         if count > 0 {
-            log = rt_alloc_vector(u64::from(vector_header(2, 0)), (count + 1) as u64) as usize;
+            // Room to grow, as a sum's new log has: a full one would send
+            // the next consumed addition to make it an accumulator again,
+            // O(n).
+            let room = log_room(count, n);
+            log = rt_alloc_vector(u64::from(vector_header(2, 0)), (room + 1) as u64) as usize;
             let entries = (log + VECTOR_SLOTS_AT + 16) as *mut usize;
             let mut k = 0;
             let mut last = 0;

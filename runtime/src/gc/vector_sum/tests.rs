@@ -383,3 +383,35 @@ fn a_plus_consuming_an_accumulator_is_the_plus_of_the_sums() {
         }
     }
 }
+
+/// An accumulator settled by a `plus` that does not consume it is not
+/// made an accumulator again by the next `plus` that does: that sum no
+/// longer reads all its log (the first `plus` wrote past it), and copying
+/// its entries costs O(count), where remaking the accumulator and settling
+/// it again, in a loop that adds to its sum both ways, cost O(n) a step.
+/// A settled sum's log has room to grow.
+#[test]
+fn a_settled_accumulator_grows_its_log_before_it_is_remade() {
+    let _globals = crate::TEST_GLOBALS.lock();
+    let adds = additions(70, 0.37);
+    let (mut acc, mut log) = (chain(&adds, true), chain(&adds, false));
+    assert!(accumulator::is_acc(acc));
+    // Eight steps: its count stays below its length (past it, a sum is
+    // made dense anyway, and an accumulator is as cheap).
+    for (k, &(i, x)) in additions(8, 0.53).iter().enumerate() {
+        // Added to without being consumed, then consumed.
+        let (side, side_log) = (rt_vec_plus_hot(acc, i, x, 0), rt_vec_plus_hot(log, i, x, 0));
+        assert_eq!(bits(side), bits(side_log), "step {k}");
+        acc = rt_vec_plus_hot(acc, (i + 3) % 80, x, 2);
+        log = rt_vec_plus_hot(log, (i + 3) % 80, x, 0);
+        assert!(!accumulator::is_acc(acc), "step {k}: remade at once");
+    }
+    assert_eq!(bits(acc), bits(log));
+    // Settled, its log has room for more than its additions, so that
+    // compiled code appends the next ones there.
+    let settled = chain(&adds, true);
+    settle(settled);
+    // SAFETY: a sum with a log.
+    let (written, room) = log_fill(unsafe { word(settled, SUM_LOG_AT) });
+    assert!(written == 70 && room > written, "{written} of {room}");
+}

@@ -159,18 +159,7 @@ fn needed_block(
                 }
                 mark(live, *cond);
             }
-            Op::Alloc(tag, args) | Op::AllocZero(tag, args) => {
-                for (s, v) in args.iter().enumerate() {
-                    if slots.stored(*tag, s) {
-                        mark(live, *v);
-                    }
-                }
-            }
-            Op::Load(cell, tag, slot) => {
-                slots.read(*tag, *slot);
-                mark(live, *cell);
-            }
-            op => op.for_each_operand(|v| mark(live, v)),
+            op => mark_operands(op, live, slots),
         }
         any = true;
     }
@@ -870,6 +859,26 @@ fn yields(b: &Block) -> Option<&[Val]> {
     }
 }
 
+/// Marks the operands of `op` (not an `If`) that are used: an
+/// allocation's only at the slots something reads, which `slots` says,
+/// and a load's cell, telling `slots` of the read.
+fn mark_operands(op: &Op, live: &mut [bool], slots: &mut impl Slots) {
+    match op {
+        Op::Alloc(tag, args) | Op::AllocZero(tag, args) => {
+            for (s, v) in args.iter().enumerate() {
+                if slots.stored(*tag, s) {
+                    mark(live, *v);
+                }
+            }
+        }
+        Op::Load(cell, tag, slot) => {
+            slots.read(*tag, *slot);
+            mark(live, *cell);
+        }
+        op => op.for_each_operand(|v| mark(live, v)),
+    }
+}
+
 fn mark(live: &mut [bool], v: Val) {
     live[v.index()] = true;
 }
@@ -912,18 +921,7 @@ fn dce_block(b: &mut Block, live: &mut [bool], slots: &mut impl Slots) {
                 }
                 mark(live, *cond);
             }
-            Op::Alloc(tag, args) | Op::AllocZero(tag, args) => {
-                for (s, v) in args.iter().enumerate() {
-                    if slots.stored(*tag, s) {
-                        mark(live, *v);
-                    }
-                }
-            }
-            Op::Load(cell, tag, slot) => {
-                slots.read(*tag, *slot);
-                mark(live, *cell);
-            }
-            op => op.for_each_operand(|v| mark(live, v)),
+            op => mark_operands(op, live, slots),
         }
         kept.push(inst);
     }
