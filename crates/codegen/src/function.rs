@@ -65,7 +65,8 @@ pub(crate) struct FnBuilder<'a, 'b> {
 /// the runtime, whose clobbered registers made a loop spill every value
 /// it carries), an index as an integer (`Fact::Int`) and a vector's
 /// length (`Fact::Len`, which a loop over a vector compares an index
-/// with at every step). An `If` arm
+/// with at every step), and a condition an `If` decided (`Fact::True`,
+/// `Fact::False`: in its arms, and after it when one arm stops). An `If` arm
 /// starts from what its `If` knew, and what it learns ends with it.
 #[derive(Default)]
 pub(crate) struct Known {
@@ -80,6 +81,9 @@ pub(crate) enum Fact {
     Int,
     /// A vector's length, as the `F64` the FIR holds.
     Len,
+    /// A `Bool` known true, or false, where an `If` on it decided.
+    True,
+    False,
 }
 
 impl Known {
@@ -383,27 +387,66 @@ impl FnBuilder<'_, '_> {
             }
             Op::If { cond, then_, else_ } => {
                 let c = self.val(*cond)?;
-                let then_blk = self.b.create_block();
-                let else_blk = self.b.create_block();
+                // An `If` on a condition an earlier one decided (the same
+                // index checked for `vector-ref` and for its one-hot
+                // sensitivity) runs its one arm.
+                let decided = if self.known.get(*cond, Fact::True).is_some() {
+                    Some(true)
+                } else if self.known.get(*cond, Fact::False).is_some() {
+                    Some(false)
+                } else {
+                    None
+                };
+                let arms: Vec<(ClBlock, &fir::Block, Fact)> = match decided {
+                    Some(t) => {
+                        let arm = if t { then_ } else { else_ };
+                        vec![(self.b.create_block(), arm, Fact::True)]
+                    }
+                    None => vec![
+                        (self.b.create_block(), then_, Fact::True),
+                        (self.b.create_block(), else_, Fact::False),
+                    ],
+                };
                 let merge = self.b.create_block();
                 for r in &inst.results {
                     let t = self.f.types[r.index()];
                     self.b.append_block_param(merge, cl_ty(t));
                 }
-                self.b.ins().brif(c, then_blk, &[], else_blk, &[]);
+                match arms.as_slice() {
+                    [(only, ..)] => {
+                        self.b.ins().jump(*only, &[]);
+                    }
+                    [(then_blk, ..), (else_blk, ..)] => {
+                        self.b.ins().brif(c, *then_blk, &[], *else_blk, &[]);
+                    }
+                    _ => unreachable!("an `If` has one arm to run or two"),
+                }
                 self.yield_to.push(merge);
                 let mark = self.known.mark();
-                self.b.switch_to_block(then_blk);
-                self.block(then_)?;
-                self.known.undo(mark);
-                self.b.switch_to_block(else_blk);
-                self.block(else_)?;
-                self.known.undo(mark);
+                for (blk, arm, fact) in arms {
+                    self.b.switch_to_block(blk);
+                    if decided.is_none() {
+                        self.known.learn(*cond, fact, c);
+                    }
+                    self.block(arm)?;
+                    self.known.undo(mark);
+                }
                 self.yield_to.pop();
                 self.b.switch_to_block(merge);
                 let params = self.b.block_params(merge).to_vec();
                 for (r, v) in inst.results.iter().zip(params) {
                     self.set(*r, v)?;
+                }
+                // What follows runs only after an arm that yields.
+                if decided.is_none() {
+                    match (
+                        matches!(then_.term, Term::Yield(_)),
+                        matches!(else_.term, Term::Yield(_)),
+                    ) {
+                        (true, false) => self.known.learn(*cond, Fact::True, c),
+                        (false, true) => self.known.learn(*cond, Fact::False, c),
+                        _ => {}
+                    }
                 }
             }
             Op::PrintStr(s) => {

@@ -112,6 +112,7 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         done: Vec::new(),
         next_job: 0,
         consumed: fir::owned::consumed_sums(m),
+        whole: fir::whole::whole_values(m),
         colds: HashMap::new(),
         cold_result: None,
     };
@@ -264,6 +265,9 @@ struct Codegen<'a> {
     /// Per function, the `VecPlus`es that may add to an operand in place
     /// (`fir::owned`): (the result, the operand).
     consumed: Vec<HashSet<(fir::Val, fir::Val)>>,
+    /// Per function, per value: whether it is a whole real
+    /// (`fir::whole`), whose check as an index needs no test of it.
+    whole: Vec<Vec<bool>>,
     /// The trampolines of runtime functions called from cold blocks
     /// (`cold`), and the word they leave results in.
     colds: HashMap<&'static str, (ClFuncId, bool)>,

@@ -289,14 +289,24 @@ impl FnBuilder<'_, '_> {
     /// than itself only if `i` is whole (or an infinity, or -0, which is 0)
     /// and below 2^52, and then the integer [`Self::index_int`] gives is
     /// `i`'s; it is below the length only if it is one (a negative `i`,
-    /// an infinity or a NaN gives bits below 2^52's or far above them,
-    /// and a NaN fails the first test).
+    /// an infinity or a NaN gives bits below 2^52's or 2^52 and more above
+    /// them, so the comparison alone fails them).
     fn index_ok(&mut self, v: Val, i: Val) -> Result<ClValue, String> {
         let x = self.val(i)?;
         let shifted = self.shifted(x);
-        let magic = self.b.ins().f64const(TWO_TO_52);
-        let back = self.b.ins().fsub(shifted, magic);
-        let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
+        // A whole `i` (`fir::whole`) needs only the comparison: an
+        // infinity or a NaN fails it.
+        let known_whole = self.cg.whole[self.fid.index()]
+            .get(i.index())
+            .copied()
+            .unwrap_or(false);
+        let whole = if known_whole {
+            None
+        } else {
+            let magic = self.b.ins().f64const(TWO_TO_52);
+            let back = self.b.ins().fsub(shifted, magic);
+            Some(self.b.ins().fcmp(FloatCC::Equal, back, x))
+        };
         // Cranelift's optimiser is off: the integer is made of this sum,
         // not of another.
         let k = match self.known.get(i, Fact::Int) {
@@ -310,7 +320,10 @@ impl FnBuilder<'_, '_> {
         let vec = self.val(v)?;
         let n = self.vector_len(vec);
         let below = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
-        Ok(self.b.ins().band(whole, below))
+        Ok(match whole {
+            Some(w) => self.b.ins().band(w, below),
+            None => below,
+        })
     }
 
     /// A length or an index (an `I64` below 2^40) as the `F64` the FIR

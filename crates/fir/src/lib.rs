@@ -63,6 +63,7 @@ pub mod read;
 mod testing;
 pub mod verify;
 pub mod visit;
+pub mod whole;
 
 pub use module::*;
 pub use passes::optimize;
