@@ -79,14 +79,6 @@ pub const SUM_ZERO_OF: u32 = 1;
 /// that consumes it adds to them in place.
 pub const SUM_ACC: u32 = 1;
 
-/// The bit, beside [`SUM_ACC`], that says the accumulator has a base:
-/// none of its elements is [`SUM_ABSENT`].
-pub const SUM_ACC_BASED: u32 = 2;
-
-/// The bits of an accumulator's element that no addition has reached over
-/// a zero: a signalling NaN, which no arithmetic makes.
-pub const SUM_ABSENT: u64 = 0x7ff4_0000_0000_0acc;
-
 /// Sums shorter than this, or of fewer additions, stay sums with a log.
 pub const SUM_ACC_FROM: usize = 64;
 

@@ -8,8 +8,8 @@
 
 use super::*;
 use base::cell_layout::{
-    vector_header, SUM_ABSENT, SUM_ACC, SUM_ACC_BASED, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT,
-    SUM_DENSE_AT, SUM_LOG_AT, SUM_TAG, VECTOR_SLOTS_AT, VECTOR_TAG,
+    vector_header, SUM_ACC, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT, SUM_LOG_AT,
+    SUM_TAG, VECTOR_SLOTS_AT, VECTOR_TAG,
 };
 
 /// 2^52: an `F64` whole number below it, added to it, is in the mantissa.
@@ -156,10 +156,9 @@ impl FnBuilder<'_, '_> {
     }
 
     /// [`Self::plus_hot`]'s first path when the `plus` consumes `sum`: if
-    /// `sum` is an accumulator (`base::cell_layout::SUM_ACC`) whose elements
-    /// were not read and which stays one of no more additions than
-    /// elements, its element is added to in place, and the sum is the
-    /// result (a jump to `done`). Else the block it leaves open goes on.
+    /// `sum` is an accumulator (`base::cell_layout::SUM_ACC`), its element
+    /// is added to in place, and the sum is the result (a jump to `done`).
+    /// Else the block it leaves open goes on.
     fn add_to_accumulator(
         &mut self,
         sum: ClValue,
@@ -169,42 +168,20 @@ impl FnBuilder<'_, '_> {
         let flags = MemFlagsData::trusted();
         let i64t = types::I64;
         let header = self.b.ins().load(i64t, flags, sum, 0);
-        let half = vector_header(1, 0) | SUM_ACC | SUM_ACC_BASED;
+        let half = vector_header(1, 0) | SUM_ACC;
         let acc = (u64::from(half) << 32) | u64::from(SUM_TAG);
-        // Either accumulator: with a base or over a zero.
-        let based = self
-            .b
-            .ins()
-            .bor_imm_u(header, i64::from(SUM_ACC_BASED) << 32);
-        let is_acc = self.b.ins().icmp_imm_s(IntCC::Equal, based, acc as i64);
-        let check = self.b.create_block();
+        let is_acc = self.b.ins().icmp_imm_s(IntCC::Equal, header, acc as i64);
         let add = self.b.create_block();
         let other = self.b.create_block();
-        self.b.ins().brif(is_acc, check, &[], other, &[]);
-        self.b.switch_to_block(check);
-        let count = self.b.ins().load(i64t, flags, sum, SUM_COUNT_AT as i32);
-        let n = self.b.ins().load(i64t, flags, sum, 8);
-        let dense = self.b.ins().load(i64t, flags, sum, SUM_DENSE_AT as i32);
-        let next = self.b.ins().iadd_imm_s(count, 1);
-        let room = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, n);
-        let unread = self.b.ins().icmp_imm_u(IntCC::Equal, dense, 0);
-        let ok = self.b.ins().band(room, unread);
-        self.b.ins().brif(ok, add, &[], other, &[]);
+        self.b.ins().brif(is_acc, add, &[], other, &[]);
         self.b.switch_to_block(add);
         let a = self.b.ins().load(i64t, flags, sum, SUM_BASE_AT as i32);
         let off = self.b.ins().imul_imm_s(hot.0, 8);
         let at = self.b.ins().iadd(a, off);
         let slot = VECTOR_SLOTS_AT as i32;
         let e = self.b.ins().load(types::F64, flags, at, slot);
-        let bits = self.b.ins().bitcast(i64t, MemFlagsData::new(), e);
-        let absent = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::Equal, bits, SUM_ABSENT as i64);
         let added = self.b.ins().fadd(e, hot.1);
-        let r = self.b.ins().select(absent, hot.1, added);
-        self.b.ins().store(flags, r, at, slot);
-        self.b.ins().store(flags, next, sum, SUM_COUNT_AT as i32);
+        self.b.ins().store(flags, added, at, slot);
         self.b.ins().jump(done, &block_args(&[sum]));
         self.b.switch_to_block(other);
         Ok(())

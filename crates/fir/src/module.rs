@@ -240,10 +240,10 @@ pub enum Op {
     /// The elementwise sum of two vectors of layout `layout` (all `F64`,
     /// or one `Ptr` to a row of the sums above, added as rows are)
     /// of one length (checked before): each slot the `FBin::PlusAdd` of
-    /// the two. Where one operand's element was never given a value (a
-    /// zero's, or a one-hot's but at its index), the sum may be the other
-    /// operand's element itself, as the interpreter's sums of vectors
-    /// give it: the two differ only in the sign of a zero. Gives a `Ptr`.
+    /// the two, a one-hot's other elements being 0 (so a -0 becomes 0),
+    /// as the interpreter's sums of vectors give it; but a zero
+    /// (`VecZero`) adds nothing, as the interpreter's `plus` of a zero:
+    /// the two differ only in the sign of a zero. Gives a `Ptr`.
     VecPlus(u32, Val, Val),
     /// A stack of reals, for [`crate::passes::stacks`]: `buf`, a buffer
     /// (a vector of layout `layout`, all `F64`, whose element 0 holds in

@@ -9,14 +9,19 @@
 //! once, when something reads them.
 //!
 //! Its value is exactly that of adding the vectors densely, element by
-//! element (what compiled code may do): `plus` of two vectors is, at each
-//! index, the element of one plus the element of the other. So `plus`
-//! folds the smaller operand into the larger one: the additions of the
-//! smaller are summed per index (its element there) and each becomes one
-//! addition to the larger; the element at an index is the base's, or,
-//! over a zero base, the first value added there, then each addition in
-//! turn. Both operands dense costs O(n), as adding dense vectors does; a
-//! sum that would hold more additions than the vector has elements is made
+//! element (what compiled code does): `plus` of two vectors is, at each
+//! index, the element of one plus the element of the other, and every
+//! element of a sum starts at 0. So `plus` folds the smaller operand into
+//! the larger one: the additions of the smaller are summed per index (its
+//! element there) and each becomes one addition to the larger; the element
+//! at an index is 0 plus the base's (0 over a zero base, and the base's
+//! itself while nothing is added), then each addition in turn. Which
+//! operand is the larger never changes a value, nor does making a sum
+//! dense: 0 plus a real is that real but for -0, which becomes 0, and
+//! a sum that starts at 0 is never -0. (A zero from `zero` is the one
+//! exception, as everywhere: adding it gives the other operand itself.)
+//! Both operands dense costs O(n), as adding dense vectors does; a sum
+//! that would hold more additions than the vector has elements is made
 //! dense at once. Reading a sum costs O(n) plus its additions, and a
 //! gradient that reads a vector k times costs O(n + k log k) at most (O(n +
 //! k) when each read's sensitivity is added to the running sum).
@@ -73,17 +78,27 @@ impl VectorSum {
             return d;
         }
         self.approx.get_or_init(|| {
-            let mut items: Vec<Value> = self.base.to_vec();
+            let mut items = self.started();
             let mut touched = vec![!self.base_zero; items.len()];
             for (i, v) in self.leaves() {
                 items[i] = match (&items[i], v) {
                     (Value::Real(a), Value::Real(b)) if touched[i] => Value::Real(a + b),
-                    _ => v.clone(),
+                    _ => from_zero(v),
                 };
                 touched[i] = true;
             }
             Rc::new(items)
         })
+    }
+
+    /// The base's elements as the additions start from them: 0 plus each
+    /// (module documentation) once anything is added.
+    fn started(&self) -> Vec<Value> {
+        if self.base_zero || self.count == 0 {
+            self.base.to_vec()
+        } else {
+            self.base.iter().map(from_zero).collect()
+        }
     }
 }
 
@@ -127,6 +142,28 @@ fn leaves(parts: &Option<Rc<Rope>>, count: usize) -> Vec<(usize, &Value)> {
 
 use base::number::is_count;
 
+/// 0 plus `v`: its reals (in pairs, tagged values and closures too; not a
+/// vector's, which stays as it is, as a row of a sum of rows does) with 0
+/// added, so -0 becomes 0. Not counted as an addition: it is where a sum's
+/// element starts, not a `plus` the program made.
+fn from_zero(v: &Value) -> Value {
+    match v {
+        Value::Real(x) => Value::Real(0.0 + x),
+        Value::Pair(p) => Value::pair(from_zero(&p.0), from_zero(&p.1)),
+        Value::Bundle(p) => Value::Bundle(Rc::new((from_zero(&p.0), from_zero(&p.1)))),
+        Value::Perturbation(x) | Value::Sensitivity(x) | Value::Reverse(x) => match v.wrapper_tag()
+        {
+            Some(tag) => Value::wrap(tag, from_zero(x)),
+            None => v.clone(),
+        },
+        Value::Closure(c) => Value::Closure(Rc::new(crate::value::Closure {
+            lambda: c.lambda,
+            env: c.env.iter().map(from_zero).collect(),
+        })),
+        _ => v.clone(),
+    }
+}
+
 impl Interp<'_> {
     /// The elements of a vector, made if it is a sum; `None` for any
     /// other value.
@@ -142,16 +179,16 @@ impl Interp<'_> {
         if let Some(d) = sum.dense.get() {
             return Ok(d.clone());
         }
-        let mut items: Vec<Value> = sum.base.to_vec();
-        // Over a zero base, an element is its first addition, then the
-        // others: as adding one-hot vectors densely gives it.
+        let mut items = sum.started();
+        // Over a zero base, an element is 0 plus its first addition, then
+        // the others: as adding one-hot vectors densely gives it.
         let mut touched = vec![!sum.base_zero; items.len()];
         for (i, v) in sum.leaves() {
             items[i] = if touched[i] {
                 self.plus(&items[i], v)?
             } else {
                 touched[i] = true;
-                v.clone()
+                from_zero(v)
             };
         }
         let d: Items = Rc::new(items);

@@ -10,10 +10,12 @@
 //! is the interpreter's `VectorSum` (`crates/interp/src/vector.rs`) step
 //! for step, so that both print the same bits: `plus` folds the smaller
 //! operand into the larger, the smaller's additions summed per index
-//! first; over a zero base an element is its first addition, then each
-//! later one added (a zero adds nothing, as `plus` skips a zero); two
-//! operands with bases add densely; a sum of more additions than its
-//! vector has elements is made dense at once.
+//! first; an element is 0 plus the base's (0 over a zero base; the base's
+//! as it is while nothing is added), then each addition in turn (a zero
+//! adds nothing, as `plus` skips a zero); two operands with bases add
+//! densely; a sum of more additions than its vector has elements is made
+//! dense at once. Starting at 0, no value depends on which operand was
+//! the larger, nor on when a sum is made dense.
 //!
 //! The additions live in a log, a vector without pointers that sums
 //! share: a sum reads the first `count` entries, and adding to the sum
@@ -332,8 +334,8 @@ unsafe fn append_copy(big: Summand, el: Elems, n: usize, from: *const usize, m: 
 }
 
 /// A new dense vector of the elements of `s` (`n` elements of `stride`
-/// reals): its base's (or zeros), then each addition, oldest first, the
-/// first one at an index of a zero taken as it is.
+/// reals): 0 plus its base's (or zeros; its base's as they are if it has
+/// no additions), then each addition, oldest first.
 fn dense_of(s: Summand, el: Elems, n: usize) -> usize {
     if let Some(row) = el.rows {
         return dense_rows(s, row, n);
@@ -341,39 +343,30 @@ fn dense_of(s: Summand, el: Elems, n: usize) -> usize {
     let stride = el.stride;
     let v = rt_alloc_vector(u64::from(vector_header(stride, 0)), n as u64) as usize;
     let at = |i: usize| (v + VECTOR_SLOTS_AT + 8 * stride * i) as *mut f64;
-    // Over a zero: which elements an addition has set.
-    let mut set: *mut u8 = core::ptr::null_mut();
     // SAFETY: `v` has `n` elements of `stride` slots, as the base has.
     unsafe {
         if s.base != 0 {
-            core::ptr::copy_nonoverlapping(
-                (s.base + VECTOR_SLOTS_AT) as *const f64,
-                at(0),
-                stride * n,
-            );
+            let base = (s.base + VECTOR_SLOTS_AT) as *const f64;
+            if s.count == 0 {
+                core::ptr::copy_nonoverlapping(base, at(0), stride * n);
+            } else {
+                for k in 0..stride * n {
+                    *at(0).add(k) = 0.0 + *base.add(k);
+                }
+            }
         } else {
             core::ptr::write_bytes(at(0), 0, stride * n);
-            set = sys_alloc(n.max(1));
-            core::ptr::write_bytes(set, 0, n);
         }
     }
-    if stride == 1 && !set.is_null() {
-        // The backward sweep's sum over a zero, an entry per element read:
-        // a real per entry, without `copy_nonoverlapping`'s call of
-        // `memcpy` (half the cost of this loop).
+    if stride == 1 {
+        // The backward sweep's sum, an entry per element read: a real per
+        // entry, without the general loop's per-slot loop.
         // SAFETY: as below, entries of two words: an index, a real.
         unsafe {
             for k in 0..s.count {
                 let e = (s.entries + 16 * k) as *const usize;
-                let (i, x) = (*e, *(e.add(1) as *const f64));
-                if *set.add(i) == 0 {
-                    *set.add(i) = 1;
-                    *at(i) = x;
-                } else {
-                    *at(i) += x;
-                }
+                *at(*e) += *(e.add(1) as *const f64);
             }
-            free(set);
         }
         return v;
     }
@@ -382,19 +375,10 @@ fn dense_of(s: Summand, el: Elems, n: usize) -> usize {
         // made, and it has `stride` slots.
         unsafe {
             let (i, from) = s.entry(stride, k);
-            if !set.is_null() && *set.add(i) == 0 {
-                *set.add(i) = 1;
-                core::ptr::copy_nonoverlapping(from, at(i), stride);
-            } else {
-                for j in 0..stride {
-                    *at(i).add(j) += *from.add(j);
-                }
+            for j in 0..stride {
+                *at(i).add(j) += *from.add(j);
             }
         }
-    }
-    if !set.is_null() {
-        // SAFETY: from `sys_alloc`, not used after.
-        unsafe { free(set) };
     }
     v
 }
@@ -555,8 +539,7 @@ unsafe fn plus_entry(sum: usize, entry: *const usize, sum_first: bool) -> Option
 #[no_mangle]
 pub extern "C" fn rt_vec_plus_hot(sum: usize, i: u64, x: f64, flags: u64) -> usize {
     if flags & 2 != 0 {
-        // SAFETY: a sum's words.
-        if accumulator::is_acc(sum) && unsafe { word(sum, SUM_DENSE_AT) } == 0 {
+        if accumulator::is_acc(sum) {
             return accumulator::add_in_place(sum, i as usize, x);
         }
         if accumulator::worth_accumulating(sum) {
@@ -720,8 +703,9 @@ unsafe fn append_grouped_rows(big: Summand, el: Elems, n: usize, small: &Summand
 
 /// Writes into `sums` the additions of `s` summed per index, in the
 /// order of the indices, each index's in the order they were made (the
-/// first taken as it is); returns how many. By sorting: O(k log k) for
-/// k additions.
+/// first taken as it is: an element of a sum starts at 0 anyway, so the
+/// sign of a zero it gives is never seen); returns how many. By sorting:
+/// O(k log k) for k additions.
 ///
 /// # Safety
 /// `s`'s entries stay where they are; `sums` has room for an entry per
@@ -834,16 +818,15 @@ fn settle(v: usize) {
 /// [`rt_vec_dense`] of a sum whose elements are not made yet.
 #[inline(never)]
 fn make_dense(v: usize) -> usize {
-    if accumulator::is_acc(v) {
-        return accumulator::dense(v);
-    }
+    // An accumulator's elements are its vector's: it gives them up.
+    settle(v);
     let (tag, stride, n) = shape_of(v);
     let el = if tag == SUM_ROWS_TAG {
         rows(u64::from(half(v) & !SUM_ZERO_OF))
     } else {
         Elems::reals(stride)
     };
-    let d = dense_of(summand(v, stride), el, n);
+    let d = materialise(summand(v, stride), el, n);
     // SAFETY: the sum's last word, which only this function writes.
     unsafe { *((v + SUM_DENSE_AT) as *mut usize) = d };
     HEAP.get().written_into(v, d);

@@ -113,7 +113,11 @@ impl Eval<'_> {
                 }
                 let mut fields = vec![V::F(0.0); n * stride];
                 for (k, v) in vals.iter().enumerate() {
-                    fields[i as usize * stride + k] = get(env, *v)?;
+                    // An element of a sum starts at 0: 0 + -0 is 0.
+                    fields[i as usize * stride + k] = match get(env, *v)? {
+                        V::F(x) => V::F(crate::FBin::PlusAdd.scalar().apply(0.0, x)),
+                        other => other,
+                    };
                 }
                 vec![self.new_vector(*layout, n, fields)]
             }

@@ -34,7 +34,7 @@ fn one_hot(n: u64, i: f64, x: f64) -> usize {
 }
 
 #[test]
-fn sums_are_the_dense_additions_and_keep_a_first_negative_zero() {
+fn sums_are_the_dense_additions_from_zero() {
     let _globals = crate::TEST_GLOBALS.lock();
     let zero = rt_vec_zero(u64::from(vector_header(1, 0)), 4);
     assert_eq!(elements(zero), [0.0; 4]);
@@ -45,8 +45,8 @@ fn sums_are_the_dense_additions_and_keep_a_first_negative_zero() {
     let e = elements(acc);
     assert_eq!(e, [0.0, 2.75, 0.0, 0.0]);
     assert!(
-        e[3].is_sign_negative(),
-        "a first addition is taken as it is"
+        !e[3].is_sign_negative(),
+        "an element starts at 0: 0 + -0 is 0"
     );
     // More additions than elements: made dense.
     let dense = rt_vec_plus(one_hot(4, 0.0, 1.0), acc);
@@ -291,9 +291,9 @@ fn bits(v: usize) -> std::vec::Vec<u64> {
 /// A sum each `plus` consumes (`rt_vec_plus_hot`'s bit 1) becomes an
 /// accumulator and is added to in place; bit for bit, it is what the same
 /// additions make of a sum nothing consumes (which keeps a log): before
-/// and after it has had more additions than elements (made dense: a first
-/// -0 where nothing was added before gives +0), after its elements are
-/// read, and as either operand of a `plus` of two sums.
+/// and after it has had more additions than elements (made dense), after
+/// its elements are read, and as either operand of a `plus` of two sums.
+/// A -0 added where nothing was gives 0 in both.
 #[test]
 fn an_accumulator_is_the_sum_it_stands_for() {
     let _globals = crate::TEST_GLOBALS.lock();
@@ -310,8 +310,15 @@ fn an_accumulator_is_the_sum_it_stands_for() {
     let (a, b) = (chain(&adds, true), chain(&adds, false));
     let (c, d) = (chain(&adds[..70], true), chain(&adds[..70], false));
     assert_eq!(bits(rt_vec_plus(a, c)), bits(rt_vec_plus(b, d)));
-    // Read, then added to in place again (it settles first).
-    assert_eq!(bits(acc), bits(log));
+    // Read, then added to by consuming `plus`es (it settles first): what
+    // was read stays as it was.
+    let before = bits(acc);
+    assert_eq!(before, bits(log));
+    let read = rt_vec_dense(acc);
+    assert!(
+        !accumulator::is_acc(acc),
+        "read: no longer added to in place"
+    );
     let (mut acc, mut log) = (acc, log);
     for (k, &(i, x)) in additions(40, 0.53).iter().enumerate() {
         let first = (k % 2) as u64;
@@ -319,6 +326,7 @@ fn an_accumulator_is_the_sum_it_stands_for() {
         log = rt_vec_plus_hot(log, i, x, first);
     }
     assert_eq!(bits(acc), bits(log));
+    assert_eq!(bits(read), before);
     // Past 80 additions unread, then a -0 where none was added.
     let mut adds = additions(120, 0.29);
     adds.push((75, -0.0));
@@ -326,20 +334,20 @@ fn an_accumulator_is_the_sum_it_stands_for() {
     let (e, f) = (bits(acc), bits(log));
     assert_eq!(e, f);
     assert_eq!(f64::from_bits(e[75]).to_bits(), 0.0f64.to_bits());
-    // A first -0 over a zero stays -0.
+    // Before it has as many additions as elements, too.
     let mut adds = additions(70, 0.61);
     adds.push((77, -0.0));
     let (acc, log) = (chain(&adds, true), chain(&adds, false));
     assert!(accumulator::is_acc(acc));
     let e = bits(acc);
     assert_eq!(e, bits(log));
-    assert_eq!(e[77], (-0.0f64).to_bits());
+    assert_eq!(e[77], 0.0f64.to_bits());
     assert_eq!(e[79], 0.0f64.to_bits());
 }
 
 /// `plus` that consumes an accumulator adds the other operand into it in
-/// place: bit for bit, and count for count (seen in what later additions
-/// and reads give), what `plus` of the sums they stand for makes, for
+/// place: bit for bit (also in what later additions and reads give) what
+/// `plus` of the sums they stand for makes, for
 /// either operand consumed, with another accumulator, a dense vector or a
 /// zero beside it.
 #[test]
@@ -372,8 +380,7 @@ fn a_plus_consuming_an_accumulator_is_the_plus_of_the_sums() {
                 }
                 let mut got = rt_vec_plus_owned(a1, b1, owned);
                 let mut want = rt_vec_plus(a(false), b(false));
-                // Later additions see the same count (when each is made
-                // dense) and elements.
+                // Later additions see the same elements.
                 for &(i, x) in &later {
                     got = rt_vec_plus_hot(got, i + 7, x, 2);
                     want = rt_vec_plus_hot(want, i + 7, x, 0);
@@ -389,7 +396,7 @@ fn a_plus_consuming_an_accumulator_is_the_plus_of_the_sums() {
 /// longer reads all its log (the first `plus` wrote past it), and copying
 /// its entries costs O(count), where remaking the accumulator and settling
 /// it again, in a loop that adds to its sum both ways, cost O(n) a step.
-/// A settled sum's log has room to grow.
+/// Settled, it is the sum of no additions to its elements.
 #[test]
 fn a_settled_accumulator_grows_its_log_before_it_is_remade() {
     let _globals = crate::TEST_GLOBALS.lock();
@@ -407,11 +414,11 @@ fn a_settled_accumulator_grows_its_log_before_it_is_remade() {
         assert!(!accumulator::is_acc(acc), "step {k}: remade at once");
     }
     assert_eq!(bits(acc), bits(log));
-    // Settled, its log has room for more than its additions, so that
-    // compiled code appends the next ones there.
     let settled = chain(&adds, true);
+    assert!(accumulator::is_acc(settled));
     settle(settled);
-    // SAFETY: a sum with a log.
-    let (written, room) = log_fill(unsafe { word(settled, SUM_LOG_AT) });
-    assert!(written == 70 && room > written, "{written} of {room}");
+    // SAFETY: a sum's words.
+    let (count, log) = unsafe { (word(settled, SUM_COUNT_AT), word(settled, SUM_LOG_AT)) };
+    assert_eq!((count, log), (0, 0));
+    assert_eq!(bits(settled), bits(chain(&adds, false)));
 }

@@ -28,7 +28,7 @@ pub fn fuse(m: &mut Module) {
         super::simplify_once(f, true);
         let mut consts = vec![false; f.types.len()];
         bool_consts(&f.body, &mut consts);
-        if fuse_block(&mut f.body, &mut f.types, &consts) {
+        if fuse_block(&mut f.body, &mut f.types, &mut consts) {
             super::simplify_once(f, false);
         }
     }
@@ -50,7 +50,7 @@ fn bool_consts(b: &Block, out: &mut [bool]) {
 
 /// Fuses (and threads, [`super::thread`]) in `b` and the blocks nested
 /// in it; whether anything changed. `consts`: the boolean constants.
-pub(super) fn fuse_block(b: &mut Block, types: &mut Vec<Ty>, consts: &[bool]) -> bool {
+pub(super) fn fuse_block(b: &mut Block, types: &mut Vec<Ty>, consts: &mut Vec<bool>) -> bool {
     let mut changed = false;
     for inst in &mut b.insts {
         if let Op::If { then_, else_, .. } = &mut inst.op {
@@ -65,6 +65,12 @@ pub(super) fn fuse_block(b: &mut Block, types: &mut Vec<Ty>, consts: &[bool]) ->
     let mut last_if: Option<usize> = None;
     let mut between: Vec<Inst> = Vec::new();
     for inst in insts {
+        if let (Op::TagIs(p, tag), Some(k)) = (&inst.op, last_if) {
+            if tag_into_arms(&mut out[k], *p, *tag, inst.results[0], types, consts) {
+                changed = true;
+                continue;
+            }
+        }
         if let (Op::If { cond, .. }, Some(k)) = (&inst.op, last_if) {
             let Op::If { cond: first, .. } = &out[k].op else {
                 unreachable!("`last_if` names an `If`")
@@ -108,6 +114,60 @@ pub(super) fn fuse_block(b: &mut Block, types: &mut Vec<Ty>, consts: &[bool]) ->
     out.append(&mut between);
     b.insts = out;
     changed
+}
+
+/// A test of the tag of `p`, a result of the `If` `first` that each arm
+/// yielding it allocates there (a cell of one known tag, an `If` choosing
+/// between two closures, say), becomes a result of that `If`, `result`: a
+/// constant in each arm. An `If` on the test then threads into its arms
+/// ([`super::thread`]), and the cells, only tested, die. Whether it did.
+fn tag_into_arms(
+    first: &mut Inst,
+    p: Val,
+    tag: u32,
+    result: Val,
+    types: &mut Vec<Ty>,
+    consts: &mut Vec<bool>,
+) -> bool {
+    let Some(j) = first.results.iter().position(|r| *r == p) else {
+        return false;
+    };
+    let Op::If { then_, else_, .. } = &mut first.op else {
+        return false;
+    };
+    // The tag of the cell an arm yields, if it allocates it; `Some(None)`
+    // for an arm that never yields.
+    let made = |b: &Block| -> Option<Option<u32>> {
+        let Term::Yield(ys) = &b.term else {
+            return Some(None);
+        };
+        b.insts.iter().find_map(|i| match &i.op {
+            Op::Alloc(t, _) | Op::AllocZero(t, _) if i.results.first() == Some(&ys[j]) => {
+                Some(Some(*t))
+            }
+            _ => None,
+        })
+    };
+    let (Some(t1), Some(t2)) = (made(then_), made(else_)) else {
+        return false;
+    };
+    for (arm, t) in [(then_, t1), (else_, t2)] {
+        let Some(t) = t else { continue };
+        let Term::Yield(ys) = &mut arm.term else {
+            continue;
+        };
+        types.push(Ty::Bool);
+        let v = Val::new(types.len() - 1);
+        consts.resize(types.len(), false);
+        consts[v.index()] = true;
+        arm.insts.push(Inst {
+            results: vec![v],
+            op: Op::BoolConst(t == tag),
+        });
+        ys.push(v);
+    }
+    first.results.push(result);
+    true
 }
 
 /// What may move above an `If`: arithmetic, and reads of cells.
@@ -214,7 +274,7 @@ mod tests {
     fn fuse_only(f: &mut Func) {
         let mut consts = vec![false; f.types.len()];
         bool_consts(&f.body, &mut consts);
-        fuse_block(&mut f.body, &mut f.types, &consts);
+        fuse_block(&mut f.body, &mut f.types, &mut consts);
     }
 
     /// v2 = if v1 {1} else {2}; v5 = v0 + v0; then an `If` on v1 whose
