@@ -19,6 +19,7 @@ pub mod simplify;
 pub mod sink;
 pub mod stacks;
 pub mod tags;
+pub mod unzip;
 
 use crate::verify::VerifyError;
 use crate::Module;
@@ -36,7 +37,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// simplifies what it changed: it leaves every function simplified),
 /// merging results every return
 /// gives equal, dropping the results no caller reads (before and after
-/// `fields`, whose dropped slots leave more of them unread), keeping in
+/// `fields`, whose dropped slots leave more of them unread), not building
+/// the vectors only taken apart slot by slot, keeping in
 /// cells only the slots worth storing, and not those every cell of a chain
 /// holds alike (their readers take them as parameters), making the lists whose cells are
 /// left with their link and reals a buffer of reals and a count, moving the large pieces of a
@@ -54,6 +56,7 @@ pub const PIPELINE: &[Pass] = &[
     ("params", params::shrink),
     ("returns", returns::merge_equal_results),
     ("results", results::drop_dead),
+    ("unzip", unzip::unzip_builds),
     ("fields", fields::shrink_cells),
     ("invariant", invariant::drop_invariant_slots),
     ("stacks", stacks::stack_lists),
