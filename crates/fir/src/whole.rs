@@ -56,7 +56,8 @@ pub fn whole_values(m: &Module) -> Vec<Vec<bool>> {
         for (fi, f) in m.funcs.iter().enumerate() {
             let mut walk = Walk {
                 whole: vec![false; f.types.len()],
-                checked: Vec::new(),
+                checked: vec![false; f.types.len()],
+                trail: Vec::new(),
                 tested: HashMap::default(),
                 results: &results,
                 params: &mut next,
@@ -97,7 +98,10 @@ struct Walk<'a> {
     /// Whole from here on: passed a check that stops the program
     /// otherwise (`if (is_count x) {yield} else {error}`, or an index's
     /// check), in the arms around here.
-    checked: Vec<Val>,
+    checked: Vec<bool>,
+    /// The values marked in `checked`, in order, so that an arm's marks
+    /// end with it.
+    trail: Vec<Val>,
     /// The value each `IsCount` and `VecIndexOk` result tests.
     tested: HashMap<Val, Val>,
     results: &'a [Vec<bool>],
@@ -107,7 +111,7 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     fn is_whole(&self, v: Val) -> bool {
-        self.whole[v.index()] || self.checked.contains(&v)
+        self.whole[v.index()] || self.checked[v.index()]
     }
 
     /// A `VecBuild` passes its function's last parameters itself: the
@@ -120,7 +124,7 @@ impl Walk<'_> {
     }
 
     fn block(&mut self, b: &Block) {
-        let mark = self.checked.len();
+        let mark = self.trail.len();
         for i in &b.insts {
             let r = match &i.op {
                 Op::F64Const(c) => vec![!c.is_finite() || c.fract() == 0.0],
@@ -155,8 +159,9 @@ impl Walk<'_> {
                     // tested is whole.
                     let yields = |b: &Block| matches!(b.term, Term::Yield(_));
                     if let Some(x) = self.tested.get(cond) {
-                        if yields(then_) && !yields(else_) {
-                            self.checked.push(*x);
+                        if yields(then_) && !yields(else_) && !self.checked[x.index()] {
+                            self.checked[x.index()] = true;
+                            self.trail.push(*x);
                         }
                     }
                     r
@@ -170,7 +175,9 @@ impl Walk<'_> {
         if let Term::TailCall(g, args) = &b.term {
             self.call(*g, args);
         }
-        self.checked.truncate(mark);
+        for v in self.trail.drain(mark..) {
+            self.checked[v.index()] = false;
+        }
     }
 }
 

@@ -173,19 +173,12 @@ fn plan(f: &Func, m: &Module, projections: &HashMap<FuncId, (u32, u32)>) -> Plan
 fn duplicable(b: &Block) -> bool {
     let ops = b.insts.iter().all(|i| match &i.op {
         Op::If { then_, else_, .. } => duplicable(then_) && duplicable(else_),
+        // What could go unseen, but not what reads a memo table (it may
+        // have changed between the two runs) or adds to a sum or a stack
+        // in place.
         op => {
-            op.is_pure()
-                || matches!(
-                    op,
-                    Op::Load(..)
-                        | Op::TagIs(..)
-                        | Op::IsZero(_)
-                        | Op::Alloc(..)
-                        | Op::AllocZero(..)
-                        | Op::VecLen(_)
-                        | Op::VecLoad(..)
-                        | Op::VecIndexOk(..)
-                )
+            op.is_removable()
+                && !matches!(op, Op::MemoGet(..) | Op::VecPlus(..) | Op::StackPush { .. })
         }
     });
     ops && matches!(b.term, Term::Return(_) | Term::Yield(_))
