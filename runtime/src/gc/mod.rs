@@ -114,8 +114,13 @@ const HUGE_AFTER: usize = 8 << 20;
 /// that makes a few vectors of megabytes per step (forward mode over a
 /// vector: the vector of forward values, its primals, its tangents) would
 /// otherwise map them afresh each step, and the kernel zero each page
-/// (lse-F: 46% of its time in `clear_page`).
-const SPARE_LARGE: usize = 8;
+/// (lse-F: 46% of its time in `clear_page`). A gradient over 10^5 reals
+/// makes two large objects a step (its sum's last log, then its
+/// accumulator) and five steps between collections: with 8 kept, two of
+/// every ten were mapped afresh, 79 page faults a step. Their bytes are
+/// capped past the first [`SPARE_ANY`] ([`Heap::spare_cap`]).
+const SPARE_LARGE: usize = 32;
+const SPARE_ANY: usize = 8;
 const ARENA_BYTES: usize = 8 << 20;
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 #[cfg(target_os = "linux")]

@@ -106,7 +106,10 @@ impl Heap {
         let c = *self.chunk(i);
         self.own_granules(i, 0);
         let owned = (c.limit - c.start).next_multiple_of(CHUNK_BYTES);
-        if let Some(s) = self.spare_large.iter_mut().find(|s| s.1 == 0) {
+        let kept = self.spare_large.iter().filter(|s| s.1 != 0);
+        let (count, bytes) = kept.fold((0, 0), |(n, b), s| (n + 1, b + s.1));
+        let room = count < SPARE_ANY || bytes + owned <= self.spare_cap();
+        if let Some(s) = self.spare_large.iter_mut().find(|s| s.1 == 0 && room) {
             *s = (c.start, owned);
         } else {
             // SAFETY: the chunk's memory was mapped whole granules at a
@@ -127,6 +130,18 @@ impl Heap {
             16,
             i,
         );
+    }
+
+    /// The bytes of dead large chunks kept for reuse past the first
+    /// [`SPARE_ANY`], whatever their size: what the program may allocate
+    /// before the next collection, since the ones kept longer are not
+    /// reused before it finds more dead, four times over, as an object of
+    /// a chunk of its own (over a quarter of a chunk) takes up to four
+    /// times its bytes in whole chunks. Kept, they are memory the program
+    /// touched already, so its resident size stays within what it
+    /// reached.
+    fn spare_cap(&self) -> usize {
+        4 * self.bought.max(MIN_TRIGGER)
     }
 }
 

@@ -5,6 +5,7 @@
 //! `optimize` checks that after every pass.
 
 pub mod compact;
+pub mod counted;
 pub mod fields;
 pub mod inline;
 pub mod invariant;
@@ -41,7 +42,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// the vectors only taken apart slot by slot, keeping in
 /// cells only the slots worth storing, and not those every cell of a chain
 /// holds alike (their readers take them as parameters), making the lists whose cells are
-/// left with their link and reals a buffer of reals and a count, moving the large pieces of a
+/// left with their link and reals a buffer of reals and a count, returning at once what
+/// the loops left only counting (a list of nothing, say) count, moving the large pieces of a
 /// function that calls itself into functions of their own (its frame is
 /// on the stack once per level), moving what only one arm of a
 /// conditional needs into that arm, and scheduling last.
@@ -62,6 +64,7 @@ pub const PIPELINE: &[Pass] = &[
     ("stacks", stacks::stack_lists),
     ("params", params::shrink),
     ("results", results::drop_dead),
+    ("counted", counted::closed_forms),
     ("outline", outline::outline_recursion),
     ("sink", sink::sink),
     ("schedule", schedule::schedule),
