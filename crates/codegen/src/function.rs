@@ -10,31 +10,40 @@ pub(crate) struct Member {
     pub(crate) lp: ClBlock,
     /// Parameters every self tail call passes back unchanged.
     pub(crate) fixed: Vec<bool>,
+    /// Its counters, and the block of its integer version
+    /// (`induction`), if it has any.
+    pub(crate) counters: Option<(std::rc::Rc<crate::induction::Counters>, ClBlock)>,
 }
 
 /// Which parameters of `f` every self tail call of `f` passes back in
 /// their own position.
 pub(crate) fn invariant_params(fid: FuncId, f: &fir::Func) -> Vec<bool> {
-    pub(crate) fn walk(b: &fir::Block, fid: FuncId, fixed: &mut [bool]) {
-        for i in &b.insts {
-            if let Op::If { then_, else_, .. } = &i.op {
-                walk(then_, fid, fixed);
-                walk(else_, fid, fixed);
-            }
-        }
-        if let Term::TailCall(g, args) = &b.term {
-            if *g == fid {
-                for (i, a) in args.iter().enumerate() {
-                    if a.index() != i {
-                        fixed[i] = false;
-                    }
-                }
+    let mut fixed = vec![true; f.params.len()];
+    let mut calls = Vec::new();
+    self_calls(&f.body, fid, &mut calls);
+    for args in calls {
+        for (i, a) in args.iter().enumerate() {
+            if a.index() != i {
+                fixed[i] = false;
             }
         }
     }
-    let mut fixed = vec![true; f.params.len()];
-    walk(&f.body, fid, &mut fixed);
     fixed
+}
+
+/// The arguments of every tail call of `b` to `fid` (a loop's back edges).
+pub(crate) fn self_calls<'a>(b: &'a fir::Block, fid: FuncId, out: &mut Vec<&'a [Val]>) {
+    for i in &b.insts {
+        if let Op::If { then_, else_, .. } = &i.op {
+            self_calls(then_, fid, out);
+            self_calls(else_, fid, out);
+        }
+    }
+    if let Term::TailCall(g, args) = &b.term {
+        if *g == fid {
+            out.push(args);
+        }
+    }
 }
 
 pub(crate) struct FnBuilder<'a, 'b> {
@@ -58,6 +67,8 @@ pub(crate) struct FnBuilder<'a, 'b> {
     /// What was computed once of a FIR value where the block being built
     /// can still use it (`Known`).
     pub(crate) known: Known,
+    /// Set while the integer version of a loop is built (`induction`).
+    pub(crate) int_mode: Option<crate::induction::IntMode>,
 }
 
 /// Work on a FIR value done once and reused where it dominates: the
@@ -290,9 +301,9 @@ impl FnBuilder<'_, '_> {
 
     pub(crate) fn block(&mut self, blk: &fir::Block) -> Result<(), String> {
         for inst in &blk.insts {
-            self.inst(inst)?;
+            self.int_inst(inst)?;
         }
-        self.term(&blk.term)
+        self.int_term(&blk.term)
     }
 
     pub(crate) fn inst(&mut self, inst: &fir::Inst) -> Result<(), String> {

@@ -40,6 +40,7 @@ use std::collections::{HashMap, HashSet};
 mod cold;
 mod function;
 mod groups;
+mod induction;
 pub mod lib_export;
 pub mod link;
 mod parallel;
@@ -519,7 +520,29 @@ impl Codegen<'_> {
                         b.append_block_param(lp, cl_ty(*t));
                     }
                 }
-                members.insert(g, Member { pre, lp, fixed });
+                let counters =
+                    induction::counters(g, gf, &fixed, &self.whole[g.index()]).map(|plan| {
+                        let lp_int = b.create_block();
+                        for (j, (t, fx)) in gf.params.iter().zip(&fixed).enumerate() {
+                            if !fx {
+                                let counter = plan.params.iter().any(|p| p.0 == j);
+                                b.append_block_param(
+                                    lp_int,
+                                    if counter { types::I64 } else { cl_ty(*t) },
+                                );
+                            }
+                        }
+                        (plan, lp_int)
+                    });
+                members.insert(
+                    g,
+                    Member {
+                        pre,
+                        lp,
+                        fixed,
+                        counters,
+                    },
+                );
             }
             // Deep non-tail recursion would run off the stack. A program
             // on Linux ends its stack in guard pages the runtime catches
@@ -579,12 +602,14 @@ impl Codegen<'_> {
                 hot: HashSet::new(),
                 deferred: HashMap::new(),
                 known: Known::default(),
+                int_mode: None,
             };
             for &g in group {
                 let gf = fb.cg.m.func(g);
                 let mem = &fb.members[&g];
                 let (pre, lp) = (mem.pre, mem.lp);
                 let fixed = mem.fixed.clone();
+                let counters = mem.counters.clone();
                 fb.b.switch_to_block(pre);
                 let pre_params = fb.b.block_params(pre).to_vec();
                 fb.known.clear();
@@ -606,7 +631,17 @@ impl Codegen<'_> {
                     .filter(|(_, fx)| !**fx)
                     .map(|(v, _)| *v)
                     .collect();
-                fb.b.ins().jump(lp, &block_args(&moving));
+                let int_mode = match &counters {
+                    Some((plan, lp_int)) => {
+                        let (plan, lp_int) = (plan.clone(), *lp_int);
+                        Some(fb.enter_counters(&plan, &pre_params, &fixed, lp, lp_int)?)
+                    }
+                    None => {
+                        fb.b.ins().jump(lp, &block_args(&moving));
+                        None
+                    }
+                };
+                let mark = fb.known.mark();
                 fb.b.switch_to_block(lp);
                 let lp_params = fb.b.block_params(lp).to_vec();
                 let mut vals = vec![None; gf.types.len()];
@@ -624,6 +659,36 @@ impl Codegen<'_> {
                 fb.hot = fb.fused_one_hots(gf);
                 fb.deferred.clear();
                 fb.block(&gf.body)?;
+                // The loop again, its counters integers (`induction`).
+                if let Some(mode) = int_mode {
+                    fb.known.undo(mark);
+                    fb.b.switch_to_block(mode.lp_int);
+                    let lp_params = fb.b.block_params(mode.lp_int).to_vec();
+                    let mut next = lp_params.iter();
+                    let mut vals = vec![None; gf.types.len()];
+                    let mut counters = Vec::new();
+                    for (i, fx) in fixed.iter().enumerate() {
+                        if *fx {
+                            vals[i] = Some(pre_params[i]);
+                            continue;
+                        }
+                        let x = *next.next().expect("loop parameter");
+                        if mode.plan.params.iter().any(|p| p.0 == i) {
+                            counters.push((Val::new(i), x));
+                        } else {
+                            vals[i] = Some(x);
+                        }
+                    }
+                    fb.vals = vals;
+                    fb.int_mode = Some(mode);
+                    for (v, q) in counters {
+                        fb.def_int(v, q);
+                    }
+                    fb.deferred.clear();
+                    let r = fb.block(&gf.body);
+                    fb.int_mode = None;
+                    r?;
+                }
             }
             fb.b.seal_all_blocks();
             let config = fb.cg.module.target_config();

@@ -15,6 +15,22 @@ use base::cell_layout::{
 /// 2^52: an `F64` whole number below it, added to it, is in the mantissa.
 const TWO_TO_52: f64 = 4_503_599_627_370_496.0;
 
+/// The largest element function of a `VecBuild` compiled into its loop
+/// (FIR instructions).
+const INLINE_ELEMENT: usize = 64;
+
+/// Whether `b` leaves only by its own terminator: its `If` arms yield or
+/// stop the program, and no `TailCall` is among them.
+fn leaves_at_end(b: &fir::Block) -> bool {
+    b.insts.iter().all(|i| match &i.op {
+        Op::If { then_, else_, .. } => [then_, else_].into_iter().all(|a| {
+            matches!(a.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_))
+                && leaves_at_end(a)
+        }),
+        _ => true,
+    })
+}
+
 impl FnBuilder<'_, '_> {
     /// The slots of one element of vectors `#layout`, and how many of
     /// them lead as pointers.
@@ -176,7 +192,7 @@ impl FnBuilder<'_, '_> {
         self.b.ins().brif(is_acc, add, &[], other, &[]);
         self.b.switch_to_block(add);
         let a = self.b.ins().load(i64t, flags, sum, SUM_BASE_AT as i32);
-        let off = self.b.ins().imul_imm_s(hot.0, 8);
+        let off = self.scaled(hot.0, 8);
         let at = self.b.ins().iadd(a, off);
         let slot = VECTOR_SLOTS_AT as i32;
         let e = self.b.ins().load(types::F64, flags, at, slot);
@@ -470,8 +486,21 @@ impl FnBuilder<'_, '_> {
         Ok(b)
     }
 
+    /// `i * bytes`: a shift when `bytes` is a power of two, which the
+    /// address of the load or store using it takes in (`[a + i*8]`), where
+    /// a multiplication is an instruction of its own.
+    fn scaled(&mut self, i: ClValue, bytes: i64) -> ClValue {
+        if bytes > 0 && bytes & (bytes - 1) == 0 {
+            self.b
+                .ins()
+                .ishl_imm_u(i, i64::from(bytes.trailing_zeros()))
+        } else {
+            self.b.ins().imul_imm_s(i, bytes)
+        }
+    }
+
     /// The length of vector `v`, an `I64`.
-    fn vector_len(&mut self, v: ClValue) -> ClValue {
+    pub(crate) fn vector_len(&mut self, v: ClValue) -> ClValue {
         self.b.ins().load(types::I64, MemFlagsData::trusted(), v, 8)
     }
 
@@ -508,7 +537,7 @@ impl FnBuilder<'_, '_> {
                 let v = self.dense_of(*v)?;
                 // The index was checked: an integer below the length.
                 let i = self.int_of(*i)?;
-                let off = self.b.ins().imul_imm_s(i, 8 * stride as i64);
+                let off = self.scaled(i, 8 * stride as i64);
                 let at = self.b.ins().iadd(v, off);
                 let r = match inst.results[..] {
                     [r] => r,
@@ -636,6 +665,57 @@ impl FnBuilder<'_, '_> {
     /// than the vector: the runtime is told of a vector with pointers
     /// (`rt_vec_build_begin`, `rt_vec_build_end`), which it then traces
     /// as if it were new.
+    /// The slots of element `i` (an `I64`; `argv` ends with it as a real)
+    /// made by `func`'s body in place of a call of it, if `func` is small
+    /// and leaves only by its last `Return`: a call per element cost more
+    /// than the element (forward mode's vectors of primals and tangents:
+    /// a load, a multiplication and an addition each). Its values are
+    /// numbered apart from the caller's, so what is known of them and of
+    /// the caller's is kept apart too.
+    fn inline_element(
+        &mut self,
+        func: FuncId,
+        argv: &[ClValue],
+        i: ClValue,
+    ) -> Result<Option<Vec<ClValue>>, String> {
+        let g = self.cg.m.func(func);
+        let Term::Return(rets) = &g.body.term else {
+            return Ok(None);
+        };
+        if g.body.size() > INLINE_ELEMENT || !leaves_at_end(&g.body) || argv.len() != g.params.len()
+        {
+            return Ok(None);
+        }
+        let mut vals: Vec<Option<ClValue>> = argv.iter().map(|x| Some(*x)).collect();
+        vals.resize(g.types.len(), None);
+        let saved_vals = std::mem::replace(&mut self.vals, vals);
+        let saved_f = std::mem::replace(&mut self.f, g);
+        let saved_fid = std::mem::replace(&mut self.fid, func);
+        let saved_known = std::mem::take(&mut self.known);
+        let saved_mode = self.int_mode.take();
+        let hot = self.fused_one_hots(g);
+        let saved_hot = std::mem::replace(&mut self.hot, hot);
+        let saved_deferred = std::mem::take(&mut self.deferred);
+        // The index, as the integer it is.
+        self.known.learn(Val::new(argv.len() - 1), Fact::Int, i);
+        let mut made = Ok(());
+        for inst in &g.body.insts {
+            made = self.inst(inst);
+            if made.is_err() {
+                break;
+            }
+        }
+        let slots = made.and_then(|()| self.vals(rets));
+        self.vals = saved_vals;
+        self.f = saved_f;
+        self.fid = saved_fid;
+        self.known = saved_known;
+        self.int_mode = saved_mode;
+        self.hot = saved_hot;
+        self.deferred = saved_deferred;
+        slots.map(Some)
+    }
+
     fn vec_build(
         &mut self,
         layout: u32,
@@ -692,7 +772,10 @@ impl FnBuilder<'_, '_> {
             argv.push(now);
         }
         argv.push(index);
-        let mut slots = self.call_with(func, argv)?;
+        let mut slots = match self.inline_element(func, &argv, i)? {
+            Some(slots) => slots,
+            None => self.call_with(func, argv)?,
+        };
         let next = match state {
             Some(_) => slots.pop().unwrap_or(now),
             None => now,

@@ -428,6 +428,64 @@ fn single_exit(b: &Block) -> bool {
     arms_ok(b)
 }
 
+/// The body of a callee that returns from the arms of its last `If`
+/// (and of theirs, nested), whose results it returns, rewritten to yield
+/// them there: the same function with a single exit, which a `Call` can
+/// take in. `if c {return x} else {return y}` (a `max`'s forward rule,
+/// called per element of a fold) is the shape. `None` if some `Return`
+/// or `TailCall` is elsewhere.
+fn tail_yields(b: &Block) -> Option<Block> {
+    fn tail(b: &mut Block, leave: fn(Vec<Val>) -> Term) -> bool {
+        let Some((last, before)) = b.insts.split_last_mut() else {
+            return single_exit(b) && settle(&mut b.term, leave);
+        };
+        let before_ok = before.iter().all(|i| match &i.op {
+            Op::If { then_, else_, .. } => single_exit_arm(then_) && single_exit_arm(else_),
+            _ => true,
+        });
+        if !before_ok {
+            return false;
+        }
+        let returns_if =
+            matches!(&b.term, Term::Return(vs) | Term::Yield(vs) if *vs == last.results);
+        match &mut last.op {
+            Op::If { then_, else_, .. } if returns_if => {
+                arm(then_) && arm(else_) && settle(&mut b.term, leave)
+            }
+            Op::If { then_, else_, .. } => {
+                single_exit_arm(then_) && single_exit_arm(else_) && settle(&mut b.term, leave)
+            }
+            _ => settle(&mut b.term, leave),
+        }
+    }
+    // An arm whose results the enclosing block returns.
+    fn arm(b: &mut Block) -> bool {
+        match &b.term {
+            Term::Return(_) | Term::Yield(_) => tail(b, Term::Yield),
+            Term::Error(_) | Term::ErrorWith(_) => single_exit(b),
+            Term::TailCall(..) => false,
+        }
+    }
+    fn settle(t: &mut Term, leave: fn(Vec<Val>) -> Term) -> bool {
+        match std::mem::replace(t, Term::Error(crate::StrId::new(0))) {
+            Term::Return(vs) | Term::Yield(vs) => {
+                *t = leave(vs);
+                true
+            }
+            other => {
+                let ok = matches!(other, Term::Error(_) | Term::ErrorWith(_));
+                *t = other;
+                ok
+            }
+        }
+    }
+    fn single_exit_arm(b: &Block) -> bool {
+        matches!(b.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_)) && single_exit(b)
+    }
+    let mut copy = b.clone();
+    tail(&mut copy, Term::Return).then_some(copy)
+}
+
 /// Which callees an [`Inliner`] splices in.
 enum Policy<'a> {
     /// The rounds: small callees and callees with one call site.
@@ -550,14 +608,25 @@ impl Inliner<'_> {
                 Op::Call(g, args) | Op::CallAt(g, args, _)
                     if self.worth(*g)
                         && !(at && self.reads_unplaced[g.index()])
-                        && self.funcs.get(*g).is_some_and(|c| single_exit(&c.body)) =>
+                        && self.funcs.get(*g).is_some_and(|c| {
+                            single_exit(&c.body) || tail_yields(&c.body).is_some()
+                        }) =>
                 {
                     let g = *g;
                     let Some(callee) = self.funcs.get(g) else {
                         out.push(inst);
                         continue;
                     };
-                    let mut body = self.renamed(callee, args);
+                    let mut body = match tail_yields(&callee.body) {
+                        Some(b) if !single_exit(&callee.body) => {
+                            let yielding = Func {
+                                body: b,
+                                ..callee.clone()
+                            };
+                            self.renamed(&yielding, args)
+                        }
+                        _ => self.renamed(callee, args),
+                    };
                     if let Op::CallAt(_, _, site) = inst.op {
                         at_site(&mut body, site);
                     }
