@@ -108,7 +108,7 @@ impl Heap {
         let owned = (c.limit - c.start).next_multiple_of(CHUNK_BYTES);
         let kept = self.spare_large.iter().filter(|s| s.1 != 0);
         let (count, bytes) = kept.fold((0, 0), |(n, b), s| (n + 1, b + s.1));
-        let room = count < SPARE_ANY || bytes + owned <= self.spare_cap();
+        let room = count < SPARE_ANY || (owned <= HUGE_PAGE && bytes + owned <= self.spare_cap());
         if let Some(s) = self.spare_large.iter_mut().find(|s| s.1 == 0 && room) {
             *s = (c.start, owned);
         } else {
@@ -133,7 +133,11 @@ impl Heap {
     }
 
     /// The bytes of dead large chunks kept for reuse past the first
-    /// [`SPARE_ANY`], whatever their size: what the program may allocate
+    /// [`SPARE_ANY`], whatever their size (those past them are smaller
+    /// than a huge page, each its own mapping faulted in 4 KiB at a time:
+    /// a larger one comes from huge pages, quicker to fault in again,
+    /// and kept it would cost a program of a few vectors of megabytes
+    /// their size in resident memory): what the program may allocate
     /// before the next collection, since the ones kept longer are not
     /// reused before it finds more dead, four times over, as an object of
     /// a chunk of its own (over a quarter of a chunk) takes up to four
