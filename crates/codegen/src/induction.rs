@@ -18,12 +18,16 @@
 //! the 2^53 where every whole `F64` is exact (and none is -0). The integer
 //! loop is entered only when they start as integers within 2^31 of 0 (the
 //! integer made a real again has the real's bits), and left for the loop
-//! as it is,
-//! with the same values as reals, at a self call that would take one out
-//! of that: no program sees which of the two ran. Of counters every self
-//! call steps alike, one is tested; the others stay within 2^32 of it.
-//! The parameters the loop keeps fixed that it compares counters with
-//! are checked and converted on entry alike.
+//! as it is, with the same values as reals, at a self call that would
+//! take one out of that: no program sees which of the two ran. Of
+//! counters every self call steps alike, one is tested; the others stay
+//! within 2^32 of it. The parameters the loop keeps fixed that it
+//! compares counters with are checked and converted on entry alike.
+//!
+//! Input: a FIR function and what `fir::whole` knows of its values.
+//! Output: its [`Counters`], and the integer copy's instructions, built
+//! by [`FnBuilder::int_inst`] and [`FnBuilder::int_term`] into the same
+//! Cranelift function as the loop as it is.
 
 use super::*;
 use crate::function::self_calls;
@@ -33,8 +37,8 @@ use std::rc::Rc;
 /// in an x86-64 comparison).
 pub(crate) const COUNTER_LIMIT: i64 = (1 << 31) - 1;
 
-/// The largest offset a derived value has from its counter, and the
-/// largest constant a counter is compared with as an integer.
+/// The largest offset a derived value has from its counter: far below
+/// what would take an integer near the limit out of exact reals.
 const MAX_OFFSET: i64 = 16;
 
 /// The largest loop compiled twice, in FIR instructions.
