@@ -66,6 +66,13 @@ pub(crate) struct Counters {
     pub(crate) consts: HashMap<Val, i64>,
 }
 
+impl Counters {
+    /// Whether parameter `j` is a counter.
+    pub(crate) fn is_counter(&self, j: usize) -> bool {
+        self.params.iter().any(|p| p.0 == j)
+    }
+}
+
 /// The counters of `f` (function `fid`), if it loops and has any.
 pub(crate) fn counters(
     fid: FuncId,
@@ -277,13 +284,12 @@ impl FnBuilder<'_, '_> {
             let n = self.vector_len(pre_params[j]);
             lens.insert(Val::new(j), n);
         }
-        let counter = |j: usize| plan.params.iter().any(|p| p.0 == j);
         let mut args = Vec::new();
         for (j, x) in pre_params.iter().enumerate() {
             if fixed[j] {
                 continue;
             }
-            args.push(if counter(j) {
+            args.push(if plan.is_counter(j) {
                 *ints
                     .get(&Val::new(j))
                     .ok_or("internal error: a counter's integer")?
@@ -391,13 +397,12 @@ impl FnBuilder<'_, '_> {
             if *callee == self.fid {
                 let fixed = self.members[callee].fixed.clone();
                 let mut ints = Vec::new();
-                let mut reals = Vec::new();
                 let mut within: Vec<ClValue> = Vec::new();
                 let made = self.as_reals(
                     &args
                         .iter()
                         .enumerate()
-                        .filter(|(j, _)| !fixed[*j] && !plan.params.iter().any(|p| p.0 == *j))
+                        .filter(|(j, _)| !fixed[*j] && !plan.is_counter(*j))
                         .map(|(_, a)| *a)
                         .collect::<Vec<_>>(),
                 );
@@ -409,7 +414,6 @@ impl FnBuilder<'_, '_> {
                         Some(&(_, dir)) => {
                             let q = self.int(*a).ok_or("internal error: a counter's integer")?;
                             ints.push(q);
-                            reals.push(q);
                             let cc = if dir >= 0 {
                                 IntCC::SignedLessThanOrEqual
                             } else {
@@ -427,7 +431,6 @@ impl FnBuilder<'_, '_> {
                         None => {
                             let x = self.val(*a)?;
                             ints.push(x);
-                            reals.push(x);
                         }
                     }
                 }
@@ -450,14 +453,14 @@ impl FnBuilder<'_, '_> {
                             .brif(*last, lp_int, &block_args(&ints), out, &[]);
                         self.b.set_cold_block(out);
                         self.b.switch_to_block(out);
-                        let counter = |j: usize| plan.params.iter().any(|p| p.0 == j);
-                        let moving: Vec<usize> = (0..fixed.len()).filter(|j| !fixed[*j]).collect();
+                        // The same arguments, the counters' as reals.
+                        let moving = (0..fixed.len()).filter(|j| !fixed[*j]);
                         let mut args = Vec::new();
-                        for (k, j) in moving.into_iter().enumerate() {
-                            args.push(if counter(j) {
-                                self.b.ins().fcvt_from_sint(types::F64, reals[k])
+                        for (j, x) in moving.zip(ints) {
+                            args.push(if plan.is_counter(j) {
+                                self.b.ins().fcvt_from_sint(types::F64, x)
                             } else {
-                                reals[k]
+                                x
                             });
                         }
                         self.b.ins().jump(lp, &block_args(&args));

@@ -525,10 +525,13 @@ impl Codegen<'_> {
                         let lp_int = b.create_block();
                         for (j, (t, fx)) in gf.params.iter().zip(&fixed).enumerate() {
                             if !fx {
-                                let counter = plan.params.iter().any(|p| p.0 == j);
                                 b.append_block_param(
                                     lp_int,
-                                    if counter { types::I64 } else { cl_ty(*t) },
+                                    if plan.is_counter(j) {
+                                        types::I64
+                                    } else {
+                                        cl_ty(*t)
+                                    },
                                 );
                             }
                         }
@@ -673,7 +676,7 @@ impl Codegen<'_> {
                             continue;
                         }
                         let x = *next.next().expect("loop parameter");
-                        if mode.plan.params.iter().any(|p| p.0 == i) {
+                        if mode.plan.is_counter(i) {
                             counters.push((Val::new(i), x));
                         } else {
                             vals[i] = Some(x);

@@ -19,18 +19,6 @@ const TWO_TO_52: f64 = 4_503_599_627_370_496.0;
 /// (FIR instructions).
 const INLINE_ELEMENT: usize = 64;
 
-/// Whether `b` leaves only by its own terminator: its `If` arms yield or
-/// stop the program, and no `TailCall` is among them.
-fn leaves_at_end(b: &fir::Block) -> bool {
-    b.insts.iter().all(|i| match &i.op {
-        Op::If { then_, else_, .. } => [then_, else_].into_iter().all(|a| {
-            matches!(a.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_))
-                && leaves_at_end(a)
-        }),
-        _ => true,
-    })
-}
-
 impl FnBuilder<'_, '_> {
     /// The slots of one element of vectors `#layout`, and how many of
     /// them lead as pointers.
@@ -682,8 +670,7 @@ impl FnBuilder<'_, '_> {
         let Term::Return(rets) = &g.body.term else {
             return Ok(None);
         };
-        if g.body.size() > INLINE_ELEMENT || !leaves_at_end(&g.body) || argv.len() != g.params.len()
-        {
+        if g.body.size() > INLINE_ELEMENT || !g.body.single_exit() || argv.len() != g.params.len() {
             return Ok(None);
         }
         let mut vals: Vec<Option<ClValue>> = argv.iter().map(|x| Some(*x)).collect();

@@ -253,6 +253,19 @@ pub enum CallKind {
 }
 
 impl Block {
+    /// Whether the block leaves only through its own terminator: the arms
+    /// of its `If`s (nested ones too) yield or stop the program, none
+    /// returns or tail-calls. Such a body can stand in for a call of it.
+    pub fn single_exit(&self) -> bool {
+        self.insts.iter().all(|i| match &i.op {
+            Op::If { then_, else_, .. } => [then_, else_].into_iter().all(|a| {
+                matches!(a.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_))
+                    && a.single_exit()
+            }),
+            _ => true,
+        })
+    }
+
     /// Calls `f` on every instruction of the block and the blocks nested
     /// in it, in order (an `If` before its arms).
     pub fn for_each_inst(&self, f: &mut impl FnMut(&Inst)) {

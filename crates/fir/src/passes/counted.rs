@@ -293,3 +293,93 @@ impl Builder<'_> {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads a start, a bound and a count; prints what a loop counting
+    /// from the start to the bound, testing before its step, returns, and
+    /// its reciprocal (the sign of a zero); then what one testing after
+    /// its step returns, from one less than the start.
+    const MODULE: &str = "str s0 = \"error: `read-real` reached the end of input\"
+
+func f0 main() -> () {
+  v0 = read_real s0
+  v1 = read_real s0
+  v2 = read_real s0
+  v3 = call f1(v1, v0, v2)
+  print_real v3
+  v4 = f64 1.0
+  v5 = fdiv v4 v3
+  print_real v5
+  v6 = fsub v0 v4
+  v7 = call f2(v1, v6, v2)
+  print_real v7
+  return
+}
+
+func f1 count(v0: f64, v1: f64, v2: f64) -> (f64) {
+  v3 = feq v1 v0
+  v4 = if v3 {
+    return v2
+  } else {
+    v5 = f64 1.0
+    v6 = fadd v1 v5
+    v7 = fadd_plus v2 v5
+    tailcall f1(v0, v6, v7)
+  }
+  return v4
+}
+
+func f2 count_after(v0: f64, v1: f64, v2: f64) -> (f64) {
+  v3 = f64 1.0
+  v4 = fadd v1 v3
+  v5 = fadd_plus v2 v3
+  v6 = feq v4 v0
+  v7 = if v6 {
+    return v5
+  } else {
+    tailcall f2(v0, v4, v5)
+  }
+  return v7
+}
+
+main f0
+";
+
+    fn output(m: &Module, input: &str) -> String {
+        let mut out = Vec::new();
+        crate::eval::run(m, &mut input.as_bytes(), &mut out).expect("the module runs");
+        String::from_utf8(out).expect("output is text")
+    }
+
+    #[test]
+    fn the_closed_form_returns_what_the_loop_does() {
+        let before = crate::read::module(MODULE).expect("the test module reads");
+        let mut m = before.clone();
+        closed_forms(&mut m);
+        crate::verify::verify(&m).expect("the rewritten module verifies");
+        assert_ne!(m, before, "both loops have a closed form");
+        // Start, bound, count: counts; no step left (the loop itself);
+        // a count of -0; a start or count not a count (the loop itself),
+        // and a bound a count of steps away that is one past 2^40.
+        for input in [
+            "0 5 0",
+            "3 3 7",
+            "2 3 0",
+            "0 1 -0",
+            "4 9 -0",
+            "1.5 4.5 2",
+            "0 6 2.5",
+            "1099511627775 1099511627778 0",
+        ] {
+            let input = input.replace(' ', "\n") + "\n";
+            assert_eq!(
+                output(&m, &input),
+                output(&before, &input),
+                "input {input:?}"
+            );
+        }
+    }
+}

@@ -413,21 +413,6 @@ fn at_site(b: &mut Block, site: crate::StrId) {
     }
 }
 
-/// Does the callee leave only through its last term (no `Return` or
-/// `TailCall` inside an `If` arm)?
-fn single_exit(b: &Block) -> bool {
-    fn arms_ok(b: &Block) -> bool {
-        b.insts.iter().all(|i| match &i.op {
-            Op::If { then_, else_, .. } => arm_ok(then_) && arm_ok(else_),
-            _ => true,
-        })
-    }
-    fn arm_ok(b: &Block) -> bool {
-        matches!(b.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_)) && arms_ok(b)
-    }
-    arms_ok(b)
-}
-
 /// The body of a callee that returns from the arms of its last `If`
 /// (and of theirs, nested), whose results it returns, rewritten to yield
 /// them there: the same function with a single exit, which a `Call` can
@@ -437,7 +422,7 @@ fn single_exit(b: &Block) -> bool {
 fn tail_yields(b: &Block) -> Option<Block> {
     fn tail(b: &mut Block, leave: fn(Vec<Val>) -> Term) -> bool {
         let Some((last, before)) = b.insts.split_last_mut() else {
-            return single_exit(b) && settle(&mut b.term, leave);
+            return b.single_exit() && settle(&mut b.term, leave);
         };
         let before_ok = before.iter().all(|i| match &i.op {
             Op::If { then_, else_, .. } => single_exit_arm(then_) && single_exit_arm(else_),
@@ -462,7 +447,7 @@ fn tail_yields(b: &Block) -> Option<Block> {
     fn arm(b: &mut Block) -> bool {
         match &b.term {
             Term::Return(_) | Term::Yield(_) => tail(b, Term::Yield),
-            Term::Error(_) | Term::ErrorWith(_) => single_exit(b),
+            Term::Error(_) | Term::ErrorWith(_) => b.single_exit(),
             Term::TailCall(..) => false,
         }
     }
@@ -480,7 +465,7 @@ fn tail_yields(b: &Block) -> Option<Block> {
         }
     }
     fn single_exit_arm(b: &Block) -> bool {
-        matches!(b.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_)) && single_exit(b)
+        matches!(b.term, Term::Yield(_) | Term::Error(_) | Term::ErrorWith(_)) && b.single_exit()
     }
     let mut copy = b.clone();
     tail(&mut copy, Term::Return).then_some(copy)
@@ -609,7 +594,7 @@ impl Inliner<'_> {
                     if self.worth(*g)
                         && !(at && self.reads_unplaced[g.index()])
                         && self.funcs.get(*g).is_some_and(|c| {
-                            single_exit(&c.body) || tail_yields(&c.body).is_some()
+                            c.body.single_exit() || tail_yields(&c.body).is_some()
                         }) =>
                 {
                     let g = *g;
@@ -618,7 +603,7 @@ impl Inliner<'_> {
                         continue;
                     };
                     let mut body = match tail_yields(&callee.body) {
-                        Some(b) if !single_exit(&callee.body) => {
+                        Some(b) if !callee.body.single_exit() => {
                             let yielding = Func {
                                 body: b,
                                 ..callee.clone()
