@@ -7,6 +7,7 @@
 pub mod compact;
 pub mod counted;
 pub mod fields;
+pub mod flows;
 pub mod inline;
 pub mod invariant;
 pub mod known;

@@ -32,14 +32,23 @@
 //! count); a tag test compares the count with 0. The counts' additions
 //! are `PlusAdd`s, which no operation counter counts.
 //!
-//! Invariant kept: a class has one tag of each kind, so every `TagIs` of
-//! it is answered by comparing the count with 0; signatures change only
-//! for functions that calls name directly.
+//! A class may hold cells of several members of each kind: the first
+//! steps of a loop whose index the analysis knows are members of their
+//! own, and so are the ends of their chains. Its buffer's elements are
+//! as wide as its widest member's reals (a narrower one's push pads with
+//! zeros), and a load reads the slot at its place in the element.
+//!
+//! Invariant kept: every `TagIs` of a class is answered by comparing the
+//! count with 0, so a class with several members of a kind is a stack
+//! only when each test's cell may have no member of that kind but the
+//! one it tests for ([`super::tags::tested_tags`]); signatures change
+//! only for functions that calls name directly.
 
+use super::flows::Flows;
 use super::simplify;
 use crate::{Block, Cmp, FBin, Inst, Module, Op, Term, Ty, Val};
 use base::EntityRef;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What a cell's layout makes it, for a stack.
 #[derive(Clone, Copy, PartialEq)]
@@ -69,80 +78,35 @@ fn is_cons(k: Kind) -> bool {
     matches!(k, Kind::Cons(_))
 }
 
-/// The values of every function and the results of every function,
-/// numbered together, joined in classes.
-struct Classes {
-    /// The first node of each function's values.
-    vals: Vec<usize>,
-    /// The first node of each function's results.
-    rets: Vec<usize>,
-    parent: Vec<usize>,
-}
-
-impl Classes {
-    fn new(m: &Module) -> Classes {
-        let (mut vals, mut rets) = (Vec::new(), Vec::new());
-        let mut n = 0;
-        for f in &m.funcs {
-            vals.push(n);
-            n += f.types.len();
-            rets.push(n);
-            n += f.returns.len();
-        }
-        Classes {
-            vals,
-            rets,
-            parent: (0..n).collect(),
-        }
-    }
-
-    fn val(&self, f: usize, v: Val) -> usize {
-        self.vals[f] + v.index()
-    }
-
-    fn ret(&self, f: usize, i: usize) -> usize {
-        self.rets[f] + i
-    }
-
-    fn find(&mut self, mut x: usize) -> usize {
-        while self.parent[x] != x {
-            self.parent[x] = self.parent[self.parent[x]];
-            x = self.parent[x];
-        }
-        x
-    }
-
-    fn union(&mut self, a: usize, b: usize) {
-        let (a, b) = (self.find(a), self.find(b));
-        if a != b {
-            self.parent[a.max(b)] = a.min(b);
-        }
-    }
-}
-
 /// What the values of a class are seen to be.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Facts {
     /// Something not a stack: the class stays as it is.
     other: bool,
-    nil: Option<u32>,
-    cons: Option<u32>,
+    nil: BTreeSet<u32>,
+    cons: BTreeSet<u32>,
 }
 
 impl Facts {
     fn tag(&mut self, m: &Module, tag: u32) {
-        let slot = match kind(m, tag) {
-            Kind::Nil => &mut self.nil,
-            Kind::Cons(_) => &mut self.cons,
-            Kind::Other => {
-                self.other = true;
-                return;
+        match kind(m, tag) {
+            Kind::Nil => {
+                self.nil.insert(tag);
             }
-        };
-        if slot.is_some_and(|t| t != tag) {
-            self.other = true;
+            Kind::Cons(_) => {
+                self.cons.insert(tag);
+            }
+            Kind::Other => self.other = true,
         }
-        *slot = Some(tag);
+    }
+
+    /// The members of the kind of `tag` in the class.
+    fn of_kind(&self, m: &Module, tag: u32) -> &BTreeSet<u32> {
+        if is_cons(kind(m, tag)) {
+            &self.cons
+        } else {
+            &self.nil
+        }
     }
 }
 
@@ -233,7 +197,7 @@ enum Repr {
 
 /// The classes found and what each node becomes.
 struct Stack {
-    classes: Classes,
+    classes: Flows,
     repr: Vec<Repr>,
 }
 
@@ -247,15 +211,22 @@ fn find(m: &Module) -> Option<Stack> {
     {
         return None;
     }
-    let mut c = Classes::new(m);
-    for (fi, f) in m.funcs.iter().enumerate() {
-        join(m, &mut c, fi, &f.body, &[]);
-    }
-    let n = c.parent.len();
+    // A cons cell is one value with its link.
+    let c = Flows::new(m, &mut |c, fi, i| match &i.op {
+        Op::Alloc(t, fields) if is_cons(kind(m, *t)) => {
+            c.union(c.val(fi, i.results[0]), c.val(fi, fields[0]));
+        }
+        Op::Load(x, t, 0) if is_cons(kind(m, *t)) => {
+            c.union(c.val(fi, i.results[0]), c.val(fi, *x));
+        }
+        _ => {}
+    });
+    let mut c = c;
+    let n = c.nodes();
     let mut facts = vec![Facts::default(); n];
     let built = m.built_funcs();
     for (fi, f) in m.funcs.iter().enumerate() {
-        let mut mark = |c: &mut Classes, node: usize, k: Mark| {
+        let mut mark = |c: &mut Flows, node: usize, k: Mark| {
             let r = c.find(node);
             match k {
                 Mark::Other => facts[r].other = true,
@@ -283,12 +254,45 @@ fn find(m: &Module) -> Option<Stack> {
             }
         });
     }
+    // A test the count cannot answer: its cell may be another member of
+    // the kind it tests for.
+    if facts.iter().any(|fx| fx.nil.len() > 1 || fx.cons.len() > 1) {
+        let tested = super::tags::tested_tags(m);
+        for (fi, f) in m.funcs.iter().enumerate() {
+            f.body.for_each_inst(&mut |i| {
+                let Op::TagIs(x, tag) = i.op else { return };
+                let r = c.find(c.val(fi, x));
+                let same_kind = facts[r].of_kind(m, tag);
+                if same_kind.len() < 2 {
+                    return;
+                }
+                let may_be = tested
+                    .as_ref()
+                    .and_then(|t| t[fi].get(&i.results[0]))
+                    .cloned()
+                    .flatten();
+                let answered = may_be
+                    .is_some_and(|tags| tags.iter().all(|t| *t == tag || !same_kind.contains(t)));
+                if !answered {
+                    facts[r].other = true;
+                }
+            });
+        }
+    }
     let repr: Vec<Repr> = (0..n)
         .map(|x| {
-            let fx = facts[c.find(x)];
-            match (fx.other, fx.nil, fx.cons.map(|t| kind(m, t))) {
-                (true, ..) | (false, None, None) => Repr::Kept,
-                (false, _, Some(Kind::Cons(reals))) if reals > 0 => Repr::Stack(reals),
+            let fx = &facts[c.find(x)];
+            let reals = fx.cons.iter().map(|t| match kind(m, *t) {
+                Kind::Cons(reals) => reals,
+                _ => 0,
+            });
+            match (
+                fx.other,
+                fx.nil.is_empty() && fx.cons.is_empty(),
+                reals.max(),
+            ) {
+                (true, ..) | (false, true, _) => Repr::Kept,
+                (false, false, Some(reals)) if reals > 0 => Repr::Stack(reals),
                 _ => Repr::Count,
             }
         })
@@ -296,65 +300,6 @@ fn find(m: &Module) -> Option<Stack> {
     repr.iter()
         .any(|r| *r != Repr::Kept)
         .then_some(Stack { classes: c, repr })
-}
-
-/// Joins the classes of what flows into what in `b`: `yields` are the
-/// results of the `If` whose arm `b` is.
-fn join(m: &Module, c: &mut Classes, fi: usize, b: &Block, yields: &[Val]) {
-    let f = &m.funcs[fi];
-    let ptr = |v: Val| f.types[v.index()] == Ty::Ptr;
-    for i in &b.insts {
-        match &i.op {
-            Op::Alloc(t, fields) if is_cons(kind(m, *t)) => {
-                c.union(c.val(fi, i.results[0]), c.val(fi, fields[0]));
-            }
-            Op::Load(x, t, 0) if is_cons(kind(m, *t)) => {
-                c.union(c.val(fi, i.results[0]), c.val(fi, *x));
-            }
-            Op::Call(g, args) | Op::CallAt(g, args, _) => {
-                let gi = g.index();
-                for (j, a) in args.iter().enumerate() {
-                    if ptr(*a) {
-                        c.union(c.val(fi, *a), c.val(gi, Val::new(j)));
-                    }
-                }
-                for (j, r) in i.results.iter().enumerate() {
-                    if ptr(*r) {
-                        c.union(c.val(fi, *r), c.ret(gi, j));
-                    }
-                }
-            }
-            Op::If { then_, else_, .. } => {
-                join(m, c, fi, then_, &i.results);
-                join(m, c, fi, else_, &i.results);
-            }
-            _ => {}
-        }
-    }
-    match &b.term {
-        Term::Return(vs) => {
-            for (j, v) in vs.iter().enumerate() {
-                if ptr(*v) {
-                    c.union(c.val(fi, *v), c.ret(fi, j));
-                }
-            }
-        }
-        Term::Yield(vs) => {
-            for (v, r) in vs.iter().zip(yields) {
-                if ptr(*v) {
-                    c.union(c.val(fi, *v), c.val(fi, *r));
-                }
-            }
-        }
-        Term::TailCall(g, args) => {
-            for (j, a) in args.iter().enumerate() {
-                if ptr(*a) {
-                    c.union(c.val(fi, *a), c.val(g.index(), Val::new(j)));
-                }
-            }
-        }
-        Term::Error(_) | Term::ErrorWith(_) => {}
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -529,7 +474,12 @@ impl Rewrite<'_> {
                         let next = self.emit(out, Ty::F64, Op::FBin(FBin::PlusAdd, k, one));
                         match stack {
                             Repr::Stack(n) => {
-                                let vals = reals.iter().map(|v| self.val(*v)).collect();
+                                let mut vals: Vec<Val> =
+                                    reals.iter().map(|v| self.val(*v)).collect();
+                                if vals.len() < n {
+                                    let zero = self.constant(out, 0.0);
+                                    vals.resize(n, zero);
+                                }
                                 let push = Op::StackPush {
                                     layout: self.layouts[&n],
                                     buf: self.val(*link),

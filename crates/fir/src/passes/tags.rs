@@ -113,6 +113,51 @@ impl Facts {
 /// Makes constants of the tag tests the sites of pointers decide (the
 /// simplifier that follows in the pipeline drops what they decided).
 pub fn known_tags(m: &mut Module) {
+    let Some(mut facts) = fixpoint(m) else {
+        return;
+    };
+    // At the fixpoint a walk adds nothing: it only gives each value's tags.
+    for (i, f) in m.funcs.iter_mut().enumerate() {
+        let mut env = Env::new(f, &facts.params[i], &facts.func_sites[i]);
+        env.block(&f.body, i, &mut facts);
+        env.decide(&mut f.body, &facts.site_tags);
+    }
+}
+
+/// Per function, for the result of each tag test: the tags the cell it
+/// tests may have (`None`: any), or `None` if the analysis does not
+/// settle. Tests inside an arm another test decides are not walked, and
+/// have none.
+pub fn tested_tags(m: &Module) -> Option<Vec<HashMap<Val, Option<Vec<u32>>>>> {
+    let mut facts = fixpoint(m)?;
+    let mut out = Vec::with_capacity(m.funcs.len());
+    for (i, f) in m.funcs.iter().enumerate() {
+        let mut env = Env::new(f, &facts.params[i], &facts.func_sites[i]);
+        env.block(&f.body, i, &mut facts);
+        let tested = env
+            .tested
+            .into_iter()
+            .map(|(r, sites)| {
+                let tags = sites.map(|sites| {
+                    let mut tags: Vec<u32> = sites
+                        .iter()
+                        .filter_map(|s| facts.site_tags.get(*s as usize).copied())
+                        .collect();
+                    tags.sort_unstable();
+                    tags.dedup();
+                    tags
+                });
+                (r, tags)
+            })
+            .collect();
+        out.push(tested);
+    }
+    Some(out)
+}
+
+/// The sites of every pointer at the least fixpoint, or `None` if it is
+/// not reached in [`MAX_ROUNDS`].
+fn fixpoint(m: &Module) -> Option<Facts> {
     let mut facts = Facts {
         params: m
             .funcs
@@ -167,15 +212,10 @@ pub fn known_tags(m: &mut Module) {
         }
         rounds += 1;
         if rounds == MAX_ROUNDS {
-            return;
+            return None;
         }
     }
-    // At the fixpoint a walk adds nothing: it only gives each value's tags.
-    for (i, f) in m.funcs.iter_mut().enumerate() {
-        let mut env = Env::new(f, &facts.params[i], &facts.func_sites[i]);
-        env.block(&f.body, i, &mut facts);
-        env.decide(&mut f.body, &facts.site_tags);
-    }
+    Some(facts)
 }
 
 /// The allocations of a block: the cell each makes, and its tag.
@@ -204,6 +244,8 @@ struct Env {
     tests: HashMap<Val, (Val, u32)>,
     /// The numbers of the function's sites, by the cell each allocation makes.
     sites: HashMap<Val, u32>,
+    /// The sites of the cell each tag test walked tests, by its result.
+    tested: HashMap<Val, Tags>,
 }
 
 /// What nothing is known of.
@@ -220,6 +262,7 @@ impl Env {
             decided: HashMap::default(),
             tests: HashMap::default(),
             sites: sites.clone(),
+            tested: HashMap::default(),
         }
     }
 
@@ -249,6 +292,7 @@ impl Env {
                     if let Some(k) = self.test(*p, *tag, &facts.site_tags) {
                         self.decided.insert(inst.results[0], k);
                     }
+                    self.tested.insert(inst.results[0], self.of(*p).clone());
                 }
                 Op::Alloc(_, fields) | Op::AllocZero(_, fields) => {
                     let site = self.sites.get(&inst.results[0]).copied().unwrap_or(0);
