@@ -79,6 +79,7 @@ pub fn drop_invariant_slots(m: &mut Module) {
         .into_iter()
         .filter(|t| chained(m, *t))
         .collect();
+    let fixed = Fixed::of(m);
     for tag in tags {
         let Some(layout) = m.cells.get(&tag).cloned() else {
             continue;
@@ -88,20 +89,39 @@ pub fn drop_invariant_slots(m: &mut Module) {
         // every value is taken for equal is left alone at once (tape cells
         // of nested modes have hundreds of slots, and most are loaded
         // from cells that came out of other cells).
-        let open = Analysis::new(m, Members::from([(tag, None)])).run_facts();
+        let open = Analysis::new(m, &fixed, Members::from([(tag, None)])).run_facts();
+        let cells = read_as_cells(m, tag);
         let slots: Vec<u32> = (0..layout.len() as u32)
             .rev()
+            .filter(|s| layout[*s as usize] != Ty::Ptr || !cells.contains(s))
             .filter(|s| {
                 open.as_ref()
                     .is_some_and(|facts| accounted(m, &Members::from([(tag, Some(*s))]), facts))
             })
             .collect();
-        let class = class_of(m, tag);
+        // Only pointer slots are tried with the class: a vector a loop
+        // reads is what its first steps and its end hold too, and the
+        // class costs a walk of the module (generated-3070's build took
+        // half again as long with every slot tried both ways).
+        let class = if slots.iter().any(|s| layout[*s as usize] == Ty::Ptr) {
+            class_of(m, tag)
+        } else {
+            BTreeSet::new()
+        };
         for slot in slots {
-            // The whole class first: dropping the slot from `tag` alone
-            // would leave the other members' copies stored.
             let ty = layout[slot as usize];
-            let mut with_class = Members::from([(tag, Some(slot))]);
+            let alone = Members::from([(tag, Some(slot))]);
+            if ty != Ty::Ptr {
+                if let Some(plan) = Analysis::new(m, &fixed, alone.clone()).run() {
+                    apply(m, &alone, &plan);
+                }
+                continue;
+            }
+            // A pointer goes only with the chain's other members: dropped
+            // from `tag` alone, it would stay stored in them, and the
+            // parameters that stand for it enlarge frames for little (one
+            // slot of hvp-kmeans' tape cells: its heap a chunk larger).
+            let mut with_class = alone;
             for n in &class {
                 let Some(cells) = m.cells.get(n) else {
                     continue;
@@ -116,15 +136,43 @@ pub fn drop_invariant_slots(m: &mut Module) {
                 };
                 with_class.insert(*n, Some(k));
             }
-            let alone = Members::from([(tag, Some(slot))]);
-            for members in [with_class, alone] {
-                if let Some(plan) = Analysis::new(m, members.clone()).run() {
-                    apply(m, &members, &plan);
-                    break;
-                }
+            if with_class.len() < 2 {
+                continue;
+            }
+            if let Some(plan) = Analysis::new(m, &fixed, with_class.clone()).run() {
+                apply(m, &with_class, &plan);
             }
         }
     }
+}
+
+/// The slots of `tag` some load of which gives a pointer that is then
+/// loaded from or tested as a cell: links and records, never the same in
+/// every cell of a chain, which are not analysed (a pointer slot is the
+/// vector a loop reads, used as a vector).
+fn read_as_cells(m: &Module, tag: u32) -> BTreeSet<u32> {
+    let mut slots = BTreeSet::new();
+    for f in &m.funcs {
+        let mut loaded: HashMap<Val, u32> = HashMap::default();
+        f.body.for_each_inst(&mut |i| {
+            if let Op::Load(_, t, s) = i.op {
+                if t == tag {
+                    loaded.insert(i.results[0], s);
+                }
+            }
+        });
+        if loaded.is_empty() {
+            continue;
+        }
+        f.body.for_each_inst(&mut |i| {
+            if let Op::Load(c, ..) | Op::TagIs(c, _) = i.op {
+                if let Some(s) = loaded.get(&c) {
+                    slots.insert(*s);
+                }
+            }
+        });
+    }
+    slots
 }
 
 /// The members analysed with their slots (`None`: every value stored is
@@ -232,6 +280,31 @@ fn accounted(m: &Module, members: &Members, facts: &[HashMap<Val, Fact>]) -> boo
     ok
 }
 
+/// The module's call graph as the analyses read it.
+struct Fixed {
+    /// [`callees_first`].
+    order: Vec<usize>,
+    /// Per function: whether a `VecBuild` calls it.
+    built: Vec<bool>,
+    /// Per function: whether anything calls it.
+    called: Vec<bool>,
+}
+
+impl Fixed {
+    fn of(m: &Module) -> Fixed {
+        let mut called = vec![false; m.funcs.len()];
+        for f in &m.funcs {
+            f.body
+                .for_each_call(&mut |g, _, _| called[g.index()] = true);
+        }
+        Fixed {
+            order: callees_first(m),
+            built: m.built_funcs(),
+            called,
+        }
+    }
+}
+
 /// The functions of `m`, each after the functions it calls (but in a
 /// cycle of calls).
 fn callees_first(m: &Module) -> Vec<usize> {
@@ -278,6 +351,9 @@ struct Plan {
 
 struct Analysis<'a> {
     m: &'a Module,
+    /// What dropping slots never changes (it adds arguments to calls,
+    /// never calls), found once for every analysis of the pass.
+    fixed: &'a Fixed,
     /// The members analysed and the slot of each.
     members: Members,
     /// Per member analysed and slot: whether it is (still thought) a link.
@@ -303,7 +379,7 @@ fn any_slot() -> Val {
 }
 
 impl<'a> Analysis<'a> {
-    fn new(m: &'a Module, members: Members) -> Self {
+    fn new(m: &'a Module, fixed: &'a Fixed, members: Members) -> Self {
         // The slot analysed holds a value, not a link, whatever its type.
         let links = members
             .iter()
@@ -323,6 +399,7 @@ impl<'a> Analysis<'a> {
             .collect();
         Analysis {
             m,
+            fixed,
             members,
             links,
             rets,
@@ -354,11 +431,11 @@ impl<'a> Analysis<'a> {
         // Callees before callers, each function's results and links
         // updated as soon as it is walked: a fact crosses a chain of calls
         // in one round.
-        let order = callees_first(self.m);
+        let order = &self.fixed.order;
         let mut walks: Vec<Option<Walk>> = self.m.funcs.iter().map(|_| None).collect();
         loop {
             let mut changed = false;
-            for &fi in &order {
+            for &fi in order.iter() {
                 let w = self.walk(&self.m.funcs[fi]);
                 for (j, r) in w.rets.iter().enumerate() {
                     let new = join(self.rets[fi][j], *r);
@@ -543,12 +620,6 @@ impl<'a> Analysis<'a> {
                 }
             });
         }
-        let built = m.built_funcs();
-        let mut called = vec![false; m.funcs.len()];
-        for f in &m.funcs {
-            f.body
-                .for_each_call(&mut |g, _, _| called[g.index()] = true);
-        }
         loop {
             let mut changed = false;
             for (fi, f) in m.funcs.iter().enumerate() {
@@ -575,7 +646,9 @@ impl<'a> Analysis<'a> {
         }
         let stuck = (0..m.funcs.len()).any(|fi| {
             !needs[fi].is_empty()
-                && (built[fi] || !called[fi] || m.main.is_some_and(|g| g.index() == fi))
+                && (self.fixed.built[fi]
+                    || !self.fixed.called[fi]
+                    || m.main.is_some_and(|g| g.index() == fi))
         });
         (!stuck).then_some(needs)
     }
