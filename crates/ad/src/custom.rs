@@ -113,7 +113,7 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Opt
     let body: Vec<Binding> = fwd.body;
     Some(prog.lambdas.push(ir::Lambda {
         param,
-        body,
+        body: body.into(),
         result,
         free,
         group: None,

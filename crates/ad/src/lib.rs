@@ -36,7 +36,7 @@ mod retag;
 mod reverse;
 
 use ir::{ConstId, GroupId, LambdaId, Prim, Program, Tag, Var};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub use prelude::prim_transform;
 
@@ -120,8 +120,7 @@ pub(crate) fn tvar(prog: &mut Program, memo: &mut AdMemo, tag: Tag, v: Var) -> V
     if let Some(&t) = memo.vars.get(&(tag, v)) {
         return t;
     }
-    let name = format!("{}^{}", prog.var_name(v), tag.letter());
-    let t = prog.new_var(name);
+    let t = prog.derived_var(v, tag.letter());
     memo.vars.insert((tag, v), t);
     t
 }

@@ -16,7 +16,7 @@ pub(crate) fn retag(prog: &mut Program, memo: &mut AdMemo, tag: Tag, l: LambdaId
     let result = t(prog, lam.result);
     let free: Vec<_> = lam.free.iter().map(|v| t(prog, *v)).collect();
     let mut body = Vec::with_capacity(lam.body.len());
-    for b in &lam.body {
+    for b in lam.body.iter() {
         let rhs = retag_rhs(prog, memo, tag, &b.rhs);
         let var = tvar(prog, memo, tag, b.var);
         body.push(Binding {
@@ -28,7 +28,7 @@ pub(crate) fn retag(prog: &mut Program, memo: &mut AdMemo, tag: Tag, l: LambdaId
     let name = tname(prog, tag, l);
     prog.lambdas.push(ir::Lambda {
         param,
-        body,
+        body: body.into(),
         result,
         free,
         group: None,

@@ -29,7 +29,7 @@
 
 use crate::{tconst, tname, transform, tvar, AdMemo};
 use ir::{push_tag, Binding, ConstDatum, LambdaId, Origin, Prim, Program, Rhs, Tag, Var};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> LambdaId {
     let lam = prog.lambdas[l].clone();
@@ -40,9 +40,9 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Lam
     let param = rv(prog, lam.param);
     let mut fwd: Vec<Binding> = Vec::new();
     // The backpropagator variable of each application binding.
-    let mut bps: HashMap<Var, Var> = HashMap::new();
-    let mut consts: HashSet<Var> = HashSet::new();
-    for b in &lam.body {
+    let mut bps: HashMap<Var, Var> = HashMap::default();
+    let mut consts: HashSet<Var> = HashSet::default();
+    for b in lam.body.iter() {
         let x = tvar(prog, memo, r, b.var);
         let rhs = match &b.rhs {
             Rhs::Const(k) => {
@@ -66,7 +66,7 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Lam
                     rhs: Rhs::App { f, arg },
                     span: b.span,
                 });
-                let bp = prog.new_var(format!("{}^B", prog.var_name(b.var)));
+                let bp = prog.derived_var(b.var, 'B');
                 bps.insert(b.var, bp);
                 fwd.push(Binding {
                     var: x,
@@ -136,12 +136,12 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Lam
     }
 
     // ---- reverse phase ---------------------------------------------------
-    let s_in = prog.new_var(format!("{}^S", prog.var_name(lam.result)));
+    let s_in = prog.derived_var(lam.result, 'S');
     let mut bw = Backward {
         body: Vec::new(),
-        cur: HashMap::new(),
+        cur: HashMap::default(),
         consts,
-        prims: HashMap::new(),
+        prims: HashMap::default(),
     };
     bw.accumulate(prog, lam.result, s_in);
     for b in lam.body.iter().rev() {
@@ -349,7 +349,7 @@ pub(crate) fn reverse(prog: &mut Program, memo: &mut AdMemo, l: LambdaId) -> Lam
     let name = tname(prog, r, l);
     prog.lambdas.push(ir::Lambda {
         param,
-        body: fwd,
+        body: fwd.into(),
         result: res,
         free,
         group: None,
@@ -375,9 +375,9 @@ impl Backward {
     pub(crate) fn new() -> Backward {
         Backward {
             body: Vec::new(),
-            cur: HashMap::new(),
-            consts: HashSet::new(),
-            prims: HashMap::new(),
+            cur: HashMap::default(),
+            consts: HashSet::default(),
+            prims: HashMap::default(),
         }
     }
 
@@ -395,7 +395,7 @@ impl Backward {
         let free = ir::free_vars(param, &self.body, out);
         let id = prog.lambdas.push(ir::Lambda {
             param,
-            body: self.body,
+            body: self.body.into(),
             result: out,
             free: free.clone(),
             group: None,

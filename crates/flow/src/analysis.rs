@@ -46,7 +46,10 @@ use crate::adops::{Op, Ops};
 use crate::domain::{Av, AvId, Domain, Site};
 use base::diag::{Diagnostic, Span};
 use ir::{LambdaId, Prim, Program, Rhs, Stmt, Var};
-use std::collections::{HashMap, HashSet};
+// Fx, not std's SipHash: every binding of every specialisation is looked
+// up and stored here (with crate `ad`'s tables, a sixth of the build of
+// a constant derivative tower).
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 mod recursion;
 mod split;
@@ -148,19 +151,25 @@ pub enum Plan {
     /// A constant pattern that must be checked at run time.
     Check,
     /// Always fails at run time with this message.
-    Error(String),
+    Error(Box<str>),
     /// Never reached: an earlier binding never returns.
     Dead,
-    /// The operand `var` holds, at `path` (the child taken at each step
-    /// into pairs, tags, bundles and closure environments), a union: the binding is analysed once per
-    /// member, with the operand narrowed to that member, and the code
-    /// dispatches on the member's tag. `cases` follow the union's member
-    /// order; the binding's value is the join of theirs.
-    Switch {
-        var: Var,
-        path: Vec<u32>,
-        cases: Vec<(AvId, BindInfo)>,
-    },
+    /// A split on a union ([`Switch`]), boxed: most bindings are not
+    /// split, and every binding of every specialisation has a plan (a
+    /// tower of 800,000 specialisations has 12.7 million).
+    Switch(Box<Switch>),
+}
+
+/// The operand `var` holds, at `path` (the child taken at each step into
+/// pairs, tags, bundles and closure environments), a union: the binding is
+/// analysed once per member, with the operand narrowed to that member, and
+/// the code dispatches on the member's tag. `cases` follow the union's
+/// member order; the binding's value is the join of theirs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Switch {
+    pub var: Var,
+    pub path: Vec<u32>,
+    pub cases: Vec<(AvId, BindInfo)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -226,16 +235,16 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         max_specs: MAX_SPECS + SPECS_PER_BINDING * bindings,
         ops: Ops::new(prog),
         specs: Vec::new(),
-        index: HashMap::new(),
-        budget: HashMap::new(),
-        grown: HashMap::new(),
+        index: HashMap::default(),
+        budget: HashMap::default(),
+        grown: HashMap::default(),
         splits: 0,
         split_cases: 0,
-        contexts: HashMap::new(),
+        contexts: HashMap::default(),
         ctx: u32::MAX,
-        summary: HashMap::new(),
+        summary: HashMap::default(),
         branched_recursion: false,
-        grows_by_grow: HashSet::new(),
+        grows_by_grow: HashSet::default(),
         read_unfinished: false,
         stack: Vec::new(),
         branching: false,
@@ -399,7 +408,7 @@ fn limit<T>(message: impl Into<String>) -> R<T> {
 impl Analyzer {
     fn analyze_main(&mut self) -> Result<Vec<BindInfo>, Diagnostic> {
         let stmts = self.ops.prog.main.clone();
-        let mut vals: HashMap<Var, AvId> = HashMap::new();
+        let mut vals: HashMap<Var, AvId> = HashMap::default();
         let mut out = Vec::new();
         let mut dead = false;
         for st in &stmts {
@@ -670,7 +679,7 @@ impl Analyzer {
     /// specialisations (where a runaway analysis shows what grows).
     fn trace_census(&self) {
         eprintln!("  {}", self.ops.dom.site_census());
-        let mut per: HashMap<LambdaId, usize> = HashMap::new();
+        let mut per: HashMap<LambdaId, usize> = HashMap::default();
         for s in &self.specs {
             *per.entry(s.lambda).or_default() += 1;
         }
@@ -690,14 +699,15 @@ impl Analyzer {
 
     fn analyze_body(&mut self, l: LambdaId, env: &[AvId], arg: AvId) -> R<(AvId, Vec<BindInfo>)> {
         let lam = self.ops.prog.lambdas[l].clone();
-        let mut vals: HashMap<Var, AvId> = HashMap::with_capacity(lam.body.len() + env.len() + 1);
+        let mut vals: HashMap<Var, AvId> =
+            HashMap::with_capacity_and_hasher(lam.body.len() + env.len() + 1, Default::default());
         for (v, a) in lam.free.iter().zip(env) {
             vals.insert(*v, *a);
         }
         vals.insert(lam.param, arg);
         let mut binds = Vec::with_capacity(lam.body.len());
         let mut dead = false;
-        for b in &lam.body {
+        for b in lam.body.iter() {
             if dead {
                 binds.push(BindInfo {
                     av: self.ops.dom.bottom(),
@@ -738,7 +748,7 @@ impl Analyzer {
         // ANF conversion (`ir::anf`) binds every variable before its uses;
         // a variable without a value here is a bug of the analysis, said
         // so, not read as bottom.
-        if let Some(x) = rhs.uses().into_iter().find(|x| !vals.contains_key(x)) {
+        if let Some(x) = rhs.each_use().find(|x| !vals.contains_key(x)) {
             return limit(format!(
                 "internal error: the analysis has no value for `{}`",
                 ir::print::var(&self.ops.prog, x)
@@ -753,7 +763,7 @@ impl Analyzer {
             },
             Err(m) => BindInfo {
                 av: dom.bottom(),
-                plan: Plan::Error(m),
+                plan: Plan::Error(m.into()),
             },
         };
         Ok(match rhs {
@@ -820,7 +830,7 @@ impl Analyzer {
                     },
                     Ok(Some(false)) | Err(_) => BindInfo {
                         av: self.ops.dom.bottom(),
-                        plan: Plan::Error(self.ops.pattern_message(tags, *pat, x)),
+                        plan: Plan::Error(self.ops.pattern_message(tags, *pat, x).into()),
                     },
                 }
             }
@@ -902,13 +912,13 @@ impl Analyzer {
                     },
                     Err(m) => BindInfo {
                         av: bottom,
-                        plan: Plan::Error(m),
+                        plan: Plan::Error(m.into()),
                     },
                 },
             ),
             _ => Ok(BindInfo {
                 av: bottom,
-                plan: Plan::Error(ir::message::not_a_procedure(&self.ops.describe(f))),
+                plan: Plan::Error(ir::message::not_a_procedure(&self.ops.describe(f)).into()),
             }),
         }
     }
@@ -919,7 +929,7 @@ impl Analyzer {
         let bottom = self.ops.dom.bottom();
         let error = |m: String| BindInfo {
             av: bottom,
-            plan: Plan::Error(m),
+            plan: Plan::Error(m.into()),
         };
         self.ops.hit("a primitive", arg);
         if self.ops.union_hit.get().is_some() {
@@ -972,7 +982,7 @@ impl Analyzer {
         let i = self.ops.dom.any_real();
         let elem = self.apply(site, f, i)?;
         if let (Plan::Error(m), Some(_)) = (&elem.plan, known) {
-            return Ok(error(m.clone()));
+            return Ok(error(m.to_string()));
         }
         Ok(BindInfo {
             av: self.ops.dom.vector(elem.av, n),
@@ -985,7 +995,9 @@ impl Analyzer {
         let bad = |s: &Self| BindInfo {
             av: bottom,
             plan: Plan::Error(
-                Prim::IfProcedure.expects(ir::Expects::ConditionAndThunks, &s.ops.describe(arg)),
+                Prim::IfProcedure
+                    .expects(ir::Expects::ConditionAndThunks, &s.ops.describe(arg))
+                    .into(),
             ),
         };
         let Av::Pair(c, te) = self.ops.dom.get(arg).clone() else {
@@ -1037,7 +1049,8 @@ impl Analyzer {
                         av: bottom,
                         plan: Plan::Error(
                             Prim::IfProcedure
-                                .expects(ir::Expects::ConditionAndThunks, &self.ops.describe(arg)),
+                                .expects(ir::Expects::ConditionAndThunks, &self.ops.describe(arg))
+                                .into(),
                         ),
                     });
                 }

@@ -36,5 +36,5 @@ pub mod print;
 pub mod text;
 
 pub use adops::{Analysing, Mode, Ops, UnionMap};
-pub use analysis::{analyze, Analysis, BindInfo, Plan, Spec, SpecId};
+pub use analysis::{analyze, Analysis, BindInfo, Plan, Spec, SpecId, Switch};
 pub use domain::{Av, AvId, Domain, Kind, Leaf, LeafKind, NoLeaf, Site, UnionId, UnionOp};

@@ -25,7 +25,8 @@ fn plan_text(p: &Plan) -> String {
         Plan::Check => "  ; checked at run time".into(),
         Plan::Error(m) => format!("  ; run-time error: {m}"),
         Plan::Dead => "  ; never reached".into(),
-        Plan::Switch { var, path, cases } => {
+        Plan::Switch(sw) => {
+            let crate::analysis::Switch { var, path, cases } = &**sw;
             let path: String = path.iter().map(|c| format!(".{c}")).collect();
             let cases: Vec<String> = cases
                 .iter()

@@ -300,7 +300,7 @@ impl Lowerer<'_> {
         let free = free_vars(param, &body, result);
         let id = self.prog.lambdas.push(Lambda {
             param,
-            body,
+            body: body.into(),
             result,
             free: free.clone(),
             group: None,
@@ -432,7 +432,7 @@ impl Lowerer<'_> {
         let origin = self.custom_origin(l, &free).unwrap_or(Origin::Source);
         Ok(self.prog.lambdas.push(Lambda {
             param,
-            body,
+            body: body.into(),
             result,
             free,
             group: None,

@@ -265,7 +265,7 @@ impl<'p> Analysis<'p> {
                 continue;
             }
             defs.insert(lam.param, Def::Param);
-            for b in &lam.body {
+            for b in lam.body.iter() {
                 defs.insert(b.var, Def::Bound(Some(l), &b.rhs));
             }
             let in_library = lam.span.is_none_or(|s| s.file.0 == 0);
@@ -418,7 +418,7 @@ impl<'p> Analysis<'p> {
             if self.library.contains_key(&l) || !seen.insert(l) {
                 continue;
             }
-            for b in &self.prog.lambdas[l].body {
+            for b in self.prog.lambdas[l].body.iter() {
                 match &b.rhs {
                     Rhs::Closure { lambda, .. } => todo.push(*lambda),
                     Rhs::App { f, arg } => {

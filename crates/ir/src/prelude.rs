@@ -113,9 +113,11 @@ fn copy_entry(code: &Program, e: Entry, prog: &mut Program) -> LambdaId {
         from: e.start,
         to: Marks::of(prog),
     };
-    copy(&code.vars, &mut prog.vars, e.start.vars, e.end.vars, |v| {
-        v.clone()
-    });
+    // A derived name may name a variable the entry does not copy: the
+    // names are written out.
+    for i in e.start.vars..e.end.vars {
+        prog.new_var(code.var_name(Var::new(i)));
+    }
     copy(
         &code.consts,
         &mut prog.consts,

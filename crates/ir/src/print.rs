@@ -107,7 +107,7 @@ pub fn lambda(p: &Program, id: LambdaId) -> String {
         let _ = write!(s, " ; group {g}");
     }
     s.push('\n');
-    for b in &l.body {
+    for b in l.body.iter() {
         let _ = writeln!(s, "  {} = {}", var(p, b.var), rhs(p, &b.rhs));
     }
     let _ = writeln!(s, "  return {}", var(p, l.result));

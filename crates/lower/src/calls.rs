@@ -158,19 +158,23 @@ impl Lowerer<'_> {
             let result = self.specs[s.index()].result;
             return Flow::Value(self.symbolize(fb, result, &mut std::iter::empty()));
         };
-        let spec = self.specs[s.index()].clone();
+        // Not the whole specialisation: its plans, one per binding, are
+        // not needed here (a call site each).
+        let spec = &self.specs[s.index()];
+        let (lambda, spec_env, spec_arg, spec_result) =
+            (spec.lambda, spec.env.clone(), spec.arg, spec.result);
         let mut args = Vec::new();
         if let Av::Closure(_, env) = self.ops.dom.get(f).clone() {
-            for (x, t) in env.iter().zip(&spec.env) {
+            for (x, t) in env.iter().zip(&spec_env) {
                 self.coerce(fb, *x, *t, &mut args);
             }
         }
-        self.coerce(fb, arg, spec.arg, &mut args);
-        if tail && fb.result == Some(spec.result) {
-            self.record_tail_call(fb.site, spec.lambda, callee, &args);
+        self.coerce(fb, arg, spec_arg, &mut args);
+        if tail && fb.result == Some(spec_result) {
+            self.record_tail_call(fb.site, lambda, callee, &args);
             return Flow::Done(Term::TailCall(callee, args));
         }
-        let tys = layout_of(&self.ops.dom, spec.result);
+        let tys = layout_of(&self.ops.dom, spec_result);
         // A call from the user's code is where errors without a position
         // of their own are reported while it runs.
         let op = match fb.site.filter(|s| s.file.0 != 0) {
@@ -181,12 +185,12 @@ impl Lowerer<'_> {
             None => Op::Call(callee, args),
         };
         let results = fb.emit(op, &tys);
-        if spec.result == self.ops.dom.bottom() {
+        if spec_result == self.ops.dom.bottom() {
             return Flow::Done(Term::Error(
                 self.string("error: internal error: a call that never returns returned"),
             ));
         }
         let mut it = results.into_iter();
-        Flow::Value(self.symbolize(fb, spec.result, &mut it))
+        Flow::Value(self.symbolize(fb, spec_result, &mut it))
     }
 }

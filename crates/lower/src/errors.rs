@@ -9,7 +9,7 @@ use base::EntityRef;
 use fir::{self, Term, Val};
 use flow::{Av, AvId};
 use ir::{Rhs, Var};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 impl Lowerer<'_> {
     /// The run-time error term for `msg` at `span`: values known only at

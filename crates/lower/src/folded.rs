@@ -128,7 +128,7 @@ fn own_callees(analysis: &Analysis, s: usize) -> Option<Vec<usize>> {
             | Plan::Check
             | Plan::Error(_)
             | Plan::Dead
-            | Plan::Switch { .. } => return None,
+            | Plan::Switch(_) => return None,
         }
     }
     Some(callees)

@@ -63,7 +63,7 @@ use fir::{Block, FuncId, Term};
 use flow::{Analysis, SpecId};
 use ir::EntityRef;
 use lowerer::{layout_of, Lowerer};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use symbolic::Symbolic;
 
 /// Lowers an analysed program: one function per specialisation (a
@@ -93,10 +93,10 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         specs,
         func_of,
         module: fir::Module::default(),
-        strings: HashMap::new(),
-        printers: HashMap::new(),
-        union_fns: HashMap::new(),
-        vector_fns: HashMap::new(),
+        strings: HashMap::default(),
+        printers: HashMap::default(),
+        union_fns: HashMap::default(),
+        vector_fns: HashMap::default(),
         sharing: sharing::Sharing::default(),
         map,
         lowering: None,

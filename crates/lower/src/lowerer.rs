@@ -22,7 +22,9 @@ use base::diag::{SourceMap, Span};
 use fir::{self, Block, FuncId, Inst, Op, StrId, Term, Ty, Val};
 use flow::{Av, AvId, BindInfo, LeafKind, Ops, Plan, Spec, SpecId, UnionId, UnionOp};
 use ir::{EntityRef, Rhs, Stmt, Var};
-use std::collections::HashMap;
+// Fx, not std's SipHash: lowering looks up every binding of every
+// specialisation.
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::sharing;
 pub(crate) use crate::symbolic::Sym;
@@ -262,7 +264,7 @@ impl Lowerer<'_> {
         };
         let mut params = (0..proto.params.len() as u32).map(Val::from_number);
         let lam = self.ops.prog.lambdas[s.lambda].clone();
-        let mut vals: HashMap<Var, AvId> = HashMap::new();
+        let mut vals: HashMap<Var, AvId> = HashMap::default();
         let mut env_syms = Vec::with_capacity(s.env.len());
         for (v, av) in lam.free.iter().zip(&s.env) {
             let sym = self.symbolize(&mut fb, *av, &mut params);
@@ -309,7 +311,7 @@ impl Lowerer<'_> {
             maps: Default::default(),
         };
         let stmts = self.ops.prog.main.clone();
-        let mut vals: HashMap<Var, AvId> = HashMap::new();
+        let mut vals: HashMap<Var, AvId> = HashMap::default();
         let mut infos = infos.iter();
         let mut term = Term::Return(vec![]);
         for st in &stmts {
@@ -380,7 +382,7 @@ impl Lowerer<'_> {
     ) -> Flow {
         // The analysis gave every operand a value (it fails otherwise); a
         // missing one is a bug of lowering, said so, not read as bottom.
-        if b.rhs.uses().iter().any(|x| !vals.contains_key(x)) {
+        if b.rhs.each_use().any(|x| !vals.contains_key(&x)) {
             return Flow::Done(Term::Error(
                 self.string("error: internal error: an operand without a value"),
             ));
@@ -405,8 +407,9 @@ impl Lowerer<'_> {
                 };
                 return Flow::Done(self.error_term_at(b.span, &m, pat));
             }
-            Plan::Switch { var, path, cases } => {
-                return self.lower_switch(fb, b, info, (*var, path, cases), vals, env, group, tail)
+            Plan::Switch(sw) => {
+                let flow::Switch { var, path, cases } = &**sw;
+                return self.lower_switch(fb, b, info, (*var, path, cases), vals, env, group, tail);
             }
             _ => {}
         }

@@ -6,7 +6,7 @@ use base::EntityRef;
 use fir::{self, Block, FuncId, Op, Term, Ty, Val};
 use flow::{Av, AvId, BindInfo, LeafKind, UnionId};
 use ir::Var;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 impl Lowerer<'_> {
     /// A binding split on a union operand: dispatches on the tag and lowers

@@ -11,7 +11,7 @@
 use crate::lowerer::*;
 use fir::{Op, Ty, Val};
 use flow::{Av, AvId, LeafKind, Mode, Ops, UnionId, UnionMap, UnionOp};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Lowering's leaf of abstract values ([`flow::Leaf`]): the number of
 /// the FIR value holding the unknown real or boolean, or the pointer to
@@ -165,7 +165,7 @@ impl Lowerer<'_> {
         if pending.is_empty() {
             return r;
         }
-        let mut subst: HashMap<u32, u32> = HashMap::new();
+        let mut subst: HashMap<u32, u32> = HashMap::default();
         for p in pending {
             let args: Vec<Val> = p
                 .args
@@ -184,7 +184,7 @@ impl Lowerer<'_> {
             };
             subst.insert(p.result, v.number());
         }
-        r.map(|av| self.substitute(av, &subst, &mut HashMap::new()))
+        r.map(|av| self.substitute(av, &subst, &mut HashMap::default()))
     }
 
     /// `v` with its symbolic scalars renumbered. `v` is a DAG (closures

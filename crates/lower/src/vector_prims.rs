@@ -306,7 +306,7 @@ impl Lowerer<'_> {
             // first call): its message, with the values run time has.
             if let flow::Plan::Error(m) = &elem.plan {
                 let m = match this.ops.dom.get(f) {
-                    Av::Closure(..) | Av::Prim(_) => m.clone(),
+                    Av::Closure(..) | Av::Prim(_) => m.to_string(),
                     _ => {
                         this.show_vectors(fb, f);
                         let m = ir::message::not_a_procedure(&this.ops.describe(f));

@@ -4,10 +4,10 @@
 //! ([`Plan::Switch`]), and finds which union of which operand to narrow
 //! when the union met is not itself in an operand.
 
-use super::{limit, shorten, Analyzer, BindInfo, Plan, MAX_SPLITS, MAX_SPLIT_CASES, R};
+use super::{limit, shorten, Analyzer, BindInfo, Plan, Switch, MAX_SPLITS, MAX_SPLIT_CASES, R};
 use crate::domain::{Av, AvId, Site, UnionId};
 use ir::{Rhs, Var};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 impl Analyzer {
     /// The abstract value and plan of binding `var = rhs`. An operation
@@ -82,11 +82,11 @@ impl Analyzer {
         self.splits -= 1;
         Ok(BindInfo {
             av,
-            plan: Plan::Switch {
+            plan: Plan::Switch(Box::new(Switch {
                 var: x,
                 path,
                 cases,
-            },
+            })),
         })
     }
 
@@ -147,7 +147,7 @@ impl Analyzer {
     /// and the path to it.
     fn union_holding(&self, v: AvId, targets: &[UnionId]) -> Option<(Vec<u32>, UnionId)> {
         self.shallowest_union(v, |s, w| {
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::default();
             s.ops
                 .dom
                 .members(w)
@@ -219,7 +219,7 @@ impl Analyzer {
         v: AvId,
         wanted: impl Fn(&Self, UnionId) -> bool,
     ) -> Option<(Vec<u32>, UnionId)> {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut level: Vec<(AvId, Vec<u32>)> = vec![(v, Vec::new())];
         while !level.is_empty() {
             let mut next = Vec::new();
