@@ -14,7 +14,7 @@ use crate::domain::{Av, AvId, Domain, LeafKind, Site, UnionId, UnionOp};
 use ad::{AdMemo, Untransformed};
 use ir::EntityRef;
 use ir::{ConstDatum, ConstId, LambdaId, Program, Tag};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 mod conform;
 mod mode;
@@ -51,7 +51,7 @@ pub struct Ops<M: Mode = Analysing> {
     pub(crate) union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
     /// The maps of unions being computed ([`Ops::map_members`]): a union
     /// that holds itself is reached again.
-    pub(crate) active_maps: std::collections::HashSet<(UnionOp, UnionId, Option<UnionId>)>,
+    pub(crate) active_maps: rustc_hash::FxHashSet<(UnionOp, UnionId, Option<UnionId>)>,
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
     pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
@@ -77,7 +77,7 @@ pub(crate) type Op<T> = Result<T, String>;
 /// length) before the results were kept. Without a union inside, the
 /// result depends on the operands alone (and on transformations, which
 /// are memoised themselves): the same in the analysis and in lowering.
-type ClosureOps = HashMap<(UnionOp, AvId, Option<AvId>), AvId, rustc_hash::FxBuildHasher>;
+type ClosureOps = HashMap<(UnionOp, AvId, Option<AvId>), AvId>;
 
 impl Ops {
     /// The operations on `prog`, with nothing computed yet, as the
@@ -89,10 +89,10 @@ impl Ops {
             dom: Domain::new(),
             sums: Sums::default(),
             closure_ops: ClosureOps::default(),
-            consts: HashMap::new(),
+            consts: HashMap::default(),
             union_hit: std::cell::Cell::new(None),
-            active_maps: std::collections::HashSet::new(),
-            map_origins: HashMap::new(),
+            active_maps: Default::default(),
+            map_origins: HashMap::default(),
             vector_met: None,
             mode: Analysing::default(),
         }

@@ -261,13 +261,13 @@ pub struct Domain<L = NoLeaf> {
     erased: HashMap<AvId, AvId, rustc_hash::FxBuildHasher>,
     /// The elements of vectors of a mode's leaves as that mode has read
     /// them, to show in an error message ([`Self::show_items`]).
-    shown: HashMap<AvId, Vec<AvId>>,
+    shown: HashMap<AvId, Vec<AvId>, rustc_hash::FxBuildHasher>,
     unions: Vec<UnionData>,
-    sites: HashMap<Site, UnionId>,
-    site_ids: HashMap<Site, u32>,
+    sites: HashMap<Site, UnionId, rustc_hash::FxBuildHasher>,
+    site_ids: HashMap<Site, u32, rustc_hash::FxBuildHasher>,
     /// The members being joined into, by union and kind, with the
     /// additions to them that wait for that join (see [`Self::add_member`]).
-    joining: HashMap<(UnionId, Kind), Vec<AvId>>,
+    joining: HashMap<(UnionId, Kind), Vec<AvId>, rustc_hash::FxBuildHasher>,
     /// Bumped whenever a union gains or changes a member: the analysis
     /// must then run again.
     pub generation: u64,
@@ -308,11 +308,11 @@ impl Domain {
             known: Vec::new(),
             unions_inside: Vec::new(),
             erased: HashMap::default(),
-            shown: HashMap::new(),
+            shown: HashMap::default(),
             unions: Vec::new(),
-            sites: HashMap::new(),
-            site_ids: HashMap::new(),
-            joining: HashMap::new(),
+            sites: HashMap::default(),
+            site_ids: HashMap::default(),
+            joining: HashMap::default(),
             generation: 0,
             widened: HashMap::default(),
             widened_generation: 0,
@@ -338,7 +338,7 @@ impl Domain {
             known: self.known,
             unions_inside: self.unions_inside,
             erased: self.erased,
-            shown: HashMap::new(),
+            shown: HashMap::default(),
             unions: self.unions,
             sites: self.sites,
             site_ids: self.site_ids,

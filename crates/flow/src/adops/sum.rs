@@ -8,7 +8,7 @@ use super::{Mode, Op, Ops};
 use crate::domain::{Av, AvId, LeafKind, Site, UnionId};
 use crate::lineage;
 use ir::Tag;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// What `zero` and `plus` remember across calls.
 #[derive(Default)]
