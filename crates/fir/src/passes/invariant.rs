@@ -41,7 +41,9 @@
 //! class, each with its slot of the type analysed: an `Alloc` of any
 //! holds what it stores there, and the pointer slots of all are links.
 //! With the vector dropped from every member, a chain of links and reals
-//! ending in an empty cell is left, which `stacks` makes a buffer.
+//! ending in an empty cell is left, which `stacks` makes a buffer. A
+//! pointer slot is tried only so, with two members or more, and only when
+//! what it holds is never loaded from or tested as a cell.
 
 use super::flows::Flows;
 use crate::{Block, Func, Inst, Module, Op, Term, Ty, Val};
