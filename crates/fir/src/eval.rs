@@ -49,6 +49,15 @@ pub fn run(m: &Module, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<(
     run_counting(m, input, out, &mut Counts::default())
 }
 
+/// What `m` prints reading `input`, for the tests of the passes (each
+/// runs a module before and after a pass and compares).
+#[cfg(test)]
+pub(crate) fn printed(m: &Module, input: &str) -> String {
+    let mut out = Vec::new();
+    run(m, &mut input.as_bytes(), &mut out).expect("the module runs");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// [`run`], also counting operations into `counts`.
 pub fn run_counting(
     m: &Module,

@@ -348,11 +348,7 @@ func f2 count_after(v0: f64, v1: f64, v2: f64) -> (f64) {
 main f0
 ";
 
-    fn output(m: &Module, input: &str) -> String {
-        let mut out = Vec::new();
-        crate::eval::run(m, &mut input.as_bytes(), &mut out).expect("the module runs");
-        String::from_utf8(out).expect("output is text")
-    }
+    use crate::eval::printed as output;
 
     #[test]
     fn the_closed_form_returns_what_the_loop_does() {

@@ -11,9 +11,9 @@ use base::EntityRef;
 /// numbered together, joined in classes.
 pub struct Flows {
     /// The first node of each function's values.
-    pub vals: Vec<usize>,
+    vals: Vec<usize>,
     /// The first node of each function's results.
-    pub rets: Vec<usize>,
+    rets: Vec<usize>,
     parent: Vec<usize>,
 }
 

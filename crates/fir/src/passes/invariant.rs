@@ -82,6 +82,7 @@ pub fn drop_invariant_slots(m: &mut Module) {
         .filter(|t| chained(m, *t))
         .collect();
     let fixed = Fixed::of(m);
+    let mut chains = None;
     for tag in tags {
         let Some(layout) = m.cells.get(&tag).cloned() else {
             continue;
@@ -102,11 +103,11 @@ pub fn drop_invariant_slots(m: &mut Module) {
             })
             .collect();
         // Only pointer slots are tried with the class: a vector a loop
-        // reads is what its first steps and its end hold too, and the
-        // class costs a walk of the module (generated-3070's build took
+        // reads is what its first steps and its end hold too, and a
+        // class's analysis walks the module (generated-3070's build took
         // half again as long with every slot tried both ways).
         let class = if slots.iter().any(|s| layout[*s as usize] == Ty::Ptr) {
-            class_of(m, tag)
+            chains.get_or_insert_with(|| Chains::of(m)).class_of(tag)
         } else {
             BTreeSet::new()
         };
@@ -181,57 +182,88 @@ fn read_as_cells(m: &Module, tag: u32) -> BTreeSet<u32> {
 /// taken for the same, [`Fact::Val`] of [`any_slot`]).
 type Members = BTreeMap<u32, Option<u32>>;
 
-/// The members other than `tag` that a chain of `tag` may pass through:
-/// closing over "a value made, loaded or tested as one may be one made,
-/// loaded or tested as the other" ([`Flows`]) and "a pointer loaded from
-/// a cell of one may be one made, loaded or tested as the other".
-fn class_of(m: &Module, tag: u32) -> BTreeSet<u32> {
-    let mut flows = Flows::new(m, &mut |_, _, _| {});
-    let mut seen: Vec<(usize, u32)> = Vec::new();
-    let mut loaded: Vec<(u32, usize)> = Vec::new();
-    for (fi, f) in m.funcs.iter().enumerate() {
-        f.body.for_each_inst(&mut |i| match i.op {
-            Op::Load(c, t, s) => {
-                seen.push((flows.val(fi, c), t));
-                if m.cells.get(&t).and_then(|l| l.get(s as usize)) == Some(&Ty::Ptr) {
-                    loaded.push((t, flows.val(fi, i.results[0])));
+/// What tells the members a chain may pass through: closing over "a
+/// value made, loaded or tested as one may be one made, loaded or tested
+/// as the other" ([`Flows`]) and "a pointer loaded from a cell of one may
+/// be one made, loaded or tested as the other". Found once per pass:
+/// dropping a slot read as a vector removes no such evidence.
+struct Chains {
+    /// The members seen in each class of values.
+    seen: Vec<BTreeSet<u32>>,
+    /// (member, class of values) for each pointer loaded from a member.
+    links: Vec<(u32, usize)>,
+}
+
+impl Chains {
+    fn of(m: &Module) -> Chains {
+        let mut flows = Flows::new(m, &mut |_, _, _| {});
+        let mut seen: Vec<(usize, u32)> = Vec::new();
+        let mut loaded: Vec<(u32, usize)> = Vec::new();
+        for (fi, f) in m.funcs.iter().enumerate() {
+            f.body.for_each_inst(&mut |i| match i.op {
+                Op::Load(c, t, s) => {
+                    seen.push((flows.val(fi, c), t));
+                    if m.cells.get(&t).and_then(|l| l.get(s as usize)) == Some(&Ty::Ptr) {
+                        loaded.push((t, flows.val(fi, i.results[0])));
+                    }
                 }
-            }
-            Op::TagIs(c, t) => seen.push((flows.val(fi, c), t)),
-            Op::Alloc(t, _) | Op::AllocZero(t, _) => seen.push((flows.val(fi, i.results[0]), t)),
-            _ => {}
-        });
-    }
-    let mut members: HashMap<usize, BTreeSet<u32>> = HashMap::default();
-    for (v, t) in seen {
-        let root = flows.find(v);
-        members.entry(root).or_default().insert(t);
-    }
-    let links: Vec<(u32, usize)> = loaded
-        .into_iter()
-        .map(|(t, v)| (t, flows.find(v)))
-        .collect();
-    let mut class = BTreeSet::from([tag]);
-    loop {
-        let before = class.len();
-        for ts in members.values() {
-            if ts.iter().any(|t| class.contains(t)) {
-                class.extend(ts.iter().copied());
-            }
+                Op::TagIs(c, t) => seen.push((flows.val(fi, c), t)),
+                Op::Alloc(t, _) | Op::AllocZero(t, _) => {
+                    seen.push((flows.val(fi, i.results[0]), t))
+                }
+                _ => {}
+            });
         }
-        for (t, root) in &links {
-            if class.contains(t) {
-                if let Some(ts) = members.get(root) {
+        // Classes of values numbered densely, by their roots.
+        let mut number: HashMap<usize, usize> = HashMap::default();
+        let mut class = |flows: &mut Flows, v: usize| {
+            let root = flows.find(v);
+            let n = number.len();
+            *number.entry(root).or_insert(n)
+        };
+        let mut by_class: Vec<BTreeSet<u32>> = Vec::new();
+        for (v, t) in seen {
+            let k = class(&mut flows, v);
+            if k == by_class.len() {
+                by_class.push(BTreeSet::new());
+            }
+            by_class[k].insert(t);
+        }
+        let links = loaded
+            .into_iter()
+            .map(|(t, v)| (t, class(&mut flows, v)))
+            .collect();
+        Chains {
+            seen: by_class,
+            links,
+        }
+    }
+
+    /// The members other than `tag` that a chain of `tag` may pass
+    /// through.
+    fn class_of(&self, tag: u32) -> BTreeSet<u32> {
+        let mut class = BTreeSet::from([tag]);
+        loop {
+            let before = class.len();
+            for ts in &self.seen {
+                if ts.iter().any(|t| class.contains(t)) {
                     class.extend(ts.iter().copied());
                 }
             }
+            for (t, k) in &self.links {
+                if class.contains(t) {
+                    if let Some(ts) = self.seen.get(*k) {
+                        class.extend(ts.iter().copied());
+                    }
+                }
+            }
+            if class.len() == before {
+                break;
+            }
         }
-        if class.len() == before {
-            break;
-        }
+        class.remove(&tag);
+        class
     }
-    class.remove(&tag);
-    class
 }
 
 /// Whether some `Alloc` of `tag` stores in a pointer slot a value that may
@@ -875,9 +907,7 @@ main f0
     }
 
     fn output(m: &Module) -> String {
-        let mut out = Vec::new();
-        crate::eval::run(m, &mut &b"2.5\n4\n"[..], &mut out).expect("it runs");
-        String::from_utf8_lossy(&out).into_owned()
+        crate::eval::printed(m, "2.5\n4\n")
     }
 
     #[test]
@@ -900,11 +930,7 @@ main f0
         let text = include_str!("../../tests/filetests/invariant/chain-of-members.fir");
         let input = text.split("; expect:").next().unwrap_or_default();
         let mut m = crate::read::module(input).expect("the module reads");
-        let run = |m: &Module| {
-            let mut out = Vec::new();
-            crate::eval::run(m, &mut &b"3\n4\n"[..], &mut out).expect("it runs");
-            String::from_utf8_lossy(&out).into_owned()
-        };
+        let run = |m: &Module| crate::eval::printed(m, "3\n4\n");
         // 3 * (4 + 3 + 2 + 1) for the cells, 3 for the end, 3 * 0.5.
         assert_eq!(run(&m), "34.5");
         drop_invariant_slots(&mut m);

@@ -313,11 +313,7 @@ mod tests {
         crate::read::module(&t).expect("the test module reads")
     }
 
-    fn output(m: &Module, input: &str) -> String {
-        let mut out = Vec::new();
-        crate::eval::run(m, &mut input.as_bytes(), &mut out).expect("the module runs");
-        String::from_utf8(out).expect("output is text")
-    }
+    use crate::eval::printed as output;
 
     #[test]
     fn a_large_recursion_keeps_only_its_call_and_what_crosses_it() {

@@ -137,12 +137,12 @@ pub fn stack_lists(m: &mut Module) {
         // Only pointers are ever joined with a cell's link.
         let repr: Vec<Repr> = (0..f.types.len())
             .map(|v| match f.types[v] {
-                Ty::Ptr => stack.repr[stack.classes.vals[fi] + v],
+                Ty::Ptr => stack.repr[stack.classes.val(fi, Val::new(v))],
                 _ => Repr::Kept,
             })
             .collect();
         let rets: Vec<Repr> = (0..f.returns.len())
-            .map(|i| stack.repr[stack.classes.rets[fi] + i])
+            .map(|i| stack.repr[stack.classes.ret(fi, i)])
             .collect();
         if repr.iter().chain(&rets).all(|r| *r == Repr::Kept) {
             continue;
@@ -212,7 +212,7 @@ fn find(m: &Module) -> Option<Stack> {
         return None;
     }
     // A cons cell is one value with its link.
-    let c = Flows::new(m, &mut |c, fi, i| match &i.op {
+    let mut c = Flows::new(m, &mut |c, fi, i| match &i.op {
         Op::Alloc(t, fields) if is_cons(kind(m, *t)) => {
             c.union(c.val(fi, i.results[0]), c.val(fi, fields[0]));
         }
@@ -221,7 +221,6 @@ fn find(m: &Module) -> Option<Stack> {
         }
         _ => {}
     });
-    let mut c = c;
     let n = c.nodes();
     let mut facts = vec![Facts::default(); n];
     let built = m.built_funcs();
