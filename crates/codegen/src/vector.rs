@@ -33,11 +33,15 @@ impl FnBuilder<'_, '_> {
         Ok((slots.len(), pointers))
     }
 
-    /// The one-hots of one real (`VecOneHot`) of `f` whose one reader is
-    /// a `VecPlus`, which adds their entry to the other operand in the
+    /// The one-hots of one real (`VecOneHot`) of `f` whose readers are
+    /// all `VecPlus`es, which add their entry to the other operand in the
     /// runtime (`rt_vec_plus_hot`): the backward sweep's step through a
     /// `vector-ref` then makes no one-hot, only the sum's next version.
-    /// Where both operands are such, the second is.
+    /// A `plus` fuses one operand: the second where both could be, so a
+    /// one-hot read by a `plus` that fuses the other is made. (A one-hot
+    /// has several readers in arms of an `If`: `fir::passes::accumulate`
+    /// adds the first one-hot of a chain to the caller's sum in each arm
+    /// that reads it.)
     pub(crate) fn fused_one_hots(&self, f: &fir::Func) -> HashSet<Val> {
         let mut uses = vec![0u32; f.types.len()];
         f.body.for_each_use(&mut |v| uses[v.index()] += 1);
@@ -52,9 +56,21 @@ impl FnBuilder<'_, '_> {
             Op::VecPlus(_, a, b) => plus.push((*a, *b)),
             _ => {}
         });
-        let fusable = |v: &Val| one_hots.contains(v) && uses[v.index()] == 1;
-        plus.iter()
-            .filter_map(|(a, b)| [b, a].into_iter().find(|v| fusable(v)).copied())
+        let mut plus_uses = vec![0u32; f.types.len()];
+        for (a, b) in &plus {
+            plus_uses[a.index()] += 1;
+            plus_uses[b.index()] += 1;
+        }
+        let fusable = |v: &Val| one_hots.contains(v) && uses[v.index()] == plus_uses[v.index()];
+        let mut fused = vec![0u32; f.types.len()];
+        for (a, b) in &plus {
+            if let Some(v) = [b, a].into_iter().find(|v| fusable(v)) {
+                fused[v.index()] += 1;
+            }
+        }
+        one_hots
+            .into_iter()
+            .filter(|v| uses[v.index()] > 0 && fused[v.index()] == uses[v.index()])
             .collect()
     }
 

@@ -336,7 +336,7 @@ fn callees(b: &Block, out: &mut Vec<usize>) {
 
 /// Removes the functions `main` cannot reach, renumbering the others;
 /// says which functions stayed, if any went.
-fn prune(m: &mut Module) -> Option<Vec<bool>> {
+pub(crate) fn prune(m: &mut Module) -> Option<Vec<bool>> {
     let main = m.main?;
     let n = m.funcs.len();
     let mut live = vec![false; n];

@@ -4,6 +4,7 @@
 //! `VLAD_VERIFY_PASSES` set, as every test that compiles sets it),
 //! `optimize` checks that after every pass.
 
+pub mod accumulate;
 pub mod compact;
 pub mod counted;
 pub mod fields;
@@ -19,6 +20,7 @@ pub mod returns;
 pub mod schedule;
 pub mod simplify;
 pub mod sink;
+pub mod split;
 pub mod stacks;
 pub mod tags;
 pub mod unzip;
@@ -38,7 +40,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// the parameters nothing reads, so the loads that fed them die, and
 /// simplifies what it changed: it leaves every function simplified),
 /// merging results every return
-/// gives equal, dropping the results no caller reads (before and after
+/// gives equal, copying a function for the calls that read fewer of its
+/// results, dropping the results no caller reads (before and after
 /// `fields`, whose dropped slots leave more of them unread), not building
 /// the vectors only taken apart slot by slot, keeping in
 /// cells only the slots worth storing, and not those every cell of a chain
@@ -58,6 +61,7 @@ pub const PIPELINE: &[Pass] = &[
     ("lengths", lengths::known_lengths),
     ("params", params::shrink),
     ("returns", returns::merge_equal_results),
+    ("split", split::split_by_results),
     ("results", results::drop_dead),
     ("unzip", unzip::unzip_builds),
     ("fields", fields::shrink_cells),
@@ -65,6 +69,7 @@ pub const PIPELINE: &[Pass] = &[
     ("stacks", stacks::stack_lists),
     ("params", params::shrink),
     ("results", results::drop_dead),
+    ("accumulate", accumulate::pass_sums_down),
     ("counted", counted::closed_forms),
     ("outline", outline::outline_recursion),
     ("sink", sink::sink),

@@ -68,6 +68,7 @@ enum Item {
 struct Liveness {
     results: Vec<Vec<bool>>,
     params: Vec<Vec<bool>>,
+    values: Vec<Vec<bool>>,
 }
 
 /// [`drop_dead_results`], as a pipeline pass.
@@ -101,6 +102,12 @@ pub fn drop_dead_results(m: &mut Module) -> bool {
         }
     }
     true
+}
+
+/// For each function, which of its values are live: a call's result
+/// that is not, no one reads (`split` asks).
+pub(crate) fn live_values(m: &Module) -> Vec<Vec<bool>> {
+    liveness(m).values
 }
 
 /// For each function, which of its results are live.
@@ -194,6 +201,7 @@ fn liveness(m: &Module) -> Liveness {
     Liveness {
         results: result_live,
         params: param_live,
+        values: value_live,
     }
 }
 
