@@ -118,8 +118,13 @@ const HUGE_AFTER: usize = 8 << 20;
 /// makes two large objects a step (its sum's last log, then its
 /// accumulator) and five steps between collections: with 8 kept, two of
 /// every ten were mapped afresh, 79 page faults a step. Their bytes are
-/// capped past the first [`SPARE_ANY`] ([`Heap::spare_cap`]).
-const SPARE_LARGE: usize = 32;
+/// capped past the first [`SPARE_ANY`] ([`Heap::spare_cap`]), counted as
+/// the pages their objects touched, not the whole chunks mapped: a
+/// Runge-Kutta solve over 10^4 reals (GradBench's `ode`) makes 80 vectors
+/// of 80 KB a call, each in a mapping of 1 MB, and with 32 kept (and a
+/// cap counting megabytes) made 56 mappings a call, more than half of its
+/// time in the kernel.
+const SPARE_LARGE: usize = 256;
 const SPARE_ANY: usize = 8;
 const ARENA_BYTES: usize = 8 << 20;
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
@@ -278,10 +283,10 @@ struct Heap {
     dead: *mut usize,
     dead_len: usize,
     dead_cap: usize,
-    /// Mappings of large chunks found dead (start, bytes; 0 bytes: none),
-    /// kept for the next large object of the same size
-    /// (`Heap::release_large`).
-    spare_large: [(usize, usize); SPARE_LARGE],
+    /// Mappings of large chunks found dead (start, bytes, bytes of the
+    /// pages its last object touched; 0 bytes: none), kept for the next
+    /// large object of the same size (`Heap::release_large`).
+    spare_large: [(usize, usize, usize); SPARE_LARGE],
 }
 
 static HEAP: Global<Heap> = Global::new(Heap::EMPTY);
@@ -327,7 +332,7 @@ impl Heap {
         dead: core::ptr::null_mut(),
         dead_len: 0,
         dead_cap: 0,
-        spare_large: [(0, 0); SPARE_LARGE],
+        spare_large: [(0, 0, 0); SPARE_LARGE],
     };
 }
 

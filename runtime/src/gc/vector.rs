@@ -106,11 +106,12 @@ impl Heap {
         let c = *self.chunk(i);
         self.own_granules(i, 0);
         let owned = (c.limit - c.start).next_multiple_of(CHUNK_BYTES);
+        let touched = (c.end - c.start).next_multiple_of(4096).min(owned);
         let kept = self.spare_large.iter().filter(|s| s.1 != 0);
-        let (count, bytes) = kept.fold((0, 0), |(n, b), s| (n + 1, b + s.1));
-        let room = count < SPARE_ANY || (owned <= HUGE_PAGE && bytes + owned <= self.spare_cap());
+        let (count, bytes) = kept.fold((0, 0), |(n, b), s| (n + 1, b + s.2));
+        let room = count < SPARE_ANY || (owned <= HUGE_PAGE && bytes + touched <= self.spare_cap());
         if let Some(s) = self.spare_large.iter_mut().find(|s| s.1 == 0 && room) {
-            *s = (c.start, owned);
+            *s = (c.start, owned, touched);
         } else {
             // SAFETY: the chunk's memory was mapped whole granules at a
             // time (`add_chunk`), and nothing points into it: no mark
@@ -132,8 +133,8 @@ impl Heap {
         );
     }
 
-    /// The bytes of dead large chunks kept for reuse past the first
-    /// [`SPARE_ANY`], whatever their size (those past them are smaller
+    /// The bytes (of pages touched) of dead large chunks kept for reuse
+    /// past the first [`SPARE_ANY`], whatever their size (those past them are smaller
     /// than a huge page, each its own mapping faulted in 4 KiB at a time:
     /// a larger one comes from huge pages, quicker to fault in again,
     /// and kept it would cost a program of a few vectors of megabytes
