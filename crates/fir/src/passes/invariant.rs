@@ -44,10 +44,15 @@
 //! ending in an empty cell is left, which `stacks` makes a buffer. A
 //! pointer slot is tried only so, with two members or more, and only when
 //! what it holds is never loaded from or tested as a cell.
+//!
+//! An analysis walks only the functions using a member and their callers
+//! ([`graph`]), each again only when what it reads of others changed.
 
-use super::flows::Flows;
+mod graph;
+
 use crate::{Block, Func, Inst, Module, Op, Term, Ty, Val};
 use base::EntityRef;
+use graph::{Chains, Fixed};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,13 +81,11 @@ fn join(a: Fact, b: Fact) -> Fact {
 
 /// Drops every slot the module's chains of cells hold alike.
 pub fn drop_invariant_slots(m: &mut Module) {
-    let tags: Vec<u32> = m
-        .allocated_tags()
-        .into_iter()
-        .filter(|t| chained(m, *t))
-        .collect();
     let fixed = Fixed::of(m);
+    let tags = chained(m);
     let mut chains = None;
+    // Found again after each slot dropped.
+    let mut base = None;
     for tag in tags {
         let Some(layout) = m.cells.get(&tag).cloned() else {
             continue;
@@ -92,20 +95,23 @@ pub fn drop_invariant_slots(m: &mut Module) {
         // every value is taken for equal is left alone at once (tape cells
         // of nested modes have hundreds of slots, and most are loaded
         // from cells that came out of other cells).
-        let open = Analysis::new(m, &fixed, Members::from([(tag, None)])).run_facts();
-        let cells = read_as_cells(m, tag);
+        let b = base.get_or_insert_with(|| Base::of(m, &fixed));
+        let mut open = Analysis::new(m, &fixed, b, Members::from([(tag, None)]), false);
+        let Some(facts) = open.run_facts() else {
+            continue;
+        };
+        let cells = read_as_cells(m, &fixed, tag);
         let slots: Vec<u32> = (0..layout.len() as u32)
             .rev()
             .filter(|s| layout[*s as usize] != Ty::Ptr || !cells.contains(s))
-            .filter(|s| {
-                open.as_ref()
-                    .is_some_and(|facts| accounted(m, &Members::from([(tag, Some(*s))]), facts))
-            })
+            .filter(|s| accounted(m, &fixed, &Members::from([(tag, Some(*s))]), &facts))
             .collect();
         // Only pointer slots are tried with the class: a vector a loop
         // reads is what its first steps and its end hold too, and a
-        // class's analysis walks the module (generated-3070's build took
-        // half again as long with every slot tried both ways).
+        // class's analysis walks every function using one of its members
+        // and their callers (generated-3070's build took half again as
+        // long with every slot tried both ways, when each analysis walked
+        // the module).
         let class = if slots.iter().any(|s| layout[*s as usize] == Ty::Ptr) {
             chains.get_or_insert_with(|| Chains::of(m)).class_of(tag)
         } else {
@@ -115,8 +121,10 @@ pub fn drop_invariant_slots(m: &mut Module) {
             let ty = layout[slot as usize];
             let alone = Members::from([(tag, Some(slot))]);
             if ty != Ty::Ptr {
-                if let Some(plan) = Analysis::new(m, &fixed, alone.clone()).run() {
+                let b = base.get_or_insert_with(|| Base::of(m, &fixed));
+                if let Some(plan) = Analysis::new(m, &fixed, b, alone.clone(), true).run() {
                     apply(m, &alone, &plan);
+                    base = None;
                 }
                 continue;
             }
@@ -142,8 +150,10 @@ pub fn drop_invariant_slots(m: &mut Module) {
             if with_class.len() < 2 {
                 continue;
             }
-            if let Some(plan) = Analysis::new(m, &fixed, with_class.clone()).run() {
+            let b = base.get_or_insert_with(|| Base::of(m, &fixed));
+            if let Some(plan) = Analysis::new(m, &fixed, b, with_class.clone(), true).run() {
                 apply(m, &with_class, &plan);
+                base = None;
             }
         }
     }
@@ -153,9 +163,9 @@ pub fn drop_invariant_slots(m: &mut Module) {
 /// loaded from or tested as a cell: links and records, never the same in
 /// every cell of a chain, which are not analysed (a pointer slot is the
 /// vector a loop reads, used as a vector).
-fn read_as_cells(m: &Module, tag: u32) -> BTreeSet<u32> {
+fn read_as_cells(m: &Module, fixed: &Fixed, tag: u32) -> BTreeSet<u32> {
     let mut slots = BTreeSet::new();
-    for f in &m.funcs {
+    for f in fixed.users(tag).iter().map(|fi| &m.funcs[*fi]) {
         let mut loaded: HashMap<Val, u32> = HashMap::default();
         f.body.for_each_inst(&mut |i| {
             if let Op::Load(_, t, s) = i.op {
@@ -182,197 +192,67 @@ fn read_as_cells(m: &Module, tag: u32) -> BTreeSet<u32> {
 /// taken for the same, [`Fact::Val`] of [`any_slot`]).
 type Members = BTreeMap<u32, Option<u32>>;
 
-/// What tells the members a chain may pass through: closing over "a
-/// value made, loaded or tested as one may be one made, loaded or tested
-/// as the other" ([`Flows`]) and "a pointer loaded from a cell of one may
-/// be one made, loaded or tested as the other". Found once per pass:
-/// dropping a slot read as a vector removes no such evidence.
-struct Chains {
-    /// The members seen in each class of values.
-    seen: Vec<BTreeSet<u32>>,
-    /// (member, class of values) for each pointer loaded from a member.
-    links: Vec<(u32, usize)>,
-}
-
-impl Chains {
-    fn of(m: &Module) -> Chains {
-        let mut flows = Flows::new(m, &mut |_, _, _| {});
-        let mut seen: Vec<(usize, u32)> = Vec::new();
-        let mut loaded: Vec<(u32, usize)> = Vec::new();
-        for (fi, f) in m.funcs.iter().enumerate() {
-            f.body.for_each_inst(&mut |i| match i.op {
-                Op::Load(c, t, s) => {
-                    seen.push((flows.val(fi, c), t));
-                    if m.cells.get(&t).and_then(|l| l.get(s as usize)) == Some(&Ty::Ptr) {
-                        loaded.push((t, flows.val(fi, i.results[0])));
-                    }
-                }
-                Op::TagIs(c, t) => seen.push((flows.val(fi, c), t)),
-                Op::Alloc(t, _) | Op::AllocZero(t, _) => {
-                    seen.push((flows.val(fi, i.results[0]), t))
-                }
-                _ => {}
-            });
-        }
-        // Classes of values numbered densely, by their roots.
-        let mut number: HashMap<usize, usize> = HashMap::default();
-        let mut class = |flows: &mut Flows, v: usize| {
-            let root = flows.find(v);
-            let n = number.len();
-            *number.entry(root).or_insert(n)
-        };
-        let mut by_class: Vec<BTreeSet<u32>> = Vec::new();
-        for (v, t) in seen {
-            let k = class(&mut flows, v);
-            if k == by_class.len() {
-                by_class.push(BTreeSet::new());
-            }
-            by_class[k].insert(t);
-        }
-        let links = loaded
-            .into_iter()
-            .map(|(t, v)| (t, class(&mut flows, v)))
-            .collect();
-        Chains {
-            seen: by_class,
-            links,
-        }
+/// The members some `Alloc` of which stores in a pointer slot a value
+/// that may be a cell of the member made before: a call's or an `If`'s
+/// result, a parameter, or a load from a cell of the member. Only such
+/// members can have links.
+fn chained(m: &Module) -> BTreeSet<u32> {
+    /// What a value may be a cell of.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Def {
+        Any,
+        LoadedFrom(u32),
+        Nothing,
     }
-
-    /// The members other than `tag` that a chain of `tag` may pass
-    /// through.
-    fn class_of(&self, tag: u32) -> BTreeSet<u32> {
-        let mut class = BTreeSet::from([tag]);
-        loop {
-            let before = class.len();
-            for ts in &self.seen {
-                if ts.iter().any(|t| class.contains(t)) {
-                    class.extend(ts.iter().copied());
-                }
-            }
-            for (t, k) in &self.links {
-                if class.contains(t) {
-                    if let Some(ts) = self.seen.get(*k) {
-                        class.extend(ts.iter().copied());
-                    }
-                }
-            }
-            if class.len() == before {
-                break;
-            }
+    let mut out = BTreeSet::new();
+    for f in &m.funcs {
+        let mut defs = vec![Def::Nothing; f.types.len()];
+        for d in defs.iter_mut().take(f.params.len()) {
+            *d = Def::Any;
         }
-        class.remove(&tag);
-        class
-    }
-}
-
-/// Whether some `Alloc` of `tag` stores in a pointer slot a value that may
-/// be a cell of `tag` made before: a call's or an `If`'s result, or a
-/// load from a cell of `tag`. Only such members can have links.
-fn chained(m: &Module, tag: u32) -> bool {
-    let Some(layout) = m.cells.get(&tag) else {
-        return false;
-    };
-    m.funcs.iter().any(|f| {
-        let mut defs: HashMap<Val, bool> = HashMap::default();
         f.body.for_each_inst(&mut |i| {
-            let may_be_cell = match &i.op {
-                Op::Call(..) | Op::CallAt(..) | Op::If { .. } => true,
-                Op::Load(_, t, _) => *t == tag,
-                _ => false,
+            let def = match &i.op {
+                Op::Call(..) | Op::CallAt(..) | Op::If { .. } => Def::Any,
+                Op::Load(_, t, _) => Def::LoadedFrom(*t),
+                _ => Def::Nothing,
             };
             for r in &i.results {
-                defs.insert(*r, may_be_cell);
+                defs[r.index()] = def;
             }
         });
-        let mut found = false;
         f.body.for_each_inst(&mut |i| {
             if let Op::Alloc(t, fields) | Op::AllocZero(t, fields) = &i.op {
-                found |= *t == tag
-                    && fields.iter().zip(layout).any(|(v, ty)| {
-                        *ty == Ty::Ptr && defs.get(v).copied().unwrap_or(v.index() < f.params.len())
-                    });
+                let Some(layout) = m.cells.get(t) else {
+                    return;
+                };
+                let linked = fields.iter().zip(layout).any(|(v, ty)| {
+                    let def = defs.get(v.index()).copied().unwrap_or(Def::Nothing);
+                    *ty == Ty::Ptr && (def == Def::Any || def == Def::LoadedFrom(*t))
+                });
+                if linked {
+                    out.insert(*t);
+                }
             }
         });
-        found
-    })
+    }
+    out
 }
 
 /// Whether every load of a member's slot in `members` reads a cell whose
 /// fact (in `facts`, by function) is known.
-fn accounted(m: &Module, members: &Members, facts: &[HashMap<Val, Fact>]) -> bool {
+fn accounted(m: &Module, fixed: &Fixed, members: &Members, facts: &[Facts]) -> bool {
     let mut ok = true;
-    for (f, facts) in m.funcs.iter().zip(facts) {
+    for fi in members.keys().flat_map(|t| fixed.users(*t)) {
+        let (f, facts) = (&m.funcs[*fi], &facts[*fi]);
         f.body.for_each_inst(&mut |i| {
             if let Op::Load(c, t, s) = i.op {
                 ok &= members.get(&t) != Some(&Some(s))
                     || c.index() < f.params.len()
-                    || facts.get(&c).is_some_and(|x| *x != Fact::Any);
+                    || facts.get(c.index()).is_some_and(|x| *x != Fact::Any);
             }
         });
     }
     ok
-}
-
-/// The module's call graph as the analyses read it.
-struct Fixed {
-    /// [`callees_first`].
-    order: Vec<usize>,
-    /// Per function: whether a `VecBuild` calls it.
-    built: Vec<bool>,
-    /// Per function: whether anything calls it.
-    called: Vec<bool>,
-}
-
-impl Fixed {
-    fn of(m: &Module) -> Fixed {
-        let mut called = vec![false; m.funcs.len()];
-        for f in &m.funcs {
-            f.body
-                .for_each_call(&mut |g, _, _| called[g.index()] = true);
-        }
-        Fixed {
-            order: callees_first(m),
-            built: m.built_funcs(),
-            called,
-        }
-    }
-}
-
-/// The functions of `m`, each after the functions it calls (but in a
-/// cycle of calls).
-fn callees_first(m: &Module) -> Vec<usize> {
-    let callees: Vec<Vec<usize>> = m
-        .funcs
-        .iter()
-        .map(|f| {
-            let mut out = Vec::new();
-            f.body.for_each_call(&mut |g, _, _| out.push(g.index()));
-            out
-        })
-        .collect();
-    let mut seen = vec![false; m.funcs.len()];
-    let mut order = Vec::with_capacity(m.funcs.len());
-    for root in 0..m.funcs.len() {
-        if seen[root] {
-            continue;
-        }
-        seen[root] = true;
-        // (function, next callee to visit)
-        let mut stack = vec![(root, 0)];
-        while let Some((f, k)) = stack.pop() {
-            if let Some(&g) = callees[f].get(k) {
-                stack.push((f, k + 1));
-                if !seen[g] {
-                    seen[g] = true;
-                    stack.push((g, 0));
-                }
-            } else {
-                order.push(f);
-            }
-        }
-    }
-    order
 }
 
 /// What to change once a slot is found invariant: per function, the
@@ -380,7 +260,7 @@ fn callees_first(m: &Module) -> Vec<usize> {
 /// and the [`Fact`] of every pointer value.
 struct Plan {
     needs: Vec<BTreeSet<u32>>,
-    facts: Vec<HashMap<Val, Fact>>,
+    facts: Vec<Facts>,
 }
 
 struct Analysis<'a> {
@@ -393,15 +273,52 @@ struct Analysis<'a> {
     /// Per member analysed and slot: whether it is (still thought) a link.
     links: BTreeMap<u32, Vec<bool>>,
     /// Per function and result: what a result cell holds at the slot,
-    /// over the function's parameters.
+    /// over the function's parameters (`None` outside the scope: then
+    /// the function's entry in `base`).
+    rets: Vec<Option<Vec<Fact>>>,
+    base: &'a [Vec<Fact>],
+    /// The functions walked, callees first ([`Fixed::scope`]).
+    scope: Vec<usize>,
+}
+
+/// What each function's results hold when no member is analysed (no
+/// cell is one): what the functions outside an analysis' scope give it.
+struct Base {
     rets: Vec<Vec<Fact>>,
 }
 
+impl Base {
+    fn of(m: &Module, fixed: &Fixed) -> Base {
+        let rets = m
+            .funcs
+            .iter()
+            .map(|f| Some(vec![Fact::None; f.returns.len()]))
+            .collect();
+        let mut a = Analysis {
+            m,
+            fixed,
+            members: Members::new(),
+            links: BTreeMap::new(),
+            rets,
+            base: &[],
+            scope: fixed.order.clone(),
+        };
+        a.settle();
+        Base {
+            rets: a.rets.into_iter().map(Option::unwrap_or_default).collect(),
+        }
+    }
+}
+
+/// The fact of each value of a function, by number: [`Fact::Any`] for
+/// those not pointers, and for every value of a function not walked.
+type Facts = Vec<Fact>;
+
 /// What walking one function finds.
 struct Walk {
-    facts: HashMap<Val, Fact>,
+    facts: Facts,
     /// The depth of the block defining each value (parameters: 0).
-    depth: HashMap<Val, u32>,
+    depth: Vec<u32>,
     rets: Vec<Fact>,
     /// Links found holding another value: (member, slot).
     broken: Vec<(u32, usize)>,
@@ -413,7 +330,9 @@ fn any_slot() -> Val {
 }
 
 impl<'a> Analysis<'a> {
-    fn new(m: &'a Module, fixed: &'a Fixed, members: Members) -> Self {
+    /// An analysis of `members`; with `plan`, one whose facts may make a
+    /// [`Plan`] ([`Fixed::scope`]).
+    fn new(m: &'a Module, fixed: &'a Fixed, base: &'a Base, members: Members, plan: bool) -> Self {
         // The slot analysed holds a value, not a link, whatever its type.
         let links = members
             .iter()
@@ -426,23 +345,33 @@ impl<'a> Analysis<'a> {
                 (*t, l)
             })
             .collect();
-        let rets = m
-            .funcs
-            .iter()
-            .map(|f| vec![Fact::None; f.returns.len()])
-            .collect();
+        let scope = fixed.scope(members.keys(), plan);
+        let mut rets = vec![None; m.funcs.len()];
+        for fi in &scope {
+            rets[*fi] = Some(vec![Fact::None; m.funcs[*fi].returns.len()]);
+        }
         Analysis {
             m,
             fixed,
             members,
             links,
             rets,
+            base: &base.rets,
+            scope,
         }
     }
 
     /// Whether every value stored is taken for the same.
     fn open(&self) -> bool {
         self.members.values().any(Option::is_none)
+    }
+
+    /// What result `j` of function `g` holds.
+    fn ret(&self, g: usize, j: usize) -> Fact {
+        match &self.rets[g] {
+            Some(rets) => rets[j],
+            None => self.base[g][j],
+        }
     }
 
     fn is_link(&self, t: u32, s: u32) -> bool {
@@ -461,36 +390,8 @@ impl<'a> Analysis<'a> {
 
     /// The facts of every function's pointers once links and results are
     /// settled, if some link remains.
-    fn run_facts(&mut self) -> Option<Vec<HashMap<Val, Fact>>> {
-        // Callees before callers, each function's results and links
-        // updated as soon as it is walked: a fact crosses a chain of calls
-        // in one round.
-        let order = &self.fixed.order;
-        let mut walks: Vec<Option<Walk>> = self.m.funcs.iter().map(|_| None).collect();
-        loop {
-            let mut changed = false;
-            for &fi in order.iter() {
-                let w = self.walk(&self.m.funcs[fi]);
-                for (j, r) in w.rets.iter().enumerate() {
-                    let new = join(self.rets[fi][j], *r);
-                    changed |= new != self.rets[fi][j];
-                    self.rets[fi][j] = new;
-                }
-                for (t, l) in &w.broken {
-                    if let Some(link) = self.links.get_mut(t).and_then(|ls| ls.get_mut(*l)) {
-                        changed |= *link;
-                        *link = false;
-                    }
-                }
-                if !self.links.values().flatten().any(|l| *l) {
-                    return None;
-                }
-                walks[fi] = Some(w);
-            }
-            if !changed {
-                break;
-            }
-        }
+    fn run_facts(&mut self) -> Option<Vec<Facts>> {
+        let walks = self.settle()?;
         Some(
             walks
                 .into_iter()
@@ -499,8 +400,66 @@ impl<'a> Analysis<'a> {
         )
     }
 
+    /// Walks the scope until links and results are settled; the last walk
+    /// of each function, if some link remains (or no member is analysed).
+    fn settle(&mut self) -> Option<Vec<Option<Walk>>> {
+        // Callees before callers, each function's results and links
+        // updated as soon as it is walked: a fact crosses a chain of calls
+        // in one round.
+        // A walk depends only on its callees' results and the links of the
+        // members it allocates or loads: only a function whose inputs
+        // changed is walked again.
+        let order = std::mem::take(&mut self.scope);
+        let mut walks: Vec<Option<Walk>> = self.m.funcs.iter().map(|_| None).collect();
+        let mut stale = vec![false; self.m.funcs.len()];
+        for fi in &order {
+            stale[*fi] = true;
+        }
+        loop {
+            let mut walked = false;
+            for &fi in order.iter() {
+                if !std::mem::replace(&mut stale[fi], false) {
+                    continue;
+                }
+                walked = true;
+                let w = self.walk(&self.m.funcs[fi]);
+                let mut changed = false;
+                if let Some(rets) = &mut self.rets[fi] {
+                    for (old, r) in rets.iter_mut().zip(&w.rets) {
+                        let new = join(*old, *r);
+                        changed |= new != *old;
+                        *old = new;
+                    }
+                }
+                if changed {
+                    for c in self.fixed.callers(fi) {
+                        stale[*c] = true;
+                    }
+                }
+                for (t, l) in &w.broken {
+                    if let Some(link) = self.links.get_mut(t).and_then(|ls| ls.get_mut(*l)) {
+                        if std::mem::replace(link, false) {
+                            for u in self.fixed.users(*t) {
+                                stale[*u] = true;
+                            }
+                        }
+                    }
+                }
+                if !self.members.is_empty() && !self.links.values().flatten().any(|l| *l) {
+                    return None;
+                }
+                walks[fi] = Some(w);
+            }
+            if !walked {
+                break;
+            }
+        }
+        self.scope = order;
+        Some(walks)
+    }
+
     /// What the cell `v` of function `f` holds at the slot.
-    fn fact(&self, f: &Func, facts: &HashMap<Val, Fact>, v: Val) -> Fact {
+    fn fact(&self, f: &Func, facts: &[Fact], v: Val) -> Fact {
         if v.index() < f.params.len() {
             return if f.params[v.index()] == Ty::Ptr {
                 Fact::Slot(v.number())
@@ -508,11 +467,11 @@ impl<'a> Analysis<'a> {
                 Fact::Any
             };
         }
-        facts.get(&v).copied().unwrap_or(Fact::Any)
+        facts.get(v.index()).copied().unwrap_or(Fact::Any)
     }
 
     /// A callee's result fact `r`, at a call passing `args`.
-    fn at_call(&self, f: &Func, facts: &HashMap<Val, Fact>, r: Fact, args: &[Val]) -> Fact {
+    fn at_call(&self, f: &Func, facts: &[Fact], r: Fact, args: &[Val]) -> Fact {
         match r {
             Fact::Val(p) if self.open() => Fact::Val(p),
             Fact::Val(p) => args.get(p.index()).map_or(Fact::Any, |a| Fact::Val(*a)),
@@ -525,8 +484,8 @@ impl<'a> Analysis<'a> {
 
     fn walk(&self, f: &Func) -> Walk {
         let mut w = Walk {
-            facts: HashMap::default(),
-            depth: HashMap::default(),
+            facts: vec![Fact::Any; f.types.len()],
+            depth: vec![0; f.types.len()],
             rets: vec![Fact::None; f.returns.len()],
             broken: Vec::new(),
         };
@@ -538,7 +497,7 @@ impl<'a> Analysis<'a> {
     fn walk_block(&self, f: &Func, b: &Block, d: u32, w: &mut Walk) -> Option<Vec<Fact>> {
         for i in &b.insts {
             for r in &i.results {
-                w.depth.insert(*r, d);
+                w.depth[r.index()] = d;
             }
             let ptr = |v: &Val| f.types[v.index()] == Ty::Ptr;
             match &i.op {
@@ -558,7 +517,7 @@ impl<'a> Analysis<'a> {
                         }
                         None => Fact::None,
                     };
-                    w.facts.insert(i.results[0], fact);
+                    w.facts[i.results[0].index()] = fact;
                 }
                 Op::Load(c, t, s) if ptr(&i.results[0]) => {
                     let fact = if self.is_link(*t, *s) {
@@ -566,13 +525,13 @@ impl<'a> Analysis<'a> {
                     } else {
                         Fact::Any
                     };
-                    w.facts.insert(i.results[0], fact);
+                    w.facts[i.results[0].index()] = fact;
                 }
                 Op::Call(g, args) | Op::CallAt(g, args, _) => {
                     for (j, r) in i.results.iter().enumerate() {
                         if ptr(r) {
-                            let fact = self.at_call(f, &w.facts, self.rets[g.index()][j], args);
-                            w.facts.insert(*r, fact);
+                            let fact = self.at_call(f, &w.facts, self.ret(g.index(), j), args);
+                            w.facts[r.index()] = fact;
                         }
                     }
                 }
@@ -581,7 +540,7 @@ impl<'a> Analysis<'a> {
                     let b = self.walk_block(f, else_, d + 1, w);
                     // A value defined inside an arm is not visible after it.
                     let outside = |x: Fact| match x {
-                        Fact::Val(v) if w.depth.get(&v).is_some_and(|e| *e > d) => Fact::Any,
+                        Fact::Val(v) if w.depth.get(v.index()).is_some_and(|e| *e > d) => Fact::Any,
                         x => x,
                     };
                     for (j, r) in i.results.iter().enumerate() {
@@ -590,14 +549,14 @@ impl<'a> Analysis<'a> {
                                 y.as_ref().map_or(Fact::None, |y| outside(y[j]))
                             };
                             let fact = join(of(&a), of(&b));
-                            w.facts.insert(*r, fact);
+                            w.facts[r.index()] = fact;
                         }
                     }
                 }
                 _ => {
                     for r in &i.results {
                         if ptr(r) {
-                            w.facts.insert(*r, Fact::Any);
+                            w.facts[r.index()] = Fact::Any;
                         }
                     }
                 }
@@ -622,7 +581,7 @@ impl<'a> Analysis<'a> {
             Term::TailCall(g, args) => {
                 for j in 0..f.returns.len() {
                     if f.returns[j] == Ty::Ptr {
-                        let x = self.at_call(f, &w.facts, self.rets[g.index()][j], args);
+                        let x = self.at_call(f, &w.facts, self.ret(g.index(), j), args);
                         w.rets[j] = join(w.rets[j], over_params(x));
                     }
                 }
@@ -635,11 +594,13 @@ impl<'a> Analysis<'a> {
     /// The parameters whose cell's slot each function must take, or `None`
     /// if some load of the slot reads a cell not accounted for, or a
     /// function that cannot take parameters would have to.
-    fn needs(&self, facts: &[HashMap<Val, Fact>]) -> Option<Vec<BTreeSet<u32>>> {
+    fn needs(&self, facts: &[Facts]) -> Option<Vec<BTreeSet<u32>>> {
         let m = self.m;
         let mut needs = vec![BTreeSet::new(); m.funcs.len()];
         let mut ok = true;
-        for (fi, f) in m.funcs.iter().enumerate() {
+        // Only the scope loads a member or calls a function that does.
+        for &fi in &self.scope {
+            let f = &m.funcs[fi];
             f.body.for_each_inst(&mut |i| {
                 if let Op::Load(c, t, s) = i.op {
                     if self.members.get(&t) == Some(&Some(s)) {
@@ -656,7 +617,8 @@ impl<'a> Analysis<'a> {
         }
         loop {
             let mut changed = false;
-            for (fi, f) in m.funcs.iter().enumerate() {
+            for &fi in &self.scope {
+                let f = &m.funcs[fi];
                 f.body.for_each_call(&mut |g, args, _| {
                     for p in needs[g.index()].clone() {
                         let Some(a) = args.get(p as usize) else {
@@ -762,7 +724,7 @@ struct Rewrite<'a> {
     dropped: &'a BTreeMap<u32, u32>,
     ty: Ty,
     needs: &'a [BTreeSet<u32>],
-    facts: &'a HashMap<Val, Fact>,
+    facts: &'a [Fact],
     new: &'a HashMap<u32, Val>,
     np: usize,
     types: &'a mut Vec<Ty>,
@@ -778,7 +740,7 @@ impl Rewrite<'_> {
         let fact = if c.index() < self.np {
             Fact::Slot(c.number())
         } else {
-            self.facts.get(&c).copied().unwrap_or(Fact::Any)
+            self.facts.get(c.index()).copied().unwrap_or(Fact::Any)
         };
         match fact {
             Fact::Val(v) => v,
