@@ -284,9 +284,10 @@ struct Heap {
     dead_len: usize,
     dead_cap: usize,
     /// Mappings of large chunks found dead (start, bytes, bytes of the
-    /// pages its last object touched; 0 bytes: none), kept for the next
-    /// large object of the same size (`Heap::release_large`).
-    spare_large: [(usize, usize, usize); SPARE_LARGE],
+    /// pages its last object touched, the collection that kept it; 0
+    /// bytes: none), kept for the next large object of the same size
+    /// (`Heap::release_large`).
+    spare_large: [(usize, usize, usize, usize); SPARE_LARGE],
 }
 
 static HEAP: Global<Heap> = Global::new(Heap::EMPTY);
@@ -332,7 +333,7 @@ impl Heap {
         dead: core::ptr::null_mut(),
         dead_len: 0,
         dead_cap: 0,
-        spare_large: [(0, 0, 0); SPARE_LARGE],
+        spare_large: [(0, 0, 0, 0); SPARE_LARGE],
     };
 }
 
@@ -869,7 +870,7 @@ pub fn release_all() {
             // only `add_chunk` takes): the chunk leaves the list.
             unsafe {
                 match slot.filter(|_| keep) {
-                    Some(k) => h.spare_large[k] = (c.start, owned, touched),
+                    Some(k) => h.spare_large[k] = (c.start, owned, touched, h.collections),
                     None if !c.is_released() => {
                         munmap(c.start as *mut u8, owned);
                     }

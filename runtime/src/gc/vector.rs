@@ -109,9 +109,29 @@ impl Heap {
         let touched = (c.end - c.start).next_multiple_of(4096).min(owned);
         let kept = self.spare_large.iter().filter(|s| s.1 != 0);
         let (count, bytes) = kept.fold((0, 0), |(n, b), s| (n + 1, b + s.2));
-        let room = count < SPARE_ANY || (owned <= HUGE_PAGE && bytes + touched <= self.spare_cap());
+        let mut room =
+            count < SPARE_ANY || (owned <= HUGE_PAGE && bytes + touched <= self.spare_cap());
+        if !room {
+            // A spare kept by an earlier collection that a whole cycle of
+            // allocation did not reuse is of a size the program no longer
+            // makes (a sum's log, doubled since): it gives its slot to
+            // this one, of a size just made. Kept, such spares filled
+            // every slot, and the gradient of log-sum-exp over 10^6 reals
+            // mapped its vectors afresh every step (a third of its time
+            // in the kernel, clearing pages).
+            let now = self.collections;
+            let stale = self.spare_large.iter().enumerate();
+            let stale = stale.filter(|(_, s)| s.1 != 0 && s.3 < now);
+            if let Some(k) = stale.min_by_key(|(_, s)| s.3).map(|(k, _)| k) {
+                let (start, bytes, ..) = self.spare_large[k];
+                // SAFETY: a spare is a whole mapping that no chunk holds.
+                unsafe { munmap(start as *mut u8, bytes) };
+                self.spare_large[k] = (0, 0, 0, 0);
+                room = true;
+            }
+        }
         if let Some(s) = self.spare_large.iter_mut().find(|s| s.1 == 0 && room) {
-            *s = (c.start, owned, touched);
+            *s = (c.start, owned, touched, self.collections);
         } else {
             // SAFETY: the chunk's memory was mapped whole granules at a
             // time (`add_chunk`), and nothing points into it: no mark
