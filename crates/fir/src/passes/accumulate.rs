@@ -13,7 +13,7 @@
 //! The shape: `s = vec_plus L a r`, the only use of `r`, a result of a
 //! call `r = call f(...)` in the same block, after `a` is defined. Every
 //! `Return` of that result in `f` and in the functions it reaches by tail
-//! calls (the group, copied for the call sites; see `split` for why a
+//! calls (the group, copied for the call sites; see `tail_groups` for why a
 //! group) gives a *chain*: a `vec_zero`, a `vec_one_hot`, a `vec_plus L p
 //! h` of a chain `p` and a one-hot `h`, an `If` result every `Yield` of
 //! which is a chain, or, in a function the group tail-calls, the parameter
@@ -39,6 +39,7 @@
 //! chain goes to).
 
 use super::inline;
+use super::tail_groups::{copy_group, TailGroups};
 use crate::{Block, FBin, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
 use base::EntityRef;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -65,7 +66,7 @@ pub fn pass_sums_down(m: &mut Module) {
         return;
     }
     let n = m.funcs.len();
-    let groups = Groups::new(m);
+    let groups = TailGroups::new(m);
     // (callee, result) -> its plan, or None where it has none.
     let mut plans: HashMap<(usize, usize, u32), Option<Plan>> = HashMap::default();
     // Per function, its sites: the call's result -> (the sum, the plus's
@@ -85,9 +86,6 @@ pub fn pass_sums_down(m: &mut Module) {
     if sites.iter().all(|s| s.is_empty()) {
         return;
     }
-    // Each plan's copies, numbered after the functions there are.
-    let mut copies: Vec<(usize, FuncId)> = Vec::new();
-    let mut entry_copy: HashMap<(usize, usize, u32), FuncId> = HashMap::default();
     let mut keys: Vec<_> = plans
         .iter()
         .filter(|(_, p)| p.is_some())
@@ -99,13 +97,13 @@ pub fn pass_sums_down(m: &mut Module) {
             .iter()
             .any(|s| s.values().any(|x| (x.callee, x.result, x.layout) == *k))
     });
+    // The sites call the copies, made below in this order after the
+    // functions there are: each plan's group, its entry first.
+    let mut entry_copy: HashMap<(usize, usize, u32), FuncId> = HashMap::default();
+    let mut next = n;
     for key in &keys {
-        let plan = plans[key].as_ref().expect("kept above");
-        let base = n + copies.len();
-        for (k, g) in plan.group.iter().enumerate() {
-            copies.push((*g, FuncId::new(base + k)));
-        }
-        entry_copy.insert(*key, FuncId::new(base));
+        entry_copy.insert(*key, FuncId::new(next));
+        next += plans[key].as_ref().map_or(0, |p| p.group.len());
     }
     for (gi, f) in m.funcs.iter_mut().enumerate() {
         if !sites[gi].is_empty() {
@@ -113,37 +111,18 @@ pub fn pass_sums_down(m: &mut Module) {
         }
     }
     let mut names: HashSet<String> = m.funcs.iter().map(|f| f.name.clone()).collect();
-    let mut k = 0;
     for key in &keys {
         let plan = plans[key].as_ref().expect("kept above");
-        let ids: HashMap<usize, FuncId> = copies[k..k + plan.group.len()].iter().copied().collect();
-        k += plan.group.len();
+        let ids = copy_group(m, &plan.group, &mut names, "onto");
+        debug_assert_eq!(ids[&plan.group[0]], entry_copy[key]);
         for (member, g) in plan.group.iter().enumerate() {
-            let mut copy = m.funcs[*g].clone();
-            copy.name = fresh_name(&mut names, &copy.name);
-            plan.rewrite(member, &mut copy, &ids);
+            let copy = &mut m.funcs[ids[g].index()];
+            plan.rewrite(member, copy, &ids);
             // The zeros a chain started from.
-            super::simplify::dce(&mut copy);
-            m.funcs.push(copy);
+            super::simplify::dce(copy);
         }
     }
     inline::prune(m);
-}
-
-/// A name not yet taken: `name_onto`, `name_onto2`, ...
-fn fresh_name(names: &mut HashSet<String>, name: &str) -> String {
-    let mut k = 1;
-    loop {
-        let candidate = if k == 1 {
-            format!("{name}_onto")
-        } else {
-            format!("{name}_onto{k}")
-        };
-        if names.insert(candidate.clone()) {
-            return candidate;
-        }
-        k += 1;
-    }
 }
 
 /// A call whose result `r` a `plus` adds to `a` at once.
@@ -255,54 +234,6 @@ fn rewrite_site_block(
         }
         true
     });
-}
-
-/// The groups of functions that tail-call one another (see `split`).
-struct Groups {
-    tail_callees: Vec<Vec<usize>>,
-    tail_callers: Vec<HashSet<usize>>,
-    built: Vec<bool>,
-}
-
-impl Groups {
-    fn new(m: &Module) -> Groups {
-        let n = m.funcs.len();
-        let mut tail_callees = vec![Vec::new(); n];
-        let mut tail_callers = vec![HashSet::default(); n];
-        for (fi, f) in m.funcs.iter().enumerate() {
-            f.body.for_each_call(&mut |g, _, kind| {
-                if kind == crate::CallKind::Tail {
-                    tail_callees[fi].push(g.index());
-                    tail_callers[g.index()].insert(fi);
-                }
-            });
-        }
-        Groups {
-            tail_callees,
-            tail_callers,
-            built: m.built_funcs(),
-        }
-    }
-
-    /// `f` and what it reaches by tail calls, `f` first, if nothing else
-    /// tail-calls into them, nothing tail-calls `f` and no `VecBuild`
-    /// calls them.
-    fn of(&self, f: usize) -> Option<Vec<usize>> {
-        let mut group = vec![f];
-        let mut k = 0;
-        while k < group.len() {
-            for g in &self.tail_callees[group[k]] {
-                if !group.contains(g) {
-                    group.push(*g);
-                }
-            }
-            k += 1;
-        }
-        let closed = group
-            .iter()
-            .all(|g| !self.built[*g] && self.tail_callers[*g].iter().all(|c| group.contains(c)));
-        (closed && self.tail_callers[f].is_empty()).then_some(group)
-    }
 }
 
 /// How the copies of a group start their chains from the caller's sum.
@@ -489,11 +420,12 @@ struct Walk {
 type Rooted = (Walk, Option<(usize, usize)>);
 
 impl Plan {
-    fn new(m: &Module, groups: &Groups, f: usize, result: usize, layout: u32) -> Option<Plan> {
+    fn new(m: &Module, groups: &TailGroups, f: usize, result: usize, layout: u32) -> Option<Plan> {
         if m.main == Some(FuncId::new(f)) || m.funcs[f].returns.get(result) != Some(&Ty::Ptr) {
             return None;
         }
-        let group = groups.of(f)?;
+        // The entry of a group is entered only by the calls given the sum.
+        let group = groups.of(f).filter(|_| !groups.is_tail_called(f))?;
         let size: usize = group.iter().map(|g| m.funcs[*g].body.size()).sum();
         if size > MAX_GROUP {
             return None;
@@ -859,7 +791,8 @@ impl Relink<'_> {
                 vs[k] = self.first_link(vs[k], &mut insts, defs);
             }
             Term::TailCall(g, args) => {
-                let to = self.plan.group.iter().position(|x| *x == g.index());
+                // `copy_group` made the copies call one another.
+                let to = self.plan.group.iter().position(|x| self.ids[x] == *g);
                 if let Some(to) = to {
                     if let Some(p) = self.plan.carried[to] {
                         args[p] = self.first_link(args[p], &mut insts, defs);
@@ -869,7 +802,6 @@ impl Relink<'_> {
                             args.push(sum);
                         }
                     }
-                    *g = self.ids[&g.index()];
                 }
             }
             _ => {}

@@ -23,6 +23,7 @@ pub mod sink;
 pub mod split;
 pub mod stacks;
 pub mod tags;
+mod tail_groups;
 pub mod unzip;
 
 use crate::verify::VerifyError;

@@ -24,10 +24,10 @@
 //! any site reads keep the original (the first sites, if none does).
 
 use super::results;
-use crate::{Block, CallKind, FuncId, Module, Op};
+use super::tail_groups::{copy_group, TailGroups};
+use crate::{Block, FuncId, Module, Op};
 use base::EntityRef;
-use rustc_hash::FxHashMap as HashMap;
-use std::collections::HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// The largest group copied (FIR instructions of its functions).
 const MAX_GROUP: usize = 400;
@@ -38,22 +38,11 @@ const MAX_COPIES: usize = 3;
 /// Copies each function for the call sites that read fewer of its results
 /// than others do (see the module doc).
 pub fn split_by_results(m: &mut Module) {
-    let n = m.funcs.len();
-    let mut tail_callees: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut called_by: Vec<HashSet<usize>> = vec![HashSet::new(); n];
-    let mut multi = false;
-    for (fi, f) in m.funcs.iter().enumerate() {
-        f.body.for_each_call(&mut |g, _, kind| {
-            if kind == CallKind::Tail {
-                tail_callees[fi].push(g.index());
-                called_by[g.index()].insert(fi);
-            }
-        });
-        multi |= f.returns.len() >= 2;
-    }
-    if !multi {
+    if m.funcs.iter().all(|f| f.returns.len() < 2) {
         return;
     }
+    let n = m.funcs.len();
+    let groups = TailGroups::new(m);
     let live = results::live_values(m);
     // Per callee, the distinct sets of results its calls read, in order.
     let mut reads: Vec<Vec<Vec<bool>>> = vec![Vec::new(); n];
@@ -65,7 +54,6 @@ pub fn split_by_results(m: &mut Module) {
             }
         });
     }
-    let built = m.built_funcs();
     let mut names: HashSet<String> = m.funcs.iter().map(|f| f.name.clone()).collect();
     // (callee, the results read) -> the copy those calls call.
     let mut copy_for: HashMap<(usize, Vec<bool>), FuncId> = HashMap::default();
@@ -76,7 +64,7 @@ pub fn split_by_results(m: &mut Module) {
         if sets.len() < 2 || m.funcs[f].returns.len() < 2 || m.main == Some(FuncId::new(f)) {
             continue;
         }
-        let Some(group) = group_of(f, &tail_callees, &called_by, &built) else {
+        let Some(group) = groups.of(f) else {
             continue;
         };
         let size: usize = group.iter().map(|g| m.funcs[*g].body.size()).sum();
@@ -97,18 +85,8 @@ pub fn split_by_results(m: &mut Module) {
             .take(MAX_COPIES)
             .collect();
         for set in fewer {
-            let ids: HashMap<usize, FuncId> = group
-                .iter()
-                .enumerate()
-                .map(|(k, g)| (*g, FuncId::new(m.funcs.len() + k)))
-                .collect();
-            for g in &group {
-                let mut copy = m.funcs[*g].clone();
-                copy.name = fresh_name(&mut names, &m.funcs[*g].name);
-                retarget_tail_calls(&mut copy.body, &ids);
-                m.funcs.push(copy);
-                original.push(*g);
-            }
+            let ids = copy_group(m, &group, &mut names, "part");
+            original.extend(&group);
             copy_for.insert((f, set), ids[&f]);
         }
     }
@@ -128,56 +106,6 @@ fn for_each_read(b: &Block, live: &[bool], f: &mut impl FnMut(FuncId, Vec<bool>)
             f(*g, i.results.iter().map(|r| live[r.index()]).collect());
         }
     });
-}
-
-/// `f` and the functions it reaches by tail calls, `f` first, if nothing
-/// else tail-calls into them and no `VecBuild` calls them.
-fn group_of(
-    f: usize,
-    tail_callees: &[Vec<usize>],
-    called_by: &[HashSet<usize>],
-    built: &[bool],
-) -> Option<Vec<usize>> {
-    let mut group = vec![f];
-    let mut k = 0;
-    while k < group.len() {
-        for g in &tail_callees[group[k]] {
-            if !group.contains(g) {
-                group.push(*g);
-            }
-        }
-        k += 1;
-    }
-    let closed = group
-        .iter()
-        .all(|g| !built[*g] && called_by[*g].iter().all(|c| group.contains(c)));
-    closed.then_some(group)
-}
-
-/// A name not yet taken: `name_part1`, `name_part2`, ...
-fn fresh_name(names: &mut HashSet<String>, name: &str) -> String {
-    let mut k = 1;
-    loop {
-        let candidate = format!("{name}_part{k}");
-        if names.insert(candidate.clone()) {
-            return candidate;
-        }
-        k += 1;
-    }
-}
-
-fn retarget_tail_calls(b: &mut Block, ids: &HashMap<usize, FuncId>) {
-    for i in &mut b.insts {
-        if let Op::If { then_, else_, .. } = &mut i.op {
-            retarget_tail_calls(then_, ids);
-            retarget_tail_calls(else_, ids);
-        }
-    }
-    if let crate::Term::TailCall(g, _) = &mut b.term {
-        if let Some(id) = ids.get(&g.index()) {
-            *g = *id;
-        }
-    }
 }
 
 fn retarget_calls(b: &mut Block, live: &[bool], copy_for: &HashMap<(usize, Vec<bool>), FuncId>) {
