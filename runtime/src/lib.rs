@@ -37,6 +37,9 @@
 //!   buffer has room: `gc/stack.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
+//! - `rt_reals`, `rt_reals_grow(bytes)`: the stack of reals of the
+//!   recursions the FIR passes made loops, pushed and popped inline
+//!   (`reals.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.
 //!
 //! What it calls: `vlad_main` (the program) and `vlad_count_ops` (a byte,
@@ -86,6 +89,7 @@ mod gc;
 #[cfg(vlad_lib)]
 mod library;
 mod memo;
+mod reals;
 #[cfg(all(not(test), not(vlad_lib), target_os = "linux"))]
 mod stack_guard;
 
@@ -683,7 +687,7 @@ const STACK_MARGIN: usize = 1 << 20;
 /// Called by compiled code whose stack is exhausted.
 #[no_mangle]
 pub extern "C" fn rt_stack_overflow() -> ! {
-    fail(&[b"error: recursion too deep: the program ran out of stack"])
+    fail(&[message::RECURSION_TOO_DEEP.as_bytes()])
 }
 
 #[cfg(all(not(test), not(vlad_lib)))]

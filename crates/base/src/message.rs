@@ -3,6 +3,11 @@
 //! evaluator and the native runtime (messages that show run-time values).
 //! Core-only: the runtime includes this file with `#[path]`.
 
+/// What a compiled program prints when its recursion outgrows its stack:
+/// the machine stack (the runtime's guard) or, for a recursion the FIR
+/// passes made loops (`fir::passes::unrecurse`), its levels.
+pub const RECURSION_TOO_DEEP: &str = "error: recursion too deep: the program ran out of stack";
+
 /// A value's text longer than this many bytes is cut.
 pub const VALUE_MAX: usize = 120;
 

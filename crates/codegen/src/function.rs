@@ -233,6 +233,72 @@ impl FnBuilder<'_, '_> {
         Ok([a, b])
     }
 
+    /// The address of `rt_reals`: the top of the stack of reals, then
+    /// its end.
+    fn reals_global(&mut self) -> Result<ClValue, String> {
+        let id = self
+            .cg
+            .module
+            .declare_data("rt_reals", Linkage::Import, true, false)
+            .map_err(|e| e.to_string())?;
+        let g = self.global(id);
+        Ok(self.b.ins().symbol_value(types::I64, g))
+    }
+
+    /// `fir::Op::RealsPush`: stored at the top, inline; the runtime
+    /// grows the stack (from a cold block, `rt_reals_grow`) only when it
+    /// is full, which a program's deepest recursion reaches once.
+    fn reals_push(&mut self, vals: &[ClValue]) -> Result<(), String> {
+        if vals.is_empty() {
+            return Ok(());
+        }
+        let flags = MemFlagsData::trusted();
+        let at = self.reals_global()?;
+        let bytes = 8 * vals.len() as i64;
+        let top = self.b.ins().load(types::I64, flags, at, 0);
+        let end = self.b.ins().load(types::I64, flags, at, 8);
+        let after = self.b.ins().iadd_imm_s(top, bytes);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, after, end);
+        let grow = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, types::I64);
+        self.b
+            .ins()
+            .brif(fits, done, &block_args(&[top]), grow, &[]);
+        self.b.switch_to_block(grow);
+        self.cold_here();
+        let n = self.b.ins().iconst(types::I64, bytes);
+        self.call_cold("rt_reals_grow", &[n])?;
+        let top = self.b.ins().load(types::I64, flags, at, 0);
+        self.b.ins().jump(done, &block_args(&[top]));
+        self.b.switch_to_block(done);
+        let top = self.b.block_params(done)[0];
+        for (j, v) in vals.iter().enumerate() {
+            self.b.ins().store(flags, *v, top, 8 * j as i32);
+        }
+        let after = self.b.ins().iadd_imm_s(top, bytes);
+        self.b.ins().store(flags, after, at, 0);
+        Ok(())
+    }
+
+    /// `fir::Op::RealsPop` of `n` reals, in the order they were pushed.
+    fn reals_pop(&mut self, n: usize) -> Result<Vec<ClValue>, String> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let flags = MemFlagsData::trusted();
+        let at = self.reals_global()?;
+        let top = self.b.ins().load(types::I64, flags, at, 0);
+        let below = self.b.ins().iadd_imm_s(top, -8 * n as i64);
+        self.b.ins().store(flags, below, at, 0);
+        Ok((0..n)
+            .map(|j| self.b.ins().load(types::F64, flags, below, 8 * j as i32))
+            .collect())
+    }
+
     /// A new cell of `words` words. A small one is bumped from the
     /// region the runtime keeps for its size (`base::cell_layout`): a
     /// call to `rt_alloc` cost some 50 instructions, a third of all in
@@ -545,6 +611,19 @@ impl FnBuilder<'_, '_> {
                 self.call_import("rt_memo_put", &args)?;
             }
             Op::Count(slot) => self.count(*slot as usize)?,
+            Op::RealsPush(vals) => {
+                let vals = self.vals(vals)?;
+                self.reals_push(&vals)?;
+            }
+            Op::RealsPop(n) => {
+                let vals = self.reals_pop(*n as usize)?;
+                if vals.len() != inst.results.len() {
+                    return Err("internal error: `reals_pop` gives a result per real".into());
+                }
+                for (r, v) in inst.results.iter().zip(vals) {
+                    self.set(*r, v)?;
+                }
+            }
             Op::VecOf(..)
             | Op::VecBuild { .. }
             | Op::VecLen(_)

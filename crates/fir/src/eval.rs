@@ -75,6 +75,7 @@ pub fn run_counting(
         sites: Vec::new(),
         heap: Vec::new(),
         memo: HashMap::new(),
+        reals: Vec::new(),
     };
     let r = ev.call(main, Vec::new()).map(|_| ());
     let _ = ev.out.flush();
@@ -108,6 +109,8 @@ struct Eval<'a> {
     /// The memo tables ([`Op::MemoGet`]): (table, key) to a cell. Nothing
     /// is ever freed here, so nothing need be forgotten.
     memo: HashMap<(u32, Vec<usize>), usize>,
+    /// The stack of reals ([`Op::RealsPush`]).
+    reals: Vec<f64>,
 }
 
 /// A union cell, or a vector (tag `base::cell_layout::VECTOR_TAG`, which
@@ -328,6 +331,18 @@ impl Eval<'_> {
                     // any cell index will do.
                     None => vec![V::B(false), V::P(0)],
                 }
+            }
+            Op::RealsPush(vals) => {
+                for v in vals {
+                    self.reals.push(real(*v)?);
+                }
+                vec![]
+            }
+            Op::RealsPop(n) => {
+                let Some(at) = self.reals.len().checked_sub(*n as usize) else {
+                    return internal("a pop of reals never pushed");
+                };
+                self.reals.drain(at..).map(V::F).collect()
             }
             Op::MemoPut(n, vals) => {
                 let mut key = vals

@@ -261,6 +261,12 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::MemoPut(n, vals_) => {
             let _ = write!(out, "memo_put #{n}({})", vals(vals_));
         }
+        Op::RealsPush(vals_) => {
+            let _ = write!(out, "reals_push({})", vals(vals_));
+        }
+        Op::RealsPop(n) => {
+            let _ = write!(out, "reals_pop {n}");
+        }
         Op::Count(n) => {
             let _ = write!(out, "count {}", base::counters::slot_name(*n as usize));
         }

@@ -671,6 +671,13 @@ impl<'a> Checker<'a> {
                 self.use_val(*result, Some(Ptr))?;
                 vec![]
             }
+            Op::RealsPush(vals) => {
+                for v in vals {
+                    self.use_val(*v, Some(F64))?;
+                }
+                vec![]
+            }
+            Op::RealsPop(n) => vec![F64; *n as usize],
             Op::Count(n) => {
                 if *n as usize >= base::counters::SLOTS {
                     return self.err(format!("no counter slot {n}"));

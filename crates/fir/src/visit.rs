@@ -68,7 +68,9 @@ impl Op {
             | Op::Alloc(_, args)
             | Op::AllocZero(_, args)
             | Op::MemoGet(_, args)
-            | Op::MemoPut(_, args) => args.iter().copied().for_each(f),
+            | Op::MemoPut(_, args)
+            | Op::RealsPush(args) => args.iter().copied().for_each(f),
+            Op::RealsPop(_) => {}
             Op::If { cond, .. } => f(*cond),
         }
     }
@@ -134,7 +136,9 @@ impl Op {
             | Op::Alloc(_, args)
             | Op::AllocZero(_, args)
             | Op::MemoGet(_, args)
-            | Op::MemoPut(_, args) => args.iter_mut().for_each(f),
+            | Op::MemoPut(_, args)
+            | Op::RealsPush(args) => args.iter_mut().for_each(f),
+            Op::RealsPop(_) => {}
             Op::If { cond, .. } => f(cond),
         }
     }

@@ -24,6 +24,7 @@ pub mod split;
 pub mod stacks;
 pub mod tags;
 mod tail_groups;
+pub mod unrecurse;
 pub mod unzip;
 
 use crate::verify::VerifyError;
@@ -72,6 +73,7 @@ pub const PIPELINE: &[Pass] = &[
     ("results", results::drop_dead),
     ("accumulate", accumulate::pass_sums_down),
     ("counted", counted::closed_forms),
+    ("unrecurse", unrecurse::unrecurse),
     ("outline", outline::outline_recursion),
     ("sink", sink::sink),
     ("schedule", schedule::schedule),

@@ -257,7 +257,7 @@ fn uses(inst: &Inst, out: &mut HashSet<Val>) {
 }
 
 /// The values `b` reads that it does not define, in the order first read.
-fn free_values(b: &Block) -> Vec<Val> {
+pub(super) fn free_values(b: &Block) -> Vec<Val> {
     let mut defined = HashSet::default();
     b.for_each_inst(&mut |i| defined.extend(i.results.iter().copied()));
     let mut seen = HashSet::default();

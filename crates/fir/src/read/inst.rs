@@ -104,6 +104,11 @@ impl Reader<'_> {
                 Op::MemoPut(self.tag()?, self.list(Self::val)?),
                 Some(vec![]),
             ),
+            "reals_push" => (Op::RealsPush(self.list(Self::val)?), Some(vec![])),
+            "reals_pop" => {
+                let n = self.number("a number of reals")?;
+                (Op::RealsPop(n), Some(vec![F64; n as usize]))
+            }
             "count" => {
                 let (name, t) = self.word("a counter's name")?;
                 match (0..base::counters::SLOTS).find(|s| base::counters::slot_name(*s) == name) {
@@ -324,6 +329,7 @@ fn operand_uses(op: &Op, p: &mut Pending) {
             one(val, Ptr);
         }
         Op::MemoGet(_, vs) | Op::MemoPut(_, vs) => vs.iter().for_each(|v| one(v, Ptr)),
+        Op::RealsPush(vs) => vs.iter().for_each(|v| one(v, F64)),
         _ => {}
     }
 }
