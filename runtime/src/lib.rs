@@ -37,9 +37,9 @@
 //!   buffer has room: `gc/stack.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
-//! - `rt_reals`, `rt_reals_grow(bytes)`: the stack of reals of the
-//!   recursions the FIR passes made loops, pushed and popped inline
-//!   (`reals.rs`);
+//! - `rt_saves`, `rt_saves_grow(bytes)`: the stack of values saved by
+//!   the recursions the FIR passes made loops, pushed and popped inline
+//!   (`saves.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.
 //!
 //! What it calls: `vlad_main` (the program) and `vlad_count_ops` (a byte,
@@ -89,7 +89,7 @@ mod gc;
 #[cfg(vlad_lib)]
 mod library;
 mod memo;
-mod reals;
+mod saves;
 #[cfg(all(not(test), not(vlad_lib), target_os = "linux"))]
 mod stack_guard;
 

@@ -166,11 +166,11 @@ pub unsafe extern "C" fn rt_lib_message(buf: *mut u8, cap: usize) {
 
 /// What a call leaves behind, reset: standard output flushed (what the
 /// export printed on its way), the heap given back, the memo tables
-/// forgotten, the stack of reals emptied.
+/// forgotten, the stack of saved values emptied.
 fn finish() {
     crate::flush();
     memo::forget();
-    crate::reals::clear();
+    crate::saves::clear();
     gc::release_all();
     let c = CALL.get();
     c.args = core::ptr::null();

@@ -233,27 +233,27 @@ impl FnBuilder<'_, '_> {
         Ok([a, b])
     }
 
-    /// The address of `rt_reals`: the top of the stack of reals, then
-    /// its end.
-    fn reals_global(&mut self) -> Result<ClValue, String> {
+    /// The address of `rt_saves`: the top of the stack of saved values,
+    /// then its end.
+    fn saves_global(&mut self) -> Result<ClValue, String> {
         let id = self
             .cg
             .module
-            .declare_data("rt_reals", Linkage::Import, true, false)
+            .declare_data("rt_saves", Linkage::Import, true, false)
             .map_err(|e| e.to_string())?;
         let g = self.global(id);
         Ok(self.b.ins().symbol_value(types::I64, g))
     }
 
-    /// `fir::Op::RealsPush`: stored at the top, inline; the runtime
-    /// grows the stack (from a cold block, `rt_reals_grow`) only when it
-    /// is full, which a program's deepest recursion reaches once.
-    fn reals_push(&mut self, vals: &[ClValue]) -> Result<(), String> {
+    /// `fir::Op::Save`: stored at the top, a word each, inline; the
+    /// runtime grows the stack (from a cold block, `rt_saves_grow`) only
+    /// when it is full, which a program's deepest recursion reaches once.
+    fn save(&mut self, vals: &[ClValue]) -> Result<(), String> {
         if vals.is_empty() {
             return Ok(());
         }
         let flags = MemFlagsData::trusted();
-        let at = self.reals_global()?;
+        let at = self.saves_global()?;
         let bytes = 8 * vals.len() as i64;
         let top = self.b.ins().load(types::I64, flags, at, 0);
         let end = self.b.ins().load(types::I64, flags, at, 8);
@@ -271,7 +271,7 @@ impl FnBuilder<'_, '_> {
         self.b.switch_to_block(grow);
         self.cold_here();
         let n = self.b.ins().iconst(types::I64, bytes);
-        self.call_cold("rt_reals_grow", &[n])?;
+        self.call_cold("rt_saves_grow", &[n])?;
         let top = self.b.ins().load(types::I64, flags, at, 0);
         self.b.ins().jump(done, &block_args(&[top]));
         self.b.switch_to_block(done);
@@ -284,18 +284,19 @@ impl FnBuilder<'_, '_> {
         Ok(())
     }
 
-    /// `fir::Op::RealsPop` of `n` reals, in the order they were pushed.
-    fn reals_pop(&mut self, n: usize) -> Result<Vec<ClValue>, String> {
-        if n == 0 {
+    /// `fir::Op::Restore` of values of types `tys`, in the order they
+    /// were saved.
+    fn restore(&mut self, tys: &[fir::Ty]) -> Result<Vec<ClValue>, String> {
+        if tys.is_empty() {
             return Ok(Vec::new());
         }
         let flags = MemFlagsData::trusted();
-        let at = self.reals_global()?;
+        let at = self.saves_global()?;
         let top = self.b.ins().load(types::I64, flags, at, 0);
-        let below = self.b.ins().iadd_imm_s(top, -8 * n as i64);
+        let below = self.b.ins().iadd_imm_s(top, -8 * tys.len() as i64);
         self.b.ins().store(flags, below, at, 0);
-        Ok((0..n)
-            .map(|j| self.b.ins().load(types::F64, flags, below, 8 * j as i32))
+        Ok((tys.iter().enumerate())
+            .map(|(j, t)| self.b.ins().load(cl_ty(*t), flags, below, 8 * j as i32))
             .collect())
     }
 
@@ -611,14 +612,14 @@ impl FnBuilder<'_, '_> {
                 self.call_import("rt_memo_put", &args)?;
             }
             Op::Count(slot) => self.count(*slot as usize)?,
-            Op::RealsPush(vals) => {
+            Op::Save(vals) => {
                 let vals = self.vals(vals)?;
-                self.reals_push(&vals)?;
+                self.save(&vals)?;
             }
-            Op::RealsPop(n) => {
-                let vals = self.reals_pop(*n as usize)?;
+            Op::Restore(tys) => {
+                let vals = self.restore(tys)?;
                 if vals.len() != inst.results.len() {
-                    return Err("internal error: `reals_pop` gives a result per real".into());
+                    return Err("internal error: `restore` gives a result per value".into());
                 }
                 for (r, v) in inst.results.iter().zip(vals) {
                     self.set(*r, v)?;

@@ -75,7 +75,7 @@ pub fn run_counting(
         sites: Vec::new(),
         heap: Vec::new(),
         memo: HashMap::new(),
-        reals: Vec::new(),
+        saves: Vec::new(),
     };
     let r = ev.call(main, Vec::new()).map(|_| ());
     let _ = ev.out.flush();
@@ -109,8 +109,8 @@ struct Eval<'a> {
     /// The memo tables ([`Op::MemoGet`]): (table, key) to a cell. Nothing
     /// is ever freed here, so nothing need be forgotten.
     memo: HashMap<(u32, Vec<usize>), usize>,
-    /// The stack of reals ([`Op::RealsPush`]).
-    reals: Vec<f64>,
+    /// The stack of saved values ([`Op::Save`]).
+    saves: Vec<V>,
 }
 
 /// A union cell, or a vector (tag `base::cell_layout::VECTOR_TAG`, which
@@ -332,17 +332,17 @@ impl Eval<'_> {
                     None => vec![V::B(false), V::P(0)],
                 }
             }
-            Op::RealsPush(vals) => {
+            Op::Save(vals) => {
                 for v in vals {
-                    self.reals.push(real(*v)?);
+                    self.saves.push(get(env, *v)?);
                 }
                 vec![]
             }
-            Op::RealsPop(n) => {
-                let Some(at) = self.reals.len().checked_sub(*n as usize) else {
-                    return internal("a pop of reals never pushed");
+            Op::Restore(tys) => {
+                let Some(at) = self.saves.len().checked_sub(tys.len()) else {
+                    return internal("a restore of values never saved");
                 };
-                self.reals.drain(at..).map(V::F).collect()
+                self.saves.drain(at..).collect()
             }
             Op::MemoPut(n, vals) => {
                 let mut key = vals

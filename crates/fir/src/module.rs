@@ -261,15 +261,17 @@ pub enum Op {
         k: Val,
         vals: Vec<Val>,
     },
-    /// Pushes the `F64`s on the program's one stack of reals, which
-    /// outlives every call: what a recursion made a loop
-    /// (`passes::unrecurse`) keeps of each level for the code after its
-    /// call. An effect: it neither moves past another push or pop nor goes.
-    RealsPush(Vec<Val>),
-    /// Pops the last `n` reals pushed by [`Op::RealsPush`]: gives them
-    /// as `n` `F64`s, in the order they were pushed. The program never
-    /// pops what it did not push.
-    RealsPop(u32),
+    /// Pushes the values (`F64`s and `Ptr`s) on the program's one stack
+    /// of saved values, which outlives every call: what a recursion made a
+    /// loop (`passes::unrecurse`) keeps of each level for the code after
+    /// its call. The collector sees the pointers on it, as it sees those
+    /// of the machine stack. An effect: it neither moves past another
+    /// save or restore nor goes.
+    Save(Vec<Val>),
+    /// Pops the values of the last [`Op::Save`], of these types: gives
+    /// them in the order they were saved. The program never restores what
+    /// it did not save, nor as other types.
+    Restore(Vec<Ty>),
 }
 
 /// The longest vector: lengths are `F64`s, and code generation makes them

@@ -261,11 +261,12 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         Op::MemoPut(n, vals_) => {
             let _ = write!(out, "memo_put #{n}({})", vals(vals_));
         }
-        Op::RealsPush(vals_) => {
-            let _ = write!(out, "reals_push({})", vals(vals_));
+        Op::Save(vals_) => {
+            let _ = write!(out, "save({})", vals(vals_));
         }
-        Op::RealsPop(n) => {
-            let _ = write!(out, "reals_pop {n}");
+        Op::Restore(tys) => {
+            let tys: Vec<&str> = tys.iter().map(|t| ty(*t)).collect();
+            let _ = write!(out, "restore({})", tys.join(", "));
         }
         Op::Count(n) => {
             let _ = write!(out, "count {}", base::counters::slot_name(*n as usize));

@@ -671,13 +671,23 @@ impl<'a> Checker<'a> {
                 self.use_val(*result, Some(Ptr))?;
                 vec![]
             }
-            Op::RealsPush(vals) => {
+            Op::Save(vals) => {
                 for v in vals {
-                    self.use_val(*v, Some(F64))?;
+                    self.use_val(*v, None)?;
+                    if self.ty(*v)? == Bool {
+                        return self.err(format!(
+                            "`save` takes reals and pointers, and {v} is a `bool`"
+                        ));
+                    }
                 }
                 vec![]
             }
-            Op::RealsPop(n) => vec![F64; *n as usize],
+            Op::Restore(tys) => {
+                if tys.contains(&Bool) {
+                    return self.err("`restore` gives reals and pointers, not a `bool`".into());
+                }
+                tys.clone()
+            }
             Op::Count(n) => {
                 if *n as usize >= base::counters::SLOTS {
                     return self.err(format!("no counter slot {n}"));

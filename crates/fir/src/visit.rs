@@ -69,8 +69,8 @@ impl Op {
             | Op::AllocZero(_, args)
             | Op::MemoGet(_, args)
             | Op::MemoPut(_, args)
-            | Op::RealsPush(args) => args.iter().copied().for_each(f),
-            Op::RealsPop(_) => {}
+            | Op::Save(args) => args.iter().copied().for_each(f),
+            Op::Restore(_) => {}
             Op::If { cond, .. } => f(*cond),
         }
     }
@@ -137,8 +137,8 @@ impl Op {
             | Op::AllocZero(_, args)
             | Op::MemoGet(_, args)
             | Op::MemoPut(_, args)
-            | Op::RealsPush(args) => args.iter_mut().for_each(f),
-            Op::RealsPop(_) => {}
+            | Op::Save(args) => args.iter_mut().for_each(f),
+            Op::Restore(_) => {}
             Op::If { cond, .. } => f(cond),
         }
     }

@@ -104,7 +104,8 @@ impl Heap {
         loop {
             while a < to {
                 // SAFETY: `[a, to)` is readable memory: the live part of
-                // the program's stack, or the slots of a cell.
+                // the program's stack, the saved values, or the slots of a
+                // cell.
                 let w = unsafe { core::ptr::read_volatile(a as *const usize) };
                 let marked = self.mark(w);
                 a += 8;
@@ -153,9 +154,16 @@ impl Heap {
         crate::memo::forget();
         let regs = spill_registers();
         let here = core::ptr::addr_of!(regs) as usize;
-        let stack_bytes = self.stack_top.saturating_sub(here);
+        let mut stack_bytes = self.stack_top.saturating_sub(here);
         if self.stack_top > here {
             self.scan(here, self.stack_top);
+        }
+        // The values recursions made loops saved stand for the machine
+        // stack's frames, and are scanned as those would have been.
+        let (from, to) = crate::saves::live();
+        if to > from {
+            self.scan(from, to);
+            stack_bytes += to - from;
         }
         self.scan_filled_vectors();
         // Sweep: a chunk with no cell marked goes back whole to the pool;

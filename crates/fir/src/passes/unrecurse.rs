@@ -1,5 +1,5 @@
 //! FIR-to-FIR: a function that calls itself once, other than in tail
-//! position, becomes two loops over the program's stack of reals.
+//! position, becomes two loops over the program's stack of saved values.
 //!
 //! Why: reverse mode over a loop of run-time length makes both sweeps
 //! recursions. The forward sweep's every level returns the tape of the
@@ -12,29 +12,29 @@
 //!
 //! `f` becomes a tail call of `f_down` at level 0. `f_down` runs `f`'s
 //! code; at its call to itself it pushes the values the code after the
-//! call reads ([`Op::RealsPush`]) and continues as that call, by a tail
+//! call reads ([`Op::Save`]) and continues as that call, by a tail
 //! call, one level deeper; where `f` would return, it tail-calls `f_up`
 //! with the results. `f_up` at level 0 returns them; deeper, it pops the
-//! level's values ([`Op::RealsPop`]) and runs the code after the call
+//! level's values ([`Op::Restore`]) and runs the code after the call
 //! with the results as the call's, then goes on as that code would: its
 //! returns tail-call `f_up` one level up. Tail calls of `f` by itself on
 //! other paths keep the level. The same instructions run in the same
 //! order as before, so every result and message is the same.
 //!
-//! The stack of reals is one for the whole program (the runtime's
-//! `reals.rs`): the loops push and pop in the order of the calls they
-//! stand for, so every recursion made loops shares it as frames share the
-//! machine stack, and a recursion of a few levels costs no allocation.
+//! The stack is one for the whole program (the runtime's `saves.rs`):
+//! the loops push and pop in the order of the calls they stand for, so
+//! every recursion made loops shares it as frames share the machine
+//! stack, and a recursion of a few levels costs no allocation. The
+//! collector scans it as it scans the machine stack.
 //!
 //! Which functions: not `main`; one `Call` of itself (a `CallAt` names
 //! where errors are reported while it runs, which a loop cannot restore);
 //! no tail call of another function (it would become a call, and a cycle
 //! of tail calls through `f` a growing stack), nor of itself after the
-//! call; and what the code after the call reads of what precedes it is a
-//! real, a boolean (pushed as 0 or 1), a constant (made again), or a
-//! parameter that every call and tail call of `f` by itself passes
-//! unchanged (`f_up` takes it as a parameter). A pointer would need the
-//! collector to see the stack of reals.
+//! call. What the code after the call reads of what precedes it is
+//! saved (a boolean as 1 or 0), but for constants (made again) and
+//! parameters that every call and tail call of `f` by itself passes
+//! unchanged (`f_up` takes them as parameters).
 
 use super::compact::compact;
 use super::outline::free_values;
@@ -47,7 +47,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// Past them, the program stops as it stopped when its stack ran out: a
 /// runaway recursion would otherwise loop for ever. One that pushes is
 /// stopped, with the same message, by the runtime, when the stack of
-/// reals would pass 4 GiB: no test a level.
+/// saved values would pass 4 GiB: no test a level.
 const MAX_LEVELS: f64 = (1u64 << 26) as f64;
 
 /// Turns every function of the module that qualifies into its two loops.
@@ -195,10 +195,8 @@ fn plan(m: &Module, fi: usize) -> Option<Plan> {
             consts.push(i.clone());
         } else if v.index() < np && unchanged[v.index()] {
             kept.push(v);
-        } else if matches!(f.types[v.index()], Ty::F64 | Ty::Bool) {
-            pushed.push(v);
         } else {
-            return None;
+            pushed.push(v);
         }
     }
     Some(Plan {
@@ -384,7 +382,7 @@ fn make_down(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan, too_deep:
             .collect();
         out.push(Inst {
             results: vec![],
-            op: Op::RealsPush(vals),
+            op: Op::Save(vals),
         });
     }
     let mut next = p.args.clone();
@@ -395,7 +393,7 @@ fn make_down(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan, too_deep:
     c.finish(String::new(), &params, f.returns.clone(), body)
 }
 
-/// `v` as a real: a boolean is 1 or 0.
+/// `v` as a value to save: a boolean is 1 or 0.
 fn as_real(c: &mut Code, out: &mut Vec<Inst>, v: Val) -> Val {
     if c.types[v.index()] != Ty::Bool {
         return v;
@@ -461,8 +459,8 @@ fn make_up(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan) -> Func {
     let minus = c.emit(&mut out, Ty::F64, Op::F64Const(-1.0));
     let above = c.emit(&mut out, Ty::F64, Op::FBin(FBin::PlusAdd, level, minus));
     if !p.pushed.is_empty() {
-        // A real comes back as the very value the code after the call
-        // reads; a boolean as 1 or 0, made a boolean again.
+        // A real or a pointer comes back as the very value the code after
+        // the call reads; a boolean as 1 or 0, made a boolean again.
         let bools: Vec<(Val, Val)> = (p.pushed.iter())
             .filter(|v| f.types[v.index()] == Ty::Bool)
             .map(|v| (*v, c.fresh(Ty::F64)))
@@ -470,7 +468,14 @@ fn make_up(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan) -> Func {
         let as_popped = |v: &Val| bools.iter().find(|(b, _)| b == v).map_or(*v, |(_, x)| *x);
         out.push(Inst {
             results: p.pushed.iter().map(as_popped).collect(),
-            op: Op::RealsPop(p.pushed.len() as u32),
+            op: Op::Restore(
+                (p.pushed.iter())
+                    .map(|v| match f.types[v.index()] {
+                        Ty::Bool => Ty::F64,
+                        t => t,
+                    })
+                    .collect(),
+            ),
         });
         for (v, x) in &bools {
             let z = c.emit(&mut out, Ty::Bool, Op::FCmp(Cmp::Eq, *x, zero));
@@ -535,10 +540,10 @@ mod tests {
         }
     }
 
-    /// A function whose code after its call reads a pointer made before
-    /// it is left alone.
+    /// A function whose code after its call reads a cell made before it
+    /// saves the pointer, and prints what it printed.
     #[test]
-    fn a_pointer_read_after_the_call_keeps_the_recursion() {
+    fn a_pointer_read_after_the_call_is_saved() {
         let text = "str s0 = \"error: `read-real` reached the end of input\"
 cell #0 = (f64)
 func f0 main() -> () {
@@ -565,10 +570,14 @@ func f1 walk(v0: f64) -> (f64) {
 }
 main f0
 ";
-        let mut m = crate::read::module(text).expect("the module reads");
-        let before = m.clone();
-        unrecurse(&mut m);
-        assert_eq!(m, before);
-        assert_eq!(run(&m, "4\n"), "10");
+        let before = crate::read::module(text).expect("the module reads");
+        let mut after = before.clone();
+        unrecurse(&mut after);
+        assert_eq!(crate::verify::verify(&after), Ok(()));
+        assert_eq!(after.funcs.len(), before.funcs.len() + 2);
+        for input in ["0\n", "4\n", "2000\n"] {
+            assert_eq!(run(&after, input), run(&before, input), "input {input:?}");
+        }
+        assert_eq!(run(&after, "4\n"), "10");
     }
 }

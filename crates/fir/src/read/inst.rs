@@ -104,10 +104,10 @@ impl Reader<'_> {
                 Op::MemoPut(self.tag()?, self.list(Self::val)?),
                 Some(vec![]),
             ),
-            "reals_push" => (Op::RealsPush(self.list(Self::val)?), Some(vec![])),
-            "reals_pop" => {
-                let n = self.number("a number of reals")?;
-                (Op::RealsPop(n), Some(vec![F64; n as usize]))
+            "save" => (Op::Save(self.list(Self::val)?), Some(vec![])),
+            "restore" => {
+                let tys = self.list(Self::ty)?;
+                (Op::Restore(tys.clone()), Some(tys))
             }
             "count" => {
                 let (name, t) = self.word("a counter's name")?;
@@ -329,7 +329,6 @@ fn operand_uses(op: &Op, p: &mut Pending) {
             one(val, Ptr);
         }
         Op::MemoGet(_, vs) | Op::MemoPut(_, vs) => vs.iter().for_each(|v| one(v, Ptr)),
-        Op::RealsPush(vs) => vs.iter().for_each(|v| one(v, F64)),
         _ => {}
     }
 }

@@ -647,8 +647,8 @@ impl Fwd {
             // lengths noted.
             Op::MemoGet(..)
             | Op::MemoPut(..)
-            | Op::RealsPush(_)
-            | Op::RealsPop(_)
+            | Op::Save(_)
+            | Op::Restore(_)
             | Op::Count(_)
             | Op::VecOf(..)
             | Op::VecBuild { .. }
