@@ -27,11 +27,21 @@
 //! stack, and a recursion of a few levels costs no allocation. The
 //! collector scans it as it scans the machine stack.
 //!
-//! Which functions: not `main`; one `Call` of itself (a `CallAt` names
-//! where errors are reported while it runs, which a loop cannot restore);
-//! no tail call of another function (it would become a call, and a cycle
-//! of tail calls through `f` a growing stack), nor of itself after the
-//! call. What the code after the call reads of what precedes it is
+//! A function `b` that only `a` calls, once, and that calls `a` is first
+//! spliced into `a` ([`fold_cycles`]): the backward sweep of a loop and
+//! the backpropagator of its body call each other so, once a level.
+//!
+//! A function may call itself at several places on paths apart (the arms
+//! of an `If`, as specialising a recursion over a list's two shapes
+//! makes): each place saves its number too, and `f_up` restores it first
+//! and goes on with that place's code after the call.
+//!
+//! Which functions: not `main`; calls of itself by `Call` (a `CallAt`
+//! names where errors are reported while it runs, which a loop cannot
+//! restore) none of which runs after another in the same level (a tree
+//! recursion stays one); no tail call of another function (it would
+//! become a call, and a cycle of tail calls through `f` a growing
+//! stack), nor of itself after a call. What the code after the call reads of what precedes it is
 //! saved (a boolean as 1 or 0), but for constants (made again) and
 //! parameters that every call and tail call of `f` by itself passes
 //! unchanged (`f_up` takes them as parameters).
@@ -52,6 +62,9 @@ const MAX_LEVELS: f64 = (1u64 << 26) as f64;
 
 /// Turns every function of the module that qualifies into its two loops.
 pub fn unrecurse(m: &mut Module) {
+    if fold_cycles(m) {
+        super::inline::prune(m);
+    }
     let mut too_deep = None;
     let mut names: HashSet<String> = m.funcs.iter().map(|f| f.name.clone()).collect();
     let mut fresh = |base: String| {
@@ -96,8 +109,124 @@ pub fn unrecurse(m: &mut Module) {
     super::simplify::simplify_changed(m, &changed);
 }
 
+/// Splices into `a` each function `b` that only `a` calls, by one `Call`,
+/// and that calls `a`: the backward sweep of a loop (`a`) and the
+/// backpropagator of its body (`b`) call each other once a level, a
+/// recursion through two functions that is then one of `a` alone. Says
+/// whether it spliced any (`b` is then called by no one).
+fn fold_cycles(m: &mut Module) -> bool {
+    let n = m.funcs.len();
+    let mut refs = vec![0usize; n];
+    for f in &m.funcs {
+        f.body.for_each_call(&mut |g, _, _| refs[g.index()] += 1);
+    }
+    let mut any = false;
+    for a in 0..n {
+        let me = FuncId::new(a);
+        let mut into = None;
+        m.funcs[a].body.for_each_inst(&mut |i| {
+            if let Op::Call(g, _) = &i.op {
+                let b = g.index();
+                let calls_back = {
+                    let mut back = false;
+                    m.funcs[b].body.for_each_inst(&mut |j| {
+                        back |= matches!(&j.op, Op::Call(h, _) if *h == me);
+                    });
+                    back
+                };
+                let alone = refs[b] == 1 && m.main.is_none_or(|x| x.index() != b);
+                if b != a && into.is_none() && alone && calls_back && m.funcs[b].body.single_exit()
+                {
+                    into = Some(*g);
+                }
+            }
+        });
+        let Some(b) = into else { continue };
+        let callee = m.funcs[b.index()].clone();
+        let Term::Return(vals) = &callee.body.term else {
+            continue;
+        };
+        splice(&mut m.funcs[a], b, &callee, vals);
+        refs[b.index()] = 0;
+        any = true;
+    }
+    any
+}
+
+/// Replaces `f`'s one `Call` of `b` by `callee`'s body (which ends in
+/// `return vals`), its values renumbered into `f`.
+fn splice(f: &mut Func, b: FuncId, callee: &Func, vals: &[Val]) {
+    fn go(
+        block: &mut Block,
+        b: FuncId,
+        f_types: &mut Vec<Ty>,
+        callee: &Func,
+        vals: &[Val],
+        subst: &mut HashMap<Val, Val>,
+    ) -> bool {
+        let at = block
+            .insts
+            .iter()
+            .position(|i| matches!(&i.op, Op::Call(g, _) if *g == b));
+        if let Some(at) = at {
+            let inst = block.insts.remove(at);
+            let Op::Call(_, args) = &inst.op else {
+                unreachable!("found a call")
+            };
+            let mut map: HashMap<Val, Val> = HashMap::default();
+            for (k, t) in callee.types.iter().enumerate() {
+                let to = match args.get(k).filter(|_| k < callee.params.len()) {
+                    Some(a) => *a,
+                    None => {
+                        f_types.push(*t);
+                        Val::new(f_types.len() - 1)
+                    }
+                };
+                map.insert(Val::new(k), to);
+            }
+            let mut body = callee.body.clone();
+            let mut rename = |v: &mut Val| {
+                if let Some(n) = map.get(v) {
+                    *v = *n;
+                }
+            };
+            body.for_each_use_mut(&mut rename);
+            body.for_each_result_mut(&mut rename);
+            for (r, v) in inst.results.iter().zip(vals) {
+                subst.insert(*r, map.get(v).copied().unwrap_or(*v));
+            }
+            block.insts.splice(at..at, body.insts);
+            return true;
+        }
+        for i in &mut block.insts {
+            if let Op::If { then_, else_, .. } = &mut i.op {
+                if go(then_, b, f_types, callee, vals, subst)
+                    || go(else_, b, f_types, callee, vals, subst)
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    let mut subst = HashMap::default();
+    let mut types = std::mem::take(&mut f.types);
+    go(&mut f.body, b, &mut types, callee, vals, &mut subst);
+    f.types = types;
+    substitute(&mut f.body, &subst);
+}
+
 /// What turning one function into loops takes.
 struct Plan {
+    /// The places the function calls itself, in the order of its code.
+    sites: Vec<Site>,
+    /// The parameters the code after any call reads, passed to `f_up` as
+    /// they are.
+    kept: Vec<Val>,
+}
+
+/// One call of the function by itself.
+struct Site {
     /// The way from the body to the call: at each level, the index of
     /// the instruction (an `If`, then at the last level the call) and the
     /// arm taken (`true`: `then_`).
@@ -109,9 +238,7 @@ struct Plan {
     /// the level: the rest of each block on the way, the results of each
     /// `If` replaced by what its arm yields.
     rest: Block,
-    /// The parameters `rest` reads, passed to `f_up` as they are.
-    kept: Vec<Val>,
-    /// The values `rest` reads of what precedes the call, pushed.
+    /// The values `rest` reads of what precedes the call, saved.
     pushed: Vec<Val>,
     /// The constants `rest` reads of what precedes the call, made again.
     consts: Vec<Inst>,
@@ -129,11 +256,49 @@ fn plan(m: &Module, fi: usize) -> Option<Plan> {
         Op::VecBuild { func, .. } if *func == me => other = true,
         _ => {}
     });
-    if calls != 1 || other || tail_calls_other(&f.body, me) {
+    if calls == 0 || other || tail_calls_other(&f.body, me) {
         return None;
     }
-    let mut path = Vec::new();
-    find_call(&f.body, me, &mut path)?;
+    let mut paths = Vec::new();
+    find_calls(&f.body, me, &mut Vec::new(), &mut paths);
+    let np = f.params.len();
+    let unchanged = unchanged_params(&f.body, me, np);
+    let mut constants: HashMap<Val, Inst> = HashMap::default();
+    f.body.for_each_inst(&mut |i| {
+        if matches!(i.op, Op::F64Const(_) | Op::BoolConst(_)) {
+            constants.insert(i.results[0], i.clone());
+        }
+    });
+    let mut kept = Vec::new();
+    let mut sites = Vec::new();
+    for path in paths {
+        let site = site(f, me, path, &unchanged, &constants, &mut kept)?;
+        sites.push(site);
+    }
+    // A call in the code after another runs after it in the same level
+    // (a tree recursion): that code would call `f` again from `f_up`.
+    let mut later = 0;
+    for site in &sites {
+        site.rest.for_each_inst(&mut |i| {
+            later += usize::from(matches!(&i.op, Op::Call(g, _) if *g == me));
+        });
+    }
+    if later > 0 || sites.len() != calls {
+        return None;
+    }
+    Some(Plan { sites, kept })
+}
+
+/// The call of `f` (`me`) at `path`, with what its code after the call
+/// reads; the parameters it reads unchanged are added to `kept`.
+fn site(
+    f: &Func,
+    me: FuncId,
+    path: Vec<(usize, bool)>,
+    unchanged: &[bool],
+    constants: &HashMap<Val, Inst>,
+    kept: &mut Vec<Val>,
+) -> Option<Site> {
     // The levels on the way, innermost last.
     let mut blocks: Vec<&Block> = vec![&f.body];
     for (j, then) in &path[..path.len() - 1] {
@@ -178,33 +343,26 @@ fn plan(m: &Module, fi: usize) -> Option<Plan> {
         return None;
     }
     let results: HashSet<Val> = call.results.iter().copied().collect();
-    let np = f.params.len();
-    let unchanged = unchanged_params(&f.body, me, np);
-    let mut constants: HashMap<Val, Inst> = HashMap::default();
-    f.body.for_each_inst(&mut |i| {
-        if matches!(i.op, Op::F64Const(_) | Op::BoolConst(_)) {
-            constants.insert(i.results[0], i.clone());
-        }
-    });
-    let (mut kept, mut pushed, mut consts) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pushed, mut consts) = (Vec::new(), Vec::new());
     for v in free_values(&rest) {
         if results.contains(&v) {
             continue;
         }
         if let Some(i) = constants.get(&v) {
             consts.push(i.clone());
-        } else if v.index() < np && unchanged[v.index()] {
-            kept.push(v);
+        } else if v.index() < f.params.len() && unchanged[v.index()] {
+            if !kept.contains(&v) {
+                kept.push(v);
+            }
         } else {
             pushed.push(v);
         }
     }
-    Some(Plan {
+    Some(Site {
         path,
         args: args.clone(),
         results: call.results.clone(),
         rest,
-        kept,
         pushed,
         consts,
     })
@@ -219,27 +377,31 @@ fn tail_calls_other(b: &Block, me: FuncId) -> bool {
     found
 }
 
-/// The way to the call of `me` in `b` (see [`Plan::path`]).
-fn find_call(b: &Block, me: FuncId, path: &mut Vec<(usize, bool)>) -> Option<()> {
+/// The ways to the calls of `me` in `b` (see [`Site::path`]), in the
+/// order of the code; `path` is the way to `b`.
+fn find_calls(
+    b: &Block,
+    me: FuncId,
+    path: &mut Vec<(usize, bool)>,
+    out: &mut Vec<Vec<(usize, bool)>>,
+) {
     for (j, i) in b.insts.iter().enumerate() {
         match &i.op {
             Op::Call(g, _) if *g == me => {
                 path.push((j, false));
-                return Some(());
+                out.push(path.clone());
+                path.pop();
             }
             Op::If { then_, else_, .. } => {
                 for (arm, then) in [(then_, true), (else_, false)] {
                     path.push((j, then));
-                    if find_call(arm, me, path).is_some() {
-                        return Some(());
-                    }
+                    find_calls(arm, me, path, out);
                     path.pop();
                 }
             }
             _ => {}
         }
     }
-    None
 }
 
 /// Per parameter of a function of `np` parameters whose body is `b`:
@@ -347,7 +509,7 @@ fn make_entry(f: &Func, down: FuncId) -> Func {
     c.finish(f.name.clone(), &params, f.returns.clone(), body)
 }
 
-/// `f_down`: `f`'s code, its call of itself a push and a tail call one
+/// `f_down`: `f`'s code, its calls of itself a save and a tail call one
 /// level deeper, its returns tail calls of `f_up`, its tail calls of
 /// itself tail calls of `f_down` at the same level.
 fn make_down(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan, too_deep: StrId) -> Func {
@@ -357,38 +519,43 @@ fn make_down(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan, too_deep:
     let level = c.fresh(Ty::F64);
     let mut body = f.body.clone();
     retarget(&mut body, me, down, up, &p.kept, level);
-    // The call's block: everything from the call on becomes the push
-    // and the tail call (after `retarget`, which must not see it).
-    let mut b = &mut body;
-    for (j, then) in &p.path[..p.path.len() - 1] {
-        let Op::If { then_, else_, .. } = &mut b.insts[*j].op else {
-            unreachable!("the path goes through `If`s")
-        };
-        b = if *then { then_ } else { else_ };
-    }
-    b.insts.truncate(p.path[p.path.len() - 1].0);
-    let mut out = std::mem::take(&mut b.insts);
-    let one = c.emit(&mut out, Ty::F64, Op::F64Const(1.0));
-    let deeper = c.emit(&mut out, Ty::F64, Op::FBin(FBin::PlusAdd, level, one));
-    if p.pushed.is_empty() {
-        let most = c.emit(&mut out, Ty::F64, Op::F64Const(MAX_LEVELS));
-        let past = c.emit(&mut out, Ty::Bool, Op::FCmp(Cmp::Gt, deeper, most));
-        out.push(leave_if(past, Term::Error(too_deep)));
-    } else {
-        let vals = p
-            .pushed
-            .iter()
+    // Each call's block: everything from the call on becomes the save and
+    // the tail call (after `retarget`, which must not see it). No call's
+    // block is on the way to another's (`plan`).
+    let several = p.sites.len() > 1;
+    for (k, site) in p.sites.iter().enumerate() {
+        let mut b = &mut body;
+        for (j, then) in &site.path[..site.path.len() - 1] {
+            let Op::If { then_, else_, .. } = &mut b.insts[*j].op else {
+                unreachable!("the path goes through `If`s")
+            };
+            b = if *then { then_ } else { else_ };
+        }
+        b.insts.truncate(site.path[site.path.len() - 1].0);
+        let mut out = std::mem::take(&mut b.insts);
+        let one = c.emit(&mut out, Ty::F64, Op::F64Const(1.0));
+        let deeper = c.emit(&mut out, Ty::F64, Op::FBin(FBin::PlusAdd, level, one));
+        let mut vals: Vec<Val> = (site.pushed.iter())
             .map(|v| as_real(&mut c, &mut out, *v))
             .collect();
-        out.push(Inst {
-            results: vec![],
-            op: Op::Save(vals),
-        });
+        if several {
+            vals.push(c.emit(&mut out, Ty::F64, Op::F64Const(k as f64)));
+        }
+        if vals.is_empty() {
+            let most = c.emit(&mut out, Ty::F64, Op::F64Const(MAX_LEVELS));
+            let past = c.emit(&mut out, Ty::Bool, Op::FCmp(Cmp::Gt, deeper, most));
+            out.push(leave_if(past, Term::Error(too_deep)));
+        } else {
+            out.push(Inst {
+                results: vec![],
+                op: Op::Save(vals),
+            });
+        }
+        let mut next = site.args.clone();
+        next.push(deeper);
+        b.insts = out;
+        b.term = Term::TailCall(down, next);
     }
-    let mut next = p.args.clone();
-    next.push(deeper);
-    b.insts = out;
-    b.term = Term::TailCall(down, next);
     let params: Vec<Val> = (0..f.params.len()).map(Val::new).chain([level]).collect();
     c.finish(String::new(), &params, f.returns.clone(), body)
 }
@@ -445,61 +612,131 @@ fn retarget(b: &mut Block, me: FuncId, down: FuncId, up: FuncId, kept: &[Val], l
 }
 
 /// `f_up`: at level 0 the results; deeper, the level's values popped
-/// and the code after the call run with the results, one level up.
+/// and the code after the call run with the results, one level up. With
+/// several calls, the number of the call is popped first, and each call's
+/// code after it is an arm of its own, its values renamed apart.
 fn make_up(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan) -> Func {
     let mut c = Code {
         types: f.types.clone(),
     };
+    let results: Vec<Val> = f.returns.iter().map(|t| c.fresh(*t)).collect();
     let level = c.fresh(Ty::F64);
     let mut out = Vec::new();
     let zero = c.emit(&mut out, Ty::F64, Op::F64Const(0.0));
     let done = c.emit(&mut out, Ty::Bool, Op::FCmp(Cmp::Eq, level, zero));
-    out.push(leave_if(done, Term::Return(p.results.clone())));
-    out.extend(p.consts.iter().cloned());
+    out.push(leave_if(done, Term::Return(results.clone())));
     let minus = c.emit(&mut out, Ty::F64, Op::F64Const(-1.0));
     let above = c.emit(&mut out, Ty::F64, Op::FBin(FBin::PlusAdd, level, minus));
-    if !p.pushed.is_empty() {
-        // A real or a pointer comes back as the very value the code after
-        // the call reads; a boolean as 1 or 0, made a boolean again.
-        let bools: Vec<(Val, Val)> = (p.pushed.iter())
-            .filter(|v| f.types[v.index()] == Ty::Bool)
-            .map(|v| (*v, c.fresh(Ty::F64)))
-            .collect();
-        let as_popped = |v: &Val| bools.iter().find(|(b, _)| b == v).map_or(*v, |(_, x)| *x);
+    let n = p.sites.len();
+    let which = (n > 1).then(|| {
+        let k = c.fresh(Ty::F64);
         out.push(Inst {
-            results: p.pushed.iter().map(as_popped).collect(),
-            op: Op::Restore(
-                (p.pushed.iter())
-                    .map(|v| match f.types[v.index()] {
-                        Ty::Bool => Ty::F64,
-                        t => t,
-                    })
-                    .collect(),
-            ),
+            results: vec![k],
+            op: Op::Restore(vec![Ty::F64]),
         });
-        for (v, x) in &bools {
-            let z = c.emit(&mut out, Ty::Bool, Op::FCmp(Cmp::Eq, *x, zero));
-            out.push(Inst {
-                results: vec![*v],
-                op: Op::Not(z),
-            });
+        k
+    });
+    for (k, site) in p.sites.iter().enumerate() {
+        let mut arm = Vec::new();
+        arm.extend(site.consts.iter().cloned());
+        restore(f, &mut c, &mut arm, &site.pushed, zero);
+        let mut rest = site.rest.clone();
+        retarget(&mut rest, me, down, up, &p.kept, above);
+        arm.extend(rest.insts);
+        let mut arm = Block {
+            insts: arm,
+            term: rest.term,
+        };
+        // The call's results are `f_up`'s parameters; what the arm
+        // defines is renamed apart from the other arms'.
+        let mut names: HashMap<Val, Val> = site
+            .results
+            .iter()
+            .copied()
+            .zip(results.iter().copied())
+            .collect();
+        let mut defined = Vec::new();
+        arm.for_each_inst(&mut |i| defined.extend(i.results.iter().copied()));
+        for v in defined {
+            let ty = c.types[v.index()];
+            names.insert(v, c.fresh(ty));
+        }
+        arm.for_each_use_mut(&mut |v| {
+            if let Some(n) = names.get(v) {
+                *v = *n;
+            }
+        });
+        arm.for_each_result_mut(&mut |v| {
+            if let Some(n) = names.get(v) {
+                *v = *n;
+            }
+        });
+        match which {
+            Some(which) if k + 1 < n => {
+                let number = c.emit(&mut out, Ty::F64, Op::F64Const(k as f64));
+                let here = c.emit(&mut out, Ty::Bool, Op::FCmp(Cmp::Eq, which, number));
+                out.push(Inst {
+                    results: vec![],
+                    op: Op::If {
+                        cond: here,
+                        then_: arm,
+                        else_: Block {
+                            insts: vec![],
+                            term: Term::Yield(vec![]),
+                        },
+                    },
+                });
+            }
+            _ => {
+                out.extend(arm.insts);
+                let body = Block {
+                    insts: out,
+                    term: arm.term,
+                };
+                let params: Vec<Val> = results
+                    .iter()
+                    .chain(&p.kept)
+                    .copied()
+                    .chain([level])
+                    .collect();
+                return c.finish(String::new(), &params, f.returns.clone(), body);
+            }
         }
     }
-    let mut rest = p.rest.clone();
-    retarget(&mut rest, me, down, up, &p.kept, above);
-    out.extend(rest.insts);
-    let body = Block {
-        insts: out,
-        term: rest.term,
-    };
-    let params: Vec<Val> = p
-        .results
-        .iter()
-        .chain(&p.kept)
-        .copied()
-        .chain([level])
+    unreachable!("a plan has a call")
+}
+
+/// The values of `pushed` (of `f`) restored into `out` under their own
+/// names: a real or a pointer as itself, a boolean as 1 or 0, made a
+/// boolean again.
+fn restore(f: &Func, c: &mut Code, out: &mut Vec<Inst>, pushed: &[Val], zero: Val) {
+    if pushed.is_empty() {
+        return;
+    }
+    let bools: Vec<(Val, Val)> = (pushed.iter())
+        .filter(|v| f.types[v.index()] == Ty::Bool)
+        .map(|v| (*v, c.fresh(Ty::F64)))
         .collect();
-    c.finish(String::new(), &params, f.returns.clone(), body)
+    let as_restored = |v: &Val| bools.iter().find(|(b, _)| b == v).map_or(*v, |(_, x)| *x);
+    out.push(Inst {
+        results: pushed.iter().map(as_restored).collect(),
+        op: Op::Restore(
+            pushed
+                .iter()
+                .map(|v| match f.types[v.index()] {
+                    Ty::Bool => Ty::F64,
+                    t => t,
+                })
+                .collect(),
+        ),
+    });
+    for (v, x) in &bools {
+        let z = c.emit(out, Ty::Bool, Op::FCmp(Cmp::Eq, *x, zero));
+        out.push(Inst {
+            results: vec![*v],
+            op: Op::Not(z),
+        });
+    }
 }
 
 #[cfg(test)]
@@ -523,19 +760,49 @@ mod tests {
             .expect("the evaluation ends")
     }
 
-    /// The filetest `unrecurse/walk` prints what it printed before, at
-    /// depths 0, 1, past the test in its code after the call, and deep.
-    #[test]
-    fn the_loops_print_what_the_recursion_printed() {
-        let text = include_str!("../../tests/filetests/unrecurse/walk.fir");
+    /// The module of a filetest, before and after the pass, which adds
+    /// `added` functions.
+    fn before_after(text: &str, added: usize) -> (Module, Module) {
         let input = text.split("; expect:").next().unwrap_or_default();
         let before = crate::read::module(input).expect("the module reads");
         let mut after = before.clone();
         unrecurse(&mut after);
         assert_eq!(crate::verify::verify(&after), Ok(()));
-        assert_eq!(after.funcs.len(), before.funcs.len() + 2);
+        assert_eq!(after.funcs.len(), before.funcs.len() + added);
+        (before, after)
+    }
+
+    /// The filetest `unrecurse/walk` prints what it printed before, at
+    /// depths 0, 1, past the test in its code after the call, and deep.
+    #[test]
+    fn the_loops_print_what_the_recursion_printed() {
+        let text = include_str!("../../tests/filetests/unrecurse/walk.fir");
+        let (before, after) = before_after(text, 2);
         let inputs = ["0\n2.5\n", "1\n2.5\n", "3\n-1\n", "7\n0.5\n", "3000\n1\n"];
         for input in inputs {
+            assert_eq!(run(&after, input), run(&before, input), "input {input:?}");
+        }
+    }
+
+    /// The filetest `unrecurse/two-calls` (a call in each arm of an `If`)
+    /// prints what it printed before, through either call and both.
+    #[test]
+    fn each_call_goes_on_with_its_own_code() {
+        let text = include_str!("../../tests/filetests/unrecurse/two-calls.fir");
+        let (before, after) = before_after(text, 2);
+        for input in ["0\n", "1\n", "2.5\n", "3.5\n", "6\n", "40\n", "3000\n"] {
+            assert_eq!(run(&after, input), run(&before, input), "input {input:?}");
+        }
+    }
+
+    /// The filetest `unrecurse/through-another` (a recursion through a
+    /// function only it calls) prints what it printed before; the other
+    /// function goes, two loops come.
+    #[test]
+    fn a_recursion_through_another_function_becomes_loops_too() {
+        let text = include_str!("../../tests/filetests/unrecurse/through-another.fir");
+        let (before, after) = before_after(text, 1);
+        for input in ["0\n", "1\n", "2.5\n", "9\n", "3000\n"] {
             assert_eq!(run(&after, input), run(&before, input), "input {input:?}");
         }
     }
