@@ -367,20 +367,8 @@ fn callees(b: &Block, out: &mut Vec<usize>) {
 pub(crate) fn prune(m: &mut Module) -> Option<Vec<bool>> {
     let main = m.main?;
     let n = m.funcs.len();
-    let mut live = vec![false; n];
-    let mut work = vec![main.index()];
-    live[main.index()] = true;
-    let mut out = Vec::new();
-    while let Some(f) = work.pop() {
-        out.clear();
-        callees(&m.funcs[f].body, &mut out);
-        for &g in &out {
-            if !live[g] {
-                live[g] = true;
-                work.push(g);
-            }
-        }
-    }
+    let calls: Vec<Vec<usize>> = m.funcs.iter().map(|f| callees_of(&f.body)).collect();
+    let live = reached(&calls, main.index());
     if live.iter().all(|l| *l) {
         return None;
     }
