@@ -27,13 +27,21 @@ fn reverse_over_reverse_of_a_loop_neither_walks_nor_copies_its_tape() {
             m.funcs.iter().any(|f| allocates(&f.body)),
             "{name}: no cells at all"
         );
-        let copying: Vec<&str> = m
+        // A map that recurses runs as two loops (`fir::passes::unrecurse`),
+        // `NAME_down` and `NAME_up`: one map.
+        let mut copying: Vec<&str> = m
             .funcs
             .iter()
             .filter(|f| f.name.starts_with("wrap_") || f.name.starts_with("unwrap_"))
             .filter(|f| allocates(&f.body))
-            .map(|f| f.name.as_str())
+            .map(|f| {
+                let name = f.name.as_str();
+                name.strip_suffix("_down")
+                    .or_else(|| name.strip_suffix("_up"))
+                    .unwrap_or(name)
+            })
             .collect();
+        copying.dedup();
         // grow-hvp-rr's wraps of lists whose cells may be lazy zeros make
         // them first, one per tag; the others are identities. The unwraps
         // of those wraps are not called: each unwraps a cell its function
