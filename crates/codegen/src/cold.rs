@@ -96,6 +96,27 @@ impl FnBuilder<'_, '_> {
         }
     }
 
+    /// `fast` when `ok`, else what `slow` gives in a cold block (a call of
+    /// the runtime through [`FnBuilder::call_cold`]): the shape of every
+    /// slow path a loop keeps out of its way.
+    pub(crate) fn unless_cold(
+        &mut self,
+        ok: ClValue,
+        fast: ClValue,
+        slow: impl FnOnce(&mut Self) -> Result<ClValue, String>,
+    ) -> Result<ClValue, String> {
+        let cold = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, types::I64);
+        self.b.ins().brif(ok, done, &block_args(&[fast]), cold, &[]);
+        self.b.set_cold_block(cold);
+        self.b.switch_to_block(cold);
+        let v = slow(self)?;
+        self.b.ins().jump(done, &block_args(&[v]));
+        self.b.switch_to_block(done);
+        Ok(self.b.block_params(done)[0])
+    }
+
     /// [`FnBuilder::call_import`] from a cold block, through the
     /// function's trampoline: the call clobbers no register.
     pub(crate) fn call_cold(

@@ -262,20 +262,11 @@ impl FnBuilder<'_, '_> {
             .b
             .ins()
             .icmp(IntCC::UnsignedLessThanOrEqual, after, end);
-        let grow = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.append_block_param(done, types::I64);
-        self.b
-            .ins()
-            .brif(fits, done, &block_args(&[top]), grow, &[]);
-        self.b.switch_to_block(grow);
-        self.cold_here();
-        let n = self.b.ins().iconst(types::I64, bytes);
-        self.call_cold("rt_saves_grow", &[n])?;
-        let top = self.b.ins().load(types::I64, flags, at, 0);
-        self.b.ins().jump(done, &block_args(&[top]));
-        self.b.switch_to_block(done);
-        let top = self.b.block_params(done)[0];
+        let top = self.unless_cold(fits, top, |this| {
+            let n = this.b.ins().iconst(types::I64, bytes);
+            this.call_cold("rt_saves_grow", &[n])?;
+            Ok(this.b.ins().load(types::I64, flags, at, 0))
+        })?;
         for (j, v) in vals.iter().enumerate() {
             self.b.ins().store(flags, *v, top, 8 * j as i32);
         }

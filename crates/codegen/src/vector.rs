@@ -428,20 +428,10 @@ impl FnBuilder<'_, '_> {
             .b
             .ins()
             .icmp_imm_s(IntCC::Equal, tag, i64::from(VECTOR_TAG as i32));
-        let sum = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.append_block_param(done, types::I64);
-        self.b
-            .ins()
-            .brif(is_vector, done, &block_args(&[v]), sum, &[]);
-        self.b.set_cold_block(sum);
-        self.b.switch_to_block(sum);
-        let d = self
-            .call_cold("rt_vec_dense", &[v])?
-            .ok_or("internal error: rt_vec_dense result")?;
-        self.b.ins().jump(done, &block_args(&[d]));
-        self.b.switch_to_block(done);
-        Ok(self.b.block_params(done)[0])
+        self.unless_cold(is_vector, v, |this| {
+            this.call_cold("rt_vec_dense", &[v])?
+                .ok_or_else(|| "internal error: rt_vec_dense result".into())
+        })
     }
 
     /// `fir::Op::StackPush` of `vals` on the stack of `k` elements (an
@@ -465,18 +455,10 @@ impl FnBuilder<'_, '_> {
         let same = self.b.ins().fcmp(FloatCC::Equal, count, k);
         let room = self.b.ins().icmp(IntCC::UnsignedLessThan, top, len);
         let ok = self.b.ins().band(same, room);
-        let grow = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.append_block_param(done, types::I64);
-        self.b.ins().brif(ok, done, &block_args(&[buf]), grow, &[]);
-        self.b.set_cold_block(grow);
-        self.b.switch_to_block(grow);
-        let copy = self
-            .call_cold("rt_stack_grow", &[buf, ki])?
-            .ok_or("internal error: rt_stack_grow result")?;
-        self.b.ins().jump(done, &block_args(&[copy]));
-        self.b.switch_to_block(done);
-        let b = self.b.block_params(done)[0];
+        let b = self.unless_cold(ok, buf, |this| {
+            this.call_cold("rt_stack_grow", &[buf, ki])?
+                .ok_or_else(|| "internal error: rt_stack_grow result".into())
+        })?;
         let off = self.b.ins().imul_imm_s(top, 8 * stride as i64);
         let at = self.b.ins().iadd(b, off);
         for (j, v) in vals.iter().enumerate() {

@@ -342,7 +342,15 @@ impl Eval<'_> {
                 let Some(at) = self.saves.len().checked_sub(tys.len()) else {
                     return internal("a restore of values never saved");
                 };
-                self.saves.drain(at..).collect()
+                let vals: Vec<V> = self.saves.drain(at..).collect();
+                let as_saved = vals
+                    .iter()
+                    .zip(tys)
+                    .all(|(v, t)| matches!((v, t), (V::F(_), Ty::F64) | (V::P(_), Ty::Ptr)));
+                if !as_saved {
+                    return internal("a restore of values of other types than were saved");
+                }
+                vals
             }
             Op::MemoPut(n, vals) => {
                 let mut key = vals

@@ -20,7 +20,7 @@
 //! Growth is bounded by a size limit per function and a number of rounds,
 //! so recursion cannot make it unroll without end.
 
-use crate::{Block, Func, FuncId, Inst, Module, Op, Term, Val};
+use crate::{Block, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
 use base::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -688,20 +688,32 @@ impl Inliner<'_> {
     /// parameters replaced by `args` and its other values renumbered into
     /// this function.
     fn renamed(&mut self, callee: &Func, body: Option<&Block>, args: &[Val]) -> Block {
-        // Every value of the callee is renamed: a dense map.
-        let mut map: Vec<Val> = Vec::with_capacity(callee.types.len());
-        map.extend(args.iter().take(callee.params.len()));
-        for t in callee.types.iter().skip(callee.params.len()) {
-            self.types.push(*t);
-            map.push(Val::new(self.types.len() - 1));
-        }
-        let mut r = |v: &mut Val| {
-            if let Some(n) = map.get(v.index()) {
-                *v = *n;
-            }
-        };
-        copy_renamed(body.unwrap_or(&callee.body), &mut r)
+        renamed_into(&mut self.types, callee, body.unwrap_or(&callee.body), args)
     }
+}
+
+/// `body` (the callee's, or one of its values) with the callee's
+/// parameters replaced by `args` and its other values renumbered past
+/// `types`, the types of the function it goes into, which gets theirs.
+pub(crate) fn renamed_into(
+    types: &mut Vec<Ty>,
+    callee: &Func,
+    body: &Block,
+    args: &[Val],
+) -> Block {
+    // Every value of the callee is renamed: a dense map.
+    let mut map: Vec<Val> = Vec::with_capacity(callee.types.len());
+    map.extend(args.iter().take(callee.params.len()));
+    for t in callee.types.iter().skip(callee.params.len()) {
+        types.push(*t);
+        map.push(Val::new(types.len() - 1));
+    }
+    let mut r = |v: &mut Val| {
+        if let Some(n) = map.get(v.index()) {
+            *v = *n;
+        }
+    };
+    copy_renamed(body, &mut r)
 }
 
 /// A copy of `b` with every value (results and uses) renamed by `r`, in
@@ -743,7 +755,7 @@ pub(crate) fn rename_block(b: &mut Block, map: &HashMap<Val, Val>) {
 }
 
 /// Replaces uses (not definitions) of substituted values, following chains.
-fn substitute_block(b: &mut Block, subst: &HashMap<Val, Val>) {
+pub(crate) fn substitute_block(b: &mut Block, subst: &HashMap<Val, Val>) {
     let map = resolve_chains(subst);
     b.for_each_use_mut(&mut |v| {
         if let Some(n) = map.get(v) {

@@ -41,12 +41,13 @@
 //! restore) none of which runs after another in the same level (a tree
 //! recursion stays one); no tail call of another function (it would
 //! become a call, and a cycle of tail calls through `f` a growing
-//! stack), nor of itself after a call. What the code after the call reads of what precedes it is
-//! saved (a boolean as 1 or 0), but for constants (made again) and
-//! parameters that every call and tail call of `f` by itself passes
-//! unchanged (`f_up` takes them as parameters).
+//! stack), nor of itself after a call. What the code after the call
+//! reads of what precedes it is saved (a boolean as 1 or 0), but for
+//! constants (made again) and parameters that every call and tail call
+//! of `f` by itself passes unchanged (`f_up` takes them as parameters).
 
 use super::compact::compact;
+use super::inline::{rename_block, renamed_into, substitute_block};
 use super::outline::free_values;
 use crate::{Block, Cmp, FBin, Func, FuncId, Inst, Module, Op, StrId, Term, Ty, Val};
 use base::EntityRef;
@@ -143,77 +144,49 @@ fn fold_cycles(m: &mut Module) -> bool {
         });
         let Some(b) = into else { continue };
         let callee = m.funcs[b.index()].clone();
-        let Term::Return(vals) = &callee.body.term else {
+        if !matches!(callee.body.term, Term::Return(_)) {
             continue;
-        };
-        splice(&mut m.funcs[a], b, &callee, vals);
+        }
+        splice(&mut m.funcs[a], b, &callee);
         refs[b.index()] = 0;
         any = true;
     }
     any
 }
 
-/// Replaces `f`'s one `Call` of `b` by `callee`'s body (which ends in
-/// `return vals`), its values renumbered into `f`.
-fn splice(f: &mut Func, b: FuncId, callee: &Func, vals: &[Val]) {
+/// Replaces `f`'s one `Call` of `b` by `callee`'s body (which ends in a
+/// `Return`), its values renumbered into `f`.
+fn splice(f: &mut Func, b: FuncId, callee: &Func) {
     fn go(
         block: &mut Block,
         b: FuncId,
-        f_types: &mut Vec<Ty>,
+        types: &mut Vec<Ty>,
         callee: &Func,
-        vals: &[Val],
         subst: &mut HashMap<Val, Val>,
     ) -> bool {
-        let at = block
-            .insts
-            .iter()
-            .position(|i| matches!(&i.op, Op::Call(g, _) if *g == b));
+        let at = (block.insts.iter()).position(|i| matches!(&i.op, Op::Call(g, _) if *g == b));
         if let Some(at) = at {
             let inst = block.insts.remove(at);
             let Op::Call(_, args) = &inst.op else {
                 unreachable!("found a call")
             };
-            let mut map: HashMap<Val, Val> = HashMap::default();
-            for (k, t) in callee.types.iter().enumerate() {
-                let to = match args.get(k).filter(|_| k < callee.params.len()) {
-                    Some(a) => *a,
-                    None => {
-                        f_types.push(*t);
-                        Val::new(f_types.len() - 1)
-                    }
-                };
-                map.insert(Val::new(k), to);
-            }
-            let mut body = callee.body.clone();
-            let mut rename = |v: &mut Val| {
-                if let Some(n) = map.get(v) {
-                    *v = *n;
-                }
-            };
-            body.for_each_use_mut(&mut rename);
-            body.for_each_result_mut(&mut rename);
-            for (r, v) in inst.results.iter().zip(vals) {
-                subst.insert(*r, map.get(v).copied().unwrap_or(*v));
+            let body = renamed_into(types, callee, &callee.body, args);
+            if let Term::Return(vals) = &body.term {
+                subst.extend(inst.results.iter().copied().zip(vals.iter().copied()));
             }
             block.insts.splice(at..at, body.insts);
             return true;
         }
-        for i in &mut block.insts {
-            if let Op::If { then_, else_, .. } = &mut i.op {
-                if go(then_, b, f_types, callee, vals, subst)
-                    || go(else_, b, f_types, callee, vals, subst)
-                {
-                    return true;
-                }
+        block.insts.iter_mut().any(|i| match &mut i.op {
+            Op::If { then_, else_, .. } => {
+                go(then_, b, types, callee, subst) || go(else_, b, types, callee, subst)
             }
-        }
-        false
+            _ => false,
+        })
     }
     let mut subst = HashMap::default();
-    let mut types = std::mem::take(&mut f.types);
-    go(&mut f.body, b, &mut types, callee, vals, &mut subst);
-    f.types = types;
-    substitute(&mut f.body, &subst);
+    go(&mut f.body, b, &mut f.types, callee, &mut subst);
+    substitute_block(&mut f.body, &subst);
 }
 
 /// What turning one function into loops takes.
@@ -283,7 +256,7 @@ fn plan(m: &Module, fi: usize) -> Option<Plan> {
             later += usize::from(matches!(&i.op, Op::Call(g, _) if *g == me));
         });
     }
-    if later > 0 || sites.len() != calls {
+    if later > 0 {
         return None;
     }
     Some(Plan { sites, kept })
@@ -332,7 +305,7 @@ fn site(
         }
     }
     let mut rest = Block { insts, term: term? };
-    substitute(&mut rest, &subst);
+    substitute_block(&mut rest, &subst);
     // `f_up` would go on as `f_down` at the level above, whose values it
     // has popped: the levels below would push over them.
     let mut again = false;
@@ -418,15 +391,6 @@ fn unchanged_params(b: &Block, me: FuncId, np: usize) -> Vec<bool> {
     same
 }
 
-/// Replaces uses of the keys of `subst` by their values, following chains.
-fn substitute(b: &mut Block, subst: &HashMap<Val, Val>) {
-    b.for_each_use_mut(&mut |v| {
-        while let Some(n) = subst.get(v) {
-            *v = *n;
-        }
-    });
-}
-
 /// Builds a function's code in the numbering of the function it comes
 /// from, with values added past that function's.
 struct Code {
@@ -474,22 +438,26 @@ impl Code {
     }
 }
 
-/// An `If` on `cond` whose `then_` arm ends the function with `term`.
-fn leave_if(cond: Val, term: Term) -> Inst {
+/// An `If` on `cond` that runs `then_` (which leaves the function) or
+/// goes on.
+fn if_then(cond: Val, then_: Block) -> Inst {
+    let else_ = Block {
+        insts: vec![],
+        term: Term::Yield(vec![]),
+    };
     Inst {
         results: vec![],
-        op: Op::If {
-            cond,
-            then_: Block {
-                insts: vec![],
-                term,
-            },
-            else_: Block {
-                insts: vec![],
-                term: Term::Yield(vec![]),
-            },
-        },
+        op: Op::If { cond, then_, else_ },
     }
+}
+
+/// An `If` on `cond` that ends the function with `term` or goes on.
+fn leave_if(cond: Val, term: Term) -> Inst {
+    let then_ = Block {
+        insts: vec![],
+        term,
+    };
+    if_then(cond, then_)
 }
 
 /// `f`'s new body: `f_down` at level 0.
@@ -661,31 +629,12 @@ fn make_up(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan) -> Func {
             let ty = c.types[v.index()];
             names.insert(v, c.fresh(ty));
         }
-        arm.for_each_use_mut(&mut |v| {
-            if let Some(n) = names.get(v) {
-                *v = *n;
-            }
-        });
-        arm.for_each_result_mut(&mut |v| {
-            if let Some(n) = names.get(v) {
-                *v = *n;
-            }
-        });
+        rename_block(&mut arm, &names);
         match which {
             Some(which) if k + 1 < n => {
                 let number = c.emit(&mut out, Ty::F64, Op::F64Const(k as f64));
                 let here = c.emit(&mut out, Ty::Bool, Op::FCmp(Cmp::Eq, which, number));
-                out.push(Inst {
-                    results: vec![],
-                    op: Op::If {
-                        cond: here,
-                        then_: arm,
-                        else_: Block {
-                            insts: vec![],
-                            term: Term::Yield(vec![]),
-                        },
-                    },
-                });
+                out.push(if_then(here, arm));
             }
             _ => {
                 out.extend(arm.insts);
