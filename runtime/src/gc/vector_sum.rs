@@ -652,22 +652,55 @@ fn plus_general(a: usize, b: usize) -> usize {
     // made at each), each then one addition to the larger, in the order
     // of their indices.
     // SAFETY: the entries are reachable from `small`'s sum, which the
-    // caller's frame holds; `sums` holds an entry per addition.
+    // caller's frame holds.
     let s = unsafe {
-        let w = 1 + stride;
-        // The sums, entries of `w` words, in C memory: the allocations
-        // below may collect.
-        let sums = words(small.count * w);
-        let groups = if 4 * small.count >= n {
-            group_by_slot(&small, stride, n, sums)
-        } else {
-            group_by_sorting(&small, el, sums)
-        };
-        let s = append(big, el, n, sums, groups);
-        free(sums as *mut u8);
-        s
+        with_groups(&small, stride, n, |sums, groups| {
+            append(big, el, n, sums, groups)
+        })
     };
     finish(s, el, n)
+}
+
+/// How many additions of reals (of up to [`SMALL_STRIDE`] slots) a sum
+/// may have for [`with_groups`] to sum them per index on the stack. A
+/// step of a backward sweep adds a few one-hots together, then that sum
+/// to its running sensitivity (sumsq by `vector-ref`: two reads a step);
+/// taking memory from the system and sorting there cost such a step 60%
+/// of its instructions.
+const SMALL_ADDITIONS: usize = 8;
+const SMALL_STRIDE: usize = 4;
+
+/// Calls `then` with the additions of `small` (reals, `stride` slots
+/// each) summed per index, as [`group_by_sorting`] writes them, and how
+/// many there are.
+///
+/// # Safety
+/// `small`'s entries stay where they are while `then` runs: the sums are
+/// on the stack or in C memory, not in the heap, so `then` may allocate.
+unsafe fn with_groups<R>(
+    small: &Summand,
+    stride: usize,
+    n: usize,
+    then: impl FnOnce(*const usize, usize) -> R,
+) -> R {
+    let (k, w) = (small.count, 1 + stride);
+    let el = Elems::reals(stride);
+    if k <= SMALL_ADDITIONS && stride <= SMALL_STRIDE {
+        let mut sums =
+            core::mem::MaybeUninit::<[usize; SMALL_ADDITIONS * (1 + SMALL_STRIDE)]>::uninit();
+        let mut order = [0usize; SMALL_ADDITIONS];
+        let groups = sort_groups(small, el, sums.as_mut_ptr() as *mut usize, &mut order[..k]);
+        return then(sums.as_ptr() as *const usize, groups);
+    }
+    let sums = words(k * w);
+    let groups = if 4 * k >= n {
+        group_by_slot(small, stride, n, sums)
+    } else {
+        group_by_sorting(small, el, sums)
+    };
+    let r = then(sums, groups);
+    free(sums as *mut u8);
+    r
 }
 
 /// Two vectors of rows of length `n`, added row by row.
@@ -711,17 +744,41 @@ unsafe fn append_grouped_rows(big: Summand, el: Elems, n: usize, small: &Summand
 /// `s`'s entries stay where they are; `sums` has room for an entry per
 /// addition.
 unsafe fn group_by_sorting(s: &Summand, el: Elems, sums: *mut usize) -> usize {
+    let order = words(s.count);
+    let groups = sort_groups(s, el, sums, core::slice::from_raw_parts_mut(order, s.count));
+    free(order as *mut u8);
+    groups
+}
+
+/// [`group_by_sorting`], with `order` (an entry per addition) to sort
+/// the additions in.
+///
+/// # Safety
+/// As [`group_by_sorting`]'s.
+unsafe fn sort_groups(s: &Summand, el: Elems, sums: *mut usize, order: &mut [usize]) -> usize {
     let stride = el.stride;
     let w = 1 + stride;
-    let order = words(s.count);
-    for k in 0..s.count {
-        *order.add(k) = k;
+    if order.len() <= SMALL_ADDITIONS {
+        // By insertion, in the order made: each addition goes after those
+        // at its index or below, so each index's stay in that order.
+        for k in 0..order.len() {
+            let i = s.entry(stride, k).0;
+            let mut at = k;
+            while at > 0 && s.entry(stride, order[at - 1]).0 > i {
+                order[at] = order[at - 1];
+                at -= 1;
+            }
+            order[at] = k;
+        }
+    } else {
+        for (k, o) in order.iter_mut().enumerate() {
+            *o = k;
+        }
+        order.sort_unstable_by_key(|&k| (s.entry(stride, k).0, k));
     }
-    let order_s = core::slice::from_raw_parts_mut(order, s.count);
-    order_s.sort_unstable_by_key(|&k| (s.entry(stride, k).0, k));
     let mut groups = 0;
     let mut last = usize::MAX;
-    for &k in order_s.iter() {
+    for &k in order.iter() {
         let (i, from) = s.entry(stride, k);
         if i != last {
             let g = sums.add(groups * w);
@@ -739,7 +796,6 @@ unsafe fn group_by_sorting(s: &Summand, el: Elems, sums: *mut usize) -> usize {
             }
         }
     }
-    free(order as *mut u8);
     groups
 }
 

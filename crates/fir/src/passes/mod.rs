@@ -14,6 +14,7 @@ pub mod invariant;
 pub mod known;
 pub mod lengths;
 pub mod outline;
+pub mod pairs;
 pub mod params;
 pub mod results;
 pub mod returns;
@@ -48,7 +49,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// the vectors only taken apart slot by slot, keeping in
 /// cells only the slots worth storing, and not those every cell of a chain
 /// holds alike (their readers take them as parameters), making the lists whose cells are
-/// left with their link and reals a buffer of reals and a count, returning at once what
+/// left with their link and reals a buffer of reals and a count, adding a pair of
+/// one-hots to a sum one at a time, returning at once what
 /// the loops left only counting (a list of nothing, say) count, moving the large pieces of a
 /// function that calls itself into functions of their own (its frame is
 /// on the stack once per level), moving what only one arm of a
@@ -74,6 +76,7 @@ pub const PIPELINE: &[Pass] = &[
     ("accumulate", accumulate::pass_sums_down),
     ("counted", counted::closed_forms),
     ("unrecurse", unrecurse::unrecurse),
+    ("pairs", pairs::split_pairs),
     ("outline", outline::outline_recursion),
     ("sink", sink::sink),
     ("schedule", schedule::schedule),

@@ -124,7 +124,10 @@ pub(super) fn plus_owned(a: usize, b: usize, a_owned: bool, b_owned: bool) -> Op
     } else {
         return None;
     };
-    let other = elements(if t == a { b } else { a })?;
+    let other_ptr = if t == a { b } else { a };
+    let Some(other) = elements(other_ptr) else {
+        return add_grouped(t, other_ptr);
+    };
     if other == 0 {
         // Adding a zero.
         return Some(t);
@@ -139,6 +142,38 @@ pub(super) fn plus_owned(a: usize, b: usize, a_owned: bool, b_owned: bool) -> Op
             // In `plus`'s order: a single addition, the same either way.
             *to.add(k) += *from.add(k);
         }
+    }
+    Some(t)
+}
+
+/// [`plus_owned`] of the accumulator `t` and `other`, a sum of additions
+/// to a zero (a step's few one-hots added together, say): each index's
+/// additions summed, then added in place, as `plus_general` would append
+/// them to the log of the settled `t` for its elements to add once made
+/// (an element is the same whichever operand is the larger: the module
+/// above). `None` for anything else. Settling `t` instead made
+/// it an accumulator again only once its log filled, copying its `n`
+/// elements each time.
+fn add_grouped(t: usize, other: usize) -> Option<usize> {
+    let (tag, stride, n) = shape_of(other);
+    if tag != SUM_TAG || stride != 1 || is_acc(other) || shape_of(t).2 != n {
+        return None;
+    }
+    let s = summand(other, 1);
+    if !s.zero_base() {
+        return None;
+    }
+    // SAFETY: `other`'s entries, held by the caller, stay where they are;
+    // `t`'s vector, which only `t` holds, has `n` reals, and each group's
+    // index is below `n`.
+    unsafe {
+        let to = (word(t, SUM_BASE_AT) + VECTOR_SLOTS_AT) as *mut f64;
+        with_groups(&s, 1, n, |sums, groups| {
+            for g in 0..groups {
+                let e = sums.add(2 * g);
+                *to.add(*e) += *(e.add(1) as *const f64);
+            }
+        });
     }
     Some(t)
 }

@@ -157,6 +157,24 @@ fn grouping_by_slot_and_by_sorting_agree_bit_for_bit() {
         free(a as *mut u8);
         free(b as *mut u8);
     }
+    // A few additions, grouped on the stack: as by sorting.
+    let mut few = one_hot(n, 9.0, 0.25);
+    for (i, v) in [(4.0, 1e-3), (9.0, -0.0), (2.0, 7.5), (9.0, 3.0), (4.0, 1e9)] {
+        few = rt_vec_plus(few, one_hot(n, i, v));
+    }
+    let s = summand(few, 1);
+    assert!(s.count <= SMALL_ADDITIONS && s.count > 4);
+    // SAFETY: as above.
+    unsafe {
+        let b = words(2 * s.count);
+        let gb = group_by_sorting(&s, Elems::reals(1), b);
+        let got = with_groups(&s, 1, n as usize, |a, ga| {
+            (0..2 * ga).map(|k| *a.add(k)).collect::<std::vec::Vec<_>>()
+        });
+        let want: std::vec::Vec<usize> = (0..2 * gb).map(|k| *b.add(k)).collect();
+        assert_eq!((got.len(), got), (6, want));
+        free(b as *mut u8);
+    }
 }
 
 /// A vector of reals with the given elements.
@@ -360,12 +378,16 @@ fn a_plus_consuming_an_accumulator_is_the_plus_of_the_sums() {
         additions(66, 0.83),
         additions(100, 0.11),
     );
+    // A few additions, two at one index (0 and 70), as a step of a
+    // backward sweep adds its reads together before its running sum.
+    let few = additions(11, 0.29);
     let dense = rt_vec_dense(chain(&additions(30, 0.7), false));
     let zero = || rt_vec_zero(reals, n);
     type Make<'a> = &'a dyn Fn(bool) -> usize;
-    let operands: [(&str, Make); 5] = [
+    let operands: [(&str, Make); 6] = [
         ("long", &|o| chain(&long, o)),
         ("short", &|o| chain(&short, o)),
+        ("few", &|o| chain(&few, o)),
         ("made dense", &|o| chain(&over, o)),
         ("dense", &|_| dense),
         ("zero", &|_| zero()),
