@@ -22,6 +22,7 @@ mod prims;
 mod sum;
 mod vector;
 
+pub(crate) use mode::ad_depth;
 pub use mode::{Analysing, Mode, UnionMap};
 use sum::Sums;
 pub use vector::is_count;

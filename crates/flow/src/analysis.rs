@@ -246,6 +246,9 @@ pub fn analyze(prog: Program) -> Result<Analysis, Diagnostic> {
         branched_recursion: false,
         grows_by_grow: HashSet::default(),
         read_unfinished: false,
+        newest_at_ad_depth: Vec::new(),
+        rounds: HashMap::default(),
+        armed: None,
         stack: Vec::new(),
         branching: false,
         iteration: 0,
@@ -360,6 +363,15 @@ struct Analyzer {
     /// Set when the pass read the result of a specialisation whose
     /// analysis in this pass had not ended (a recursion).
     read_unfinished: bool,
+    /// By AD depth (see [`crate::Analysing`]): how many specialisations
+    /// there were once the newest of lambdas that deep was made.
+    newest_at_ad_depth: Vec<usize>,
+    /// The last round of each recursion continued by a condition known
+    /// only at run time (see `Analyzer::nesting_round`).
+    rounds: HashMap<LambdaId, recursion::Round>,
+    /// The innermost round being analysed that is refused if it nests AD
+    /// deeper than the one before it.
+    armed: Option<recursion::Armed>,
     /// Lambdas being analysed, innermost last, each with whether it was
     /// called as an arm of a conditional whose condition is known only at
     /// run time.
@@ -461,7 +473,8 @@ impl Analyzer {
             ));
         }
         let branch = std::mem::take(&mut self.branching);
-        let (env, arg, wkey, recursive) = self.call_key(lambda, env, arg);
+        let (env, arg, wkey, recursive, caller) = self.call_key(lambda, env, arg);
+        let armed = caller.and_then(|c| self.nesting_round(lambda, c, &env, arg));
         let (grown, deepest) = self.grown.get(&lambda).copied().unwrap_or((0, 0));
         if let Some(l) = self.ops.mode.too_deep {
             return Err(self.too_deep_ad(l));
@@ -475,6 +488,10 @@ impl Analyzer {
                         self.trace_census();
                     }
                     return Err(self.too_many_specs(lambda));
+                }
+                let ad = crate::adops::ad_depth(&mut self.ops, lambda);
+                if let Some(a) = self.armed.as_ref().filter(|a| ad > a.ad) {
+                    return Err(self.nests_deeper(a));
                 }
                 let id = SpecId(self.specs.len() as u32);
                 let skeleton: SpecKey = (
@@ -495,6 +512,11 @@ impl Analyzer {
                     done: 0,
                 });
                 self.index.insert(key, id);
+                let ad = ad as usize;
+                if self.newest_at_ad_depth.len() <= ad {
+                    self.newest_at_ad_depth.resize(ad + 1, 0);
+                }
+                self.newest_at_ad_depth[ad] = self.specs.len();
                 self.budget.entry(wkey).or_insert((0, false)).0 += 1;
                 let depth = env
                     .iter()
@@ -510,6 +532,11 @@ impl Analyzer {
                 id
             }
         };
+        if caller.is_some() {
+            if let Some(r) = self.rounds.get_mut(&lambda) {
+                r.spec = id;
+            }
+        }
         let s = &self.specs[id.0 as usize];
         if s.visited == self.iteration {
             // A result still being computed may grow: the pass must be
@@ -522,7 +549,12 @@ impl Analyzer {
         let outer = std::mem::replace(&mut self.ctx, self.specs[id.0 as usize].ctx);
         let splits = std::mem::replace(&mut self.splits, 0);
         let cases = std::mem::replace(&mut self.split_cases, 0);
+        // A watched round is watched while it is analysed, calls included.
+        let armed = armed.map(|a| self.armed.replace(a));
         let r = self.analyze_body(lambda, &env, arg);
+        if let Some(outer) = armed {
+            self.armed = outer;
+        }
         self.ctx = outer;
         self.splits = splits;
         self.split_cases = cases;

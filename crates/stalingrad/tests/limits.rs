@@ -372,13 +372,37 @@ fn soak_programs_build_or_fail_fast_and_cleanly() {
 /// says so within seconds, at the recursion that grows, and says what
 /// would make it compile, instead of reporting a count of
 /// specialisations somewhere in the standard library (forward mode) or
-/// running out of memory after minutes (reverse mode).
+/// running out of memory after minutes (reverse mode). A tower whose
+/// rounds apply what they built is refused at the round that nests AD
+/// deeper with its counter forgotten, not after specialising it to the
+/// limit.
 #[test]
 fn a_derivative_tower_of_run_time_height_is_refused_at_its_recursion() {
-    for (src, at) in [
-        ("tests/refused/derivative-tower.vlad", "4:9"),
-        ("tests/refused/derivative-tower-reverse.vlad", "5:9"),
-        ("tests/refused/derivative-tower-starj.vlad", "8:9"),
+    for (src, at, name, what) in [
+        (
+            "tests/refused/derivative-tower.vlad",
+            "4:9",
+            "dn",
+            "nests AD",
+        ),
+        (
+            "tests/refused/derivative-tower-reverse.vlad",
+            "5:9",
+            "dn",
+            "nests AD",
+        ),
+        (
+            "tests/refused/derivative-tower-starj.vlad",
+            "8:9",
+            "dn",
+            "nests AD",
+        ),
+        (
+            "tests/refused/derivative-tower-loop.vlad",
+            "7:1",
+            "loop",
+            "nests AD deeper at each call",
+        ),
     ] {
         let exe = temp("tower");
         let mut cmd = std::process::Command::new(stalingrad());
@@ -396,8 +420,9 @@ fn a_derivative_tower_of_run_time_height_is_refused_at_its_recursion() {
         let line = build.stderr.lines().next().unwrap_or_default();
         assert!(
             line.starts_with(&format!(
-                "{src}:{at}: error: `dn` calls itself with values that grow"
-            )) && line.contains("make that depth a constant"),
+                "{src}:{at}: error: `{name}` calls itself with values that grow"
+            )) && line.contains(what)
+                && line.contains("make that depth a constant"),
             "{}",
             build.transcript()
         );

@@ -109,7 +109,7 @@ impl Mode for Analysing {
 
 /// How many AD transformations `l` is of (a transform of a transform
 /// ...), memoised per lambda.
-fn ad_depth(ops: &mut Ops<Analysing>, l: LambdaId) -> u32 {
+pub(crate) fn ad_depth(ops: &mut Ops<Analysing>, l: LambdaId) -> u32 {
     let i = l.index();
     if let Some(Some(d)) = ops.mode.ad_depth.get(i) {
         return *d;
