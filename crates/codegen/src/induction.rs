@@ -224,6 +224,11 @@ pub(crate) struct IntMode {
     /// The loop's two versions, which self calls jump to.
     pub(crate) lp_int: ClBlock,
     pub(crate) lp: ClBlock,
+    /// In the accumulator version (`acc_loop`), its parameter and vector.
+    pub(crate) acc: Option<crate::acc_loop::AccMode>,
+    /// The accumulator version's plan, block and vector, entered from
+    /// this version's entry.
+    pub(crate) acc_entry: Option<(crate::acc_loop::AccPlan, ClBlock, ClValue)>,
 }
 
 impl FnBuilder<'_, '_> {
@@ -239,6 +244,7 @@ impl FnBuilder<'_, '_> {
         fixed: &[bool],
         lp: ClBlock,
         lp_int: ClBlock,
+        acc: Option<(crate::acc_loop::AccPlan, ClBlock)>,
     ) -> Result<IntMode, String> {
         let mut ok: Option<ClValue> = None;
         let mut ints = HashMap::new();
@@ -297,13 +303,40 @@ impl FnBuilder<'_, '_> {
                 *x
             });
         }
-        self.b.ins().jump(lp_int, &block_args(&args));
+        let acc_entry = match acc {
+            Some((acc, block)) => {
+                // An accumulator now is one at every step (`acc_loop`).
+                let p = pre_params[acc.param.index()];
+                let flags = MemFlagsData::trusted();
+                let header = self.b.ins().load(types::I64, flags, p, 0);
+                let is_acc = self.b.ins().icmp_imm_s(
+                    IntCC::Equal,
+                    header,
+                    crate::vector::accumulator_header(),
+                );
+                let yes = self.b.create_block();
+                self.b
+                    .ins()
+                    .brif(is_acc, yes, &[], lp_int, &block_args(&args));
+                self.b.switch_to_block(yes);
+                let at = base::cell_layout::SUM_BASE_AT as i32;
+                let base = self.b.ins().load(types::I64, flags, p, at);
+                self.b.ins().jump(block, &block_args(&args));
+                Some((acc, block, base))
+            }
+            None => {
+                self.b.ins().jump(lp_int, &block_args(&args));
+                None
+            }
+        };
         Ok(IntMode {
             plan: plan.clone(),
             ints,
             lens,
             lp_int,
             lp,
+            acc: None,
+            acc_entry,
         })
     }
 

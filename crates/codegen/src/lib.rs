@@ -37,6 +37,7 @@ use cranelift_object::{ObjectBuilder, ObjectModule};
 use fir::{self, Cmp, FBin, FUn, FuncId, Op, StrId, Term, Ty, Val};
 use std::collections::{HashMap, HashSet};
 
+mod acc_loop;
 mod cold;
 mod function;
 mod groups;
@@ -635,10 +636,23 @@ impl Codegen<'_> {
                     .filter(|(_, fx)| !**fx)
                     .map(|(v, _)| *v)
                     .collect();
+                // The accumulator version (`acc_loop`), with the integer
+                // version's parameters.
+                let acc = counters.as_ref().and_then(|(_, lp_int)| {
+                    let hot = fb.fused_one_hots(gf);
+                    let consumed = &fb.cg.consumed[g.index()];
+                    let plan = acc_loop::acc_param(g, gf, &fixed, &hot, consumed)?;
+                    let block = fb.b.create_block();
+                    for p in fb.b.block_params(*lp_int).to_vec() {
+                        let t = fb.b.func.dfg.value_type(p);
+                        fb.b.append_block_param(block, t);
+                    }
+                    Some((plan, block))
+                });
                 let int_mode = match &counters {
                     Some((plan, lp_int)) => {
                         let (plan, lp_int) = (plan.clone(), *lp_int);
-                        Some(fb.enter_counters(&plan, &pre_params, &fixed, lp, lp_int)?)
+                        Some(fb.enter_counters(&plan, &pre_params, &fixed, lp, lp_int, acc)?)
                     }
                     None => {
                         fb.b.ins().jump(lp, &block_args(&moving));
@@ -663,8 +677,27 @@ impl Codegen<'_> {
                 fb.hot = fb.fused_one_hots(gf);
                 fb.deferred.clear();
                 fb.block(&gf.body)?;
-                // The loop again, its counters integers (`induction`).
-                if let Some(mode) = int_mode {
+                // The loop again, its counters integers (`induction`),
+                // and again if it has an accumulator version, its entry's
+                // facts only (the integer version's are in its own blocks).
+                let versions = int_mode.map(|mode| {
+                    let acc = mode
+                        .acc_entry
+                        .map(|(plan, block, base)| crate::induction::IntMode {
+                            plan: mode.plan.clone(),
+                            ints: mode.ints.clone(),
+                            lens: mode.lens.clone(),
+                            lp_int: block,
+                            lp: mode.lp,
+                            acc: Some(acc_loop::AccMode {
+                                param: plan.param,
+                                base,
+                            }),
+                            acc_entry: None,
+                        });
+                    [Some(mode), acc]
+                });
+                for mode in versions.into_iter().flatten().flatten() {
                     fb.known.undo(mark);
                     fb.b.switch_to_block(mode.lp_int);
                     let lp_params = fb.b.block_params(mode.lp_int).to_vec();

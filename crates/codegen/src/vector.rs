@@ -19,6 +19,12 @@ const TWO_TO_52: f64 = 4_503_599_627_370_496.0;
 /// (FIR instructions).
 const INLINE_ELEMENT: usize = 64;
 
+/// The first word of an accumulator of reals (`runtime::gc::vector_sum`).
+pub(crate) fn accumulator_header() -> i64 {
+    let half = vector_header(1, 0) | SUM_ACC;
+    ((u64::from(half) << 32) | u64::from(SUM_TAG)) as i64
+}
+
 impl FnBuilder<'_, '_> {
     /// The slots of one element of vectors `#layout`, and how many of
     /// them lead as pointers.
@@ -188,9 +194,10 @@ impl FnBuilder<'_, '_> {
         let flags = MemFlagsData::trusted();
         let i64t = types::I64;
         let header = self.b.ins().load(i64t, flags, sum, 0);
-        let half = vector_header(1, 0) | SUM_ACC;
-        let acc = (u64::from(half) << 32) | u64::from(SUM_TAG);
-        let is_acc = self.b.ins().icmp_imm_s(IntCC::Equal, header, acc as i64);
+        let is_acc = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, header, accumulator_header());
         let add = self.b.create_block();
         let other = self.b.create_block();
         self.b.ins().brif(is_acc, add, &[], other, &[]);
@@ -475,7 +482,7 @@ impl FnBuilder<'_, '_> {
     /// `i * bytes`: a shift when `bytes` is a power of two, which the
     /// address of the load or store using it takes in (`[a + i*8]`), where
     /// a multiplication is an instruction of its own.
-    fn scaled(&mut self, i: ClValue, bytes: i64) -> ClValue {
+    pub(crate) fn scaled(&mut self, i: ClValue, bytes: i64) -> ClValue {
         if bytes > 0 && bytes & (bytes - 1) == 0 {
             self.b
                 .ins()
@@ -620,8 +627,17 @@ impl FnBuilder<'_, '_> {
                     None => (*b, self.deferred[a], 1),
                 };
                 let in_place = self.cg.consumed[self.fid.index()].contains(&(inst.results[0], sum));
-                let sum = self.val(sum)?;
-                self.plus_hot(sum, hot, hot_first, in_place)?
+                match if in_place {
+                    self.acc_add(sum, hot)
+                } else {
+                    None
+                } {
+                    Some(r) => r,
+                    None => {
+                        let sum = self.val(sum)?;
+                        self.plus_hot(sum, hot, hot_first, in_place)?
+                    }
+                }
             }
             Op::VecPlus(_, a, b) => {
                 let consumed = &self.cg.consumed[self.fid.index()];
