@@ -1,6 +1,9 @@
 //! Loops that add into an accumulator: a third version of a loop with
 //! integer counters (`induction`), entered when the sum it adds one-hots
 //! to is an accumulator, whose adds are `A[i] += x` with `A` loaded once.
+//! The integer version enters it on entry, and at a step once the sum has
+//! become one (a sum becomes an accumulator after many additions: a loop
+//! entered once, with a zero, runs most of its steps as one).
 //!
 //! Why: the backward sweep of a loop over a vector adds one real per
 //! element into the gradient's accumulator (`runtime::gc::vector_sum`),
@@ -17,9 +20,9 @@
 //! it back as `p`. An accumulator that a consuming `plus` adds a one-hot
 //! to is added to in place and stays an accumulator (`plus_hot`'s fast
 //! path): the `plus` gives `p` itself, so `p` is the same accumulator at
-//! every step, and its vector the same vector. A step that leaves the
-//! integer version goes on in the loop as it is, which tests the header
-//! at every add again.
+//! every step, and its vector the same vector, which the version takes
+//! as a parameter. A step that leaves the integer version goes on in the
+//! loop as it is, which tests the header at every add again.
 //!
 //! Input: a FIR loop, its fixed parameters, its fused one-hots and its
 //! consuming `plus`es. Output: the parameter, if any ([`AccPlan`]).

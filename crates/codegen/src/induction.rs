@@ -226,9 +226,10 @@ pub(crate) struct IntMode {
     pub(crate) lp: ClBlock,
     /// In the accumulator version (`acc_loop`), its parameter and vector.
     pub(crate) acc: Option<crate::acc_loop::AccMode>,
-    /// The accumulator version's plan, block and vector, entered from
-    /// this version's entry.
-    pub(crate) acc_entry: Option<(crate::acc_loop::AccPlan, ClBlock, ClValue)>,
+    /// The accumulator version's plan and block (its parameters this
+    /// version's and the vector), entered from this version's entry and
+    /// from its steps once the sum is an accumulator.
+    pub(crate) acc_entry: Option<(crate::acc_loop::AccPlan, ClBlock)>,
 }
 
 impl FnBuilder<'_, '_> {
@@ -307,22 +308,8 @@ impl FnBuilder<'_, '_> {
             Some((acc, block)) => {
                 // An accumulator now is one at every step (`acc_loop`).
                 let p = pre_params[acc.param.index()];
-                let flags = MemFlagsData::trusted();
-                let header = self.b.ins().load(types::I64, flags, p, 0);
-                let is_acc = self.b.ins().icmp_imm_s(
-                    IntCC::Equal,
-                    header,
-                    crate::vector::accumulator_header(),
-                );
-                let yes = self.b.create_block();
-                self.b
-                    .ins()
-                    .brif(is_acc, yes, &[], lp_int, &block_args(&args));
-                self.b.switch_to_block(yes);
-                let at = base::cell_layout::SUM_BASE_AT as i32;
-                let base = self.b.ins().load(types::I64, flags, p, at);
-                self.b.ins().jump(block, &block_args(&args));
-                Some((acc, block, base))
+                self.enter_acc_if_one(p, block, lp_int, &args);
+                Some((acc, block))
             }
             None => {
                 self.b.ins().jump(lp_int, &block_args(&args));
@@ -338,6 +325,27 @@ impl FnBuilder<'_, '_> {
             acc: None,
             acc_entry,
         })
+    }
+
+    /// Jumps to the accumulator version `block` with `args` and the
+    /// vector of `p` if `p` is an accumulator, else to `lp_int` with
+    /// `args`.
+    fn enter_acc_if_one(&mut self, p: ClValue, block: ClBlock, lp_int: ClBlock, args: &[ClValue]) {
+        let flags = MemFlagsData::trusted();
+        let header = self.b.ins().load(types::I64, flags, p, 0);
+        let is_acc =
+            self.b
+                .ins()
+                .icmp_imm_s(IntCC::Equal, header, crate::vector::accumulator_header());
+        let yes = self.b.create_block();
+        self.b
+            .ins()
+            .brif(is_acc, yes, &[], lp_int, &block_args(args));
+        self.b.switch_to_block(yes);
+        let at = base::cell_layout::SUM_BASE_AT as i32;
+        let base = self.b.ins().load(types::I64, flags, p, at);
+        let with_base = [args, &[base]].concat();
+        self.b.ins().jump(block, &block_args(&with_base));
     }
 
     /// An instruction of the integer version: a counter's step, a
@@ -426,6 +434,8 @@ impl FnBuilder<'_, '_> {
             return self.term(t);
         };
         let (plan, lp_int, lp) = (mode.plan.clone(), mode.lp_int, mode.lp);
+        let (mode_acc, acc_entry) = (mode.acc, mode.acc_entry);
+        let mode_lp_int = lp_int;
         if let Term::TailCall(callee, args) = t {
             if *callee == self.fid {
                 let fixed = self.members[callee].fixed.clone();
@@ -468,9 +478,22 @@ impl FnBuilder<'_, '_> {
                     }
                 }
                 self.forget_reals(made);
+                // The accumulator version passes its vector on; the
+                // integer version goes there once its sum is one.
+                let mut then_test = None;
+                let (lp_int, to_int) = match (&mode_acc, &acc_entry) {
+                    (Some(acc), _) => (lp_int, [&ints[..], &[acc.base]].concat()),
+                    (None, Some((plan, block))) => {
+                        let p = self.val(args[plan.param.index()])?;
+                        let test = self.b.create_block();
+                        then_test = Some((test, p, *block, ints.clone()));
+                        (test, Vec::new())
+                    }
+                    (None, None) => (lp_int, ints.clone()),
+                };
                 match within.split_last() {
                     None => {
-                        self.b.ins().jump(lp_int, &block_args(&ints));
+                        self.b.ins().jump(lp_int, &block_args(&to_int));
                     }
                     Some((last, first)) => {
                         // One compare and branch each: a `band` of the
@@ -483,7 +506,7 @@ impl FnBuilder<'_, '_> {
                         }
                         self.b
                             .ins()
-                            .brif(*last, lp_int, &block_args(&ints), out, &[]);
+                            .brif(*last, lp_int, &block_args(&to_int), out, &[]);
                         self.b.set_cold_block(out);
                         self.b.switch_to_block(out);
                         // The same arguments, the counters' as reals.
@@ -498,6 +521,10 @@ impl FnBuilder<'_, '_> {
                         }
                         self.b.ins().jump(lp, &block_args(&args));
                     }
+                }
+                if let Some((test, p, block, ints)) = then_test {
+                    self.b.switch_to_block(test);
+                    self.enter_acc_if_one(p, block, mode_lp_int, &ints);
                 }
                 return Ok(());
             }

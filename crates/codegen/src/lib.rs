@@ -647,6 +647,8 @@ impl Codegen<'_> {
                         let t = fb.b.func.dfg.value_type(p);
                         fb.b.append_block_param(block, t);
                     }
+                    // And the accumulator's vector.
+                    fb.b.append_block_param(block, types::I64);
                     Some((plan, block))
                 });
                 let int_mode = match &counters {
@@ -683,7 +685,7 @@ impl Codegen<'_> {
                 let versions = int_mode.map(|mode| {
                     let acc = mode
                         .acc_entry
-                        .map(|(plan, block, base)| crate::induction::IntMode {
+                        .map(|(plan, block)| crate::induction::IntMode {
                             plan: mode.plan.clone(),
                             ints: mode.ints.clone(),
                             lens: mode.lens.clone(),
@@ -691,7 +693,8 @@ impl Codegen<'_> {
                             lp: mode.lp,
                             acc: Some(acc_loop::AccMode {
                                 param: plan.param,
-                                base,
+                                // Its last parameter (`enter_acc_if_one`).
+                                base: *fb.b.block_params(block).last().expect("the vector"),
                             }),
                             acc_entry: None,
                         });
