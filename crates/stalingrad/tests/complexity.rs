@@ -361,8 +361,9 @@ fn ad_operations_preserve_sharing() {
     let mut failures = Failures::default();
     let mut runner = Runner::default();
     let mut checks = 0;
-    let cases: [ChainCase; 4] = [
+    let cases: [ChainCase; 5] = [
         ("chain-zero.vlad", "0", "zero", |c| c.zero),
+        ("chain-zero-dropped.vlad", "0", "zero", |c| c.zero),
         ("chain-triple.vlad", "1", "zero", |c| c.zero),
         ("chain-plus.vlad", "2", "plus", |c| c.plus),
         ("chain-transform.vlad", "1", "transform", |c| c.transform),
