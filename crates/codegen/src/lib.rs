@@ -638,8 +638,8 @@ impl Codegen<'_> {
                     .collect();
                 // The accumulator version (`acc_loop`), with the integer
                 // version's parameters.
+                let hot = fb.fused_one_hots(gf);
                 let acc = counters.as_ref().and_then(|(_, lp_int)| {
-                    let hot = fb.fused_one_hots(gf);
                     let consumed = &fb.cg.consumed[g.index()];
                     let plan = acc_loop::acc_param(g, gf, &fixed, &hot, consumed)?;
                     let block = fb.b.create_block();
@@ -676,7 +676,7 @@ impl Codegen<'_> {
                 fb.f = gf;
                 fb.fid = g;
                 fb.vals = vals;
-                fb.hot = fb.fused_one_hots(gf);
+                fb.hot = hot;
                 fb.deferred.clear();
                 fb.block(&gf.body)?;
                 // The loop again, its counters integers (`induction`),
