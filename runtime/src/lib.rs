@@ -37,9 +37,9 @@
 //!   buffer has room: `gc/stack.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the
 //!   memo tables of `zero` and `plus` over union cells (`memo.rs`);
-//! - `rt_saves`, `rt_saves_grow(bytes)`: the stack of values saved by
-//!   the recursions the FIR passes made loops, pushed and popped inline
-//!   (`saves.rs`);
+//! - `rt_saves`, `rt_saves_grow(bytes, which)`: the stacks of pointers
+//!   and of reals saved by the recursions the FIR passes made loops,
+//!   pushed and popped inline (`saves.rs`);
 //! - `rt_counts`: the operation counters, incremented in place.
 //!
 //! What it calls: `vlad_main` (the program) and `vlad_count_ops` (a byte,

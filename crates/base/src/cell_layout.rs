@@ -96,3 +96,10 @@ pub const SUM_BASE_AT: usize = 24;
 pub const SUM_LOG_AT: usize = 32;
 pub const SUM_DENSE_AT: usize = 40;
 pub const SUM_BYTES: usize = 48;
+
+/// The two stacks of saved values (`fir::Op::Save`, `runtime/src/saves.rs`):
+/// `rt_saves` holds a top and an end for each, and `rt_saves_grow` takes
+/// which one grows. Pointers go to the first, which the collector scans;
+/// reals and booleans to the second, which it never reads.
+pub const SAVES_POINTERS: usize = 0;
+pub const SAVES_REALS: usize = 1;

@@ -233,8 +233,9 @@ impl FnBuilder<'_, '_> {
         Ok([a, b])
     }
 
-    /// The address of `rt_saves`: the top of the stack of saved values,
-    /// then its end.
+    /// The address of `rt_saves`: for each of the two stacks of saved
+    /// values (`base::cell_layout::SAVES_POINTERS`, `SAVES_REALS`), its
+    /// top, then its end.
     fn saves_global(&mut self) -> Result<ClValue, String> {
         let id = self
             .cg
@@ -245,18 +246,43 @@ impl FnBuilder<'_, '_> {
         Ok(self.b.ins().symbol_value(types::I64, g))
     }
 
-    /// `fir::Op::Save`: stored at the top, a word each, inline; the
-    /// runtime grows the stack (from a cold block, `rt_saves_grow`) only
-    /// when it is full, which a program's deepest recursion reaches once.
-    fn save(&mut self, vals: &[ClValue]) -> Result<(), String> {
-        if vals.is_empty() {
-            return Ok(());
+    /// Which stack of saved values a value of type `t` goes to: pointers
+    /// to the one the collector scans, the rest to the one it never reads.
+    fn saves_stack(t: fir::Ty) -> usize {
+        use base::cell_layout::{SAVES_POINTERS, SAVES_REALS};
+        match t {
+            fir::Ty::Ptr => SAVES_POINTERS,
+            fir::Ty::F64 | fir::Ty::Bool => SAVES_REALS,
         }
+    }
+
+    /// `fir::Op::Save`: each value stored at the top of its stack, a word
+    /// each, inline; the runtime grows a stack (from a cold block,
+    /// `rt_saves_grow`) only when it is full, which a program's deepest
+    /// recursion reaches once.
+    fn save(&mut self, vals: &[(ClValue, fir::Ty)]) -> Result<(), String> {
+        for which in [
+            base::cell_layout::SAVES_POINTERS,
+            base::cell_layout::SAVES_REALS,
+        ] {
+            let mine: Vec<ClValue> = (vals.iter())
+                .filter(|(_, t)| Self::saves_stack(*t) == which)
+                .map(|(v, _)| *v)
+                .collect();
+            if !mine.is_empty() {
+                self.save_on(which, &mine)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn save_on(&mut self, which: usize, vals: &[ClValue]) -> Result<(), String> {
         let flags = MemFlagsData::trusted();
         let at = self.saves_global()?;
+        let (top_at, end_at) = (16 * which as i32, 16 * which as i32 + 8);
         let bytes = 8 * vals.len() as i64;
-        let top = self.b.ins().load(types::I64, flags, at, 0);
-        let end = self.b.ins().load(types::I64, flags, at, 8);
+        let top = self.b.ins().load(types::I64, flags, at, top_at);
+        let end = self.b.ins().load(types::I64, flags, at, end_at);
         let after = self.b.ins().iadd_imm_s(top, bytes);
         let fits = self
             .b
@@ -264,31 +290,46 @@ impl FnBuilder<'_, '_> {
             .icmp(IntCC::UnsignedLessThanOrEqual, after, end);
         let top = self.unless_cold(fits, top, |this| {
             let n = this.b.ins().iconst(types::I64, bytes);
-            this.call_cold("rt_saves_grow", &[n])?;
-            Ok(this.b.ins().load(types::I64, flags, at, 0))
+            let w = this.b.ins().iconst(types::I64, which as i64);
+            this.call_cold("rt_saves_grow", &[n, w])?;
+            Ok(this.b.ins().load(types::I64, flags, at, top_at))
         })?;
         for (j, v) in vals.iter().enumerate() {
             self.b.ins().store(flags, *v, top, 8 * j as i32);
         }
         let after = self.b.ins().iadd_imm_s(top, bytes);
-        self.b.ins().store(flags, after, at, 0);
+        self.b.ins().store(flags, after, at, top_at);
         Ok(())
     }
 
     /// `fir::Op::Restore` of values of types `tys`, in the order they
-    /// were saved.
+    /// were saved: each from the top of its stack.
     fn restore(&mut self, tys: &[fir::Ty]) -> Result<Vec<ClValue>, String> {
-        if tys.is_empty() {
-            return Ok(Vec::new());
+        let mut out: Vec<Option<ClValue>> = vec![None; tys.len()];
+        for which in [
+            base::cell_layout::SAVES_POINTERS,
+            base::cell_layout::SAVES_REALS,
+        ] {
+            let mine: Vec<usize> = (0..tys.len())
+                .filter(|j| Self::saves_stack(tys[*j]) == which)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let flags = MemFlagsData::trusted();
+            let at = self.saves_global()?;
+            let top_at = 16 * which as i32;
+            let top = self.b.ins().load(types::I64, flags, at, top_at);
+            let below = self.b.ins().iadd_imm_s(top, -8 * mine.len() as i64);
+            self.b.ins().store(flags, below, at, top_at);
+            for (k, j) in mine.into_iter().enumerate() {
+                let v = self.b.ins().load(cl_ty(tys[j]), flags, below, 8 * k as i32);
+                out[j] = Some(v);
+            }
         }
-        let flags = MemFlagsData::trusted();
-        let at = self.saves_global()?;
-        let top = self.b.ins().load(types::I64, flags, at, 0);
-        let below = self.b.ins().iadd_imm_s(top, -8 * tys.len() as i64);
-        self.b.ins().store(flags, below, at, 0);
-        Ok((tys.iter().enumerate())
-            .map(|(j, t)| self.b.ins().load(cl_ty(*t), flags, below, 8 * j as i32))
-            .collect())
+        out.into_iter()
+            .map(|v| v.ok_or_else(|| "internal error: `restore` lost a value".to_string()))
+            .collect()
     }
 
     /// A new cell of `words` words. A small one is bumped from the
@@ -604,7 +645,9 @@ impl FnBuilder<'_, '_> {
             }
             Op::Count(slot) => self.count(*slot as usize)?,
             Op::Save(vals) => {
+                let tys: Vec<fir::Ty> = vals.iter().map(|v| self.f.types[v.index()]).collect();
                 let vals = self.vals(vals)?;
+                let vals: Vec<_> = vals.into_iter().zip(tys).collect();
                 self.save(&vals)?;
             }
             Op::Restore(tys) => {
