@@ -340,8 +340,24 @@ impl Heap {
 /// `bytes` of fresh zeroed memory advised as huge pages (see
 /// [`HUGE_AFTER`]), or null if the system has none to give.
 pub(crate) fn map_huge(bytes: usize) -> *mut u8 {
+    map_huge_flags(bytes, 0)
+}
+
+/// As [`map_huge`], but address space only: the system promises no
+/// memory for it, and gives each page when it is first touched (or stops
+/// the program then, if it has none). For a stack that may grow large
+/// but whose growth must not copy.
+pub(crate) fn reserve_huge(bytes: usize) -> *mut u8 {
+    #[cfg(target_os = "linux")]
+    const MAP_NORESERVE: i32 = 0x4000;
+    #[cfg(not(target_os = "linux"))]
+    const MAP_NORESERVE: i32 = 0;
+    map_huge_flags(bytes, MAP_NORESERVE)
+}
+
+fn map_huge_flags(bytes: usize, flags: i32) -> *mut u8 {
     let len = bytes.next_multiple_of(HUGE_PAGE);
-    let Some(start) = sys_map_aligned(len, HUGE_PAGE) else {
+    let Some(start) = sys_map_aligned(len, HUGE_PAGE, flags) else {
         return core::ptr::null_mut();
     };
     #[cfg(target_os = "linux")]
@@ -403,12 +419,12 @@ fn sys_alloc(n: usize) -> *mut u8 {
 /// at a multiple of `align` (a multiple of `CHUNK_BYTES`), or the end of
 /// the program.
 fn sys_alloc_aligned(bytes: usize, align: usize) -> usize {
-    sys_map_aligned(bytes, align).unwrap_or_else(|| out_of_memory())
+    sys_map_aligned(bytes, align, 0).unwrap_or_else(|| out_of_memory())
 }
 
 /// As [`sys_alloc_aligned`], or `None` if the system has no such mapping
 /// to give: mapped with room to align, the excess unmapped.
-fn sys_map_aligned(bytes: usize, align: usize) -> Option<usize> {
+fn sys_map_aligned(bytes: usize, align: usize, flags: i32) -> Option<usize> {
     let len = bytes + align;
     // SAFETY: an anonymous private mapping asks for no existing memory;
     // the result is checked for failure.
@@ -417,7 +433,7 @@ fn sys_map_aligned(bytes: usize, align: usize) -> Option<usize> {
             core::ptr::null_mut(),
             len,
             PROT_READ_WRITE,
-            MAP_PRIVATE_ANON,
+            MAP_PRIVATE_ANON | flags,
             -1,
             0,
         )

@@ -13,11 +13,12 @@
 //!   not `-0`, a nonzero constant, ...). Never `0 * x = 0` (wrong for
 //!   infinities, NaNs and negative `x`) and never reassociation;
 //! - common subexpressions are merged, with `+` and `*` commutative
-//!   (exact in IEEE arithmetic), and so are tag tests, zero tests and
-//!   loads of one cell (cells never change) and cells made alike (nothing
-//!   tells two equal cells apart); the tag test, zero test and
-//!   loads of a cell allocated in the function are known (a zero that
-//!   `plus` meets where it was made costs nothing, not even the cell);
+//!   (exact in IEEE arithmetic), and so are tag tests, zero tests,
+//!   loads of one cell (cells never change) or of one vector element,
+//!   and cells made alike (nothing tells two equal cells apart); the
+//!   tag test, zero test and loads of a cell allocated in the function
+//!   are known (a zero that `plus` meets where it was made costs
+//!   nothing, not even the cell);
 //! - a conditional on a constant becomes the arm it takes; an `If` result
 //!   both arms yield alike becomes that value;
 //! - pure instructions whose results are unused are removed, as are unused
@@ -208,6 +209,10 @@ enum Key {
     /// A vector's length never changes, nor which indices it has.
     VecLen(Val),
     VecIndexOk(Val, Val),
+    /// Nor does an element: a vector added to in place is one that
+    /// nothing else reads but for its length (`crate::owned`). A loop of
+    /// `vector-ref` that read an element twice kept it twice in its tape.
+    VecLoad(Val, Val, u32, u32),
     IsCount(Val),
     /// A cell with the tag, zero mark and slots of one made before is that
     /// one: a reverse-mode forward sweep made each `cons` twice, as the
@@ -642,9 +647,16 @@ impl Fwd {
                     out.push(inst);
                 }
             }
+            Op::VecLoad(a, i, layout, slot) => {
+                let v = one.expect("vec_load result");
+                let (a, i) = (self.r(a), self.r(i));
+                inst.op = Op::VecLoad(a, i, layout, slot);
+                if self.available(Key::VecLoad(a, i, layout, slot), v) {
+                    out.push(inst);
+                }
+            }
             // Other vector operations: kept as they are (a vector's
-            // identity and its elements are not worth keys), their
-            // lengths noted.
+            // identity is not worth a key), their lengths noted.
             Op::MemoGet(..)
             | Op::MemoPut(..)
             | Op::Save(_)
@@ -652,7 +664,6 @@ impl Fwd {
             | Op::Count(_)
             | Op::VecOf(..)
             | Op::VecBuild { .. }
-            | Op::VecLoad(..)
             | Op::VecZero(..)
             | Op::VecOneHot { .. }
             | Op::VecZeroOf { .. }
