@@ -32,7 +32,7 @@
 //!   mode's sums of vectors of reals (a one-hot, a sum of one addition,
 //!   compiled code makes itself), and `rt_vec_dense(v) -> ptr`, the
 //!   elements of a vector or a sum (`gc/vector_sum.rs`);
-//! - `rt_stack_grow(buf, k) -> ptr`: a stack's buffer with room for more
+//! - `rt_stack_grow(buf, k, room) -> ptr`: a stack's buffer with room for more
 //!   (`fir::Op::StackPush`, which compiled code makes inline while the
 //!   buffer has room: `gc/stack.rs`);
 //! - `rt_memo_get(table, a, b) -> ptr`, `rt_memo_put(table, a, b, r)`: the

@@ -338,7 +338,7 @@ impl Codegen<'_> {
                 &[types::I64],
             ),
             "rt_vec_dense" => (&[types::I64], &[types::I64]),
-            "rt_stack_grow" => (&[types::I64; 2], &[types::I64]),
+            "rt_stack_grow" => (&[types::I64; 3], &[types::I64]),
             "rt_saves_grow" => (&[types::I64; 2], &[]),
             "rt_vec_build_begin" | "rt_vec_build_end" => (&[types::I64], &[]),
             "rt_memo_get" => (&[types::I64; 3], &[types::I64]),

@@ -444,13 +444,14 @@ impl FnBuilder<'_, '_> {
     /// `fir::Op::StackPush` of `vals` on the stack of `k` elements (an
     /// `F64`) in the buffer `buf`: in place when the buffer's count is
     /// `k` and it has room for one more element, else in the copy
-    /// `rt_stack_grow` makes.
+    /// `rt_stack_grow` makes (with room for `hint` more pushes, if given).
     fn stack_push(
         &mut self,
         stride: usize,
         buf: ClValue,
         k: ClValue,
         vals: &[ClValue],
+        hint: Option<ClValue>,
     ) -> Result<ClValue, String> {
         let flags = MemFlagsData::trusted();
         let count_at = VECTOR_SLOTS_AT as i32;
@@ -463,7 +464,11 @@ impl FnBuilder<'_, '_> {
         let room = self.b.ins().icmp(IntCC::UnsignedLessThan, top, len);
         let ok = self.b.ins().band(same, room);
         let b = self.unless_cold(ok, buf, |this| {
-            this.call_cold("rt_stack_grow", &[buf, ki])?
+            let hint = match hint {
+                Some(r) => this.b.ins().fcvt_to_uint_sat(types::I64, r),
+                None => this.b.ins().iconst(types::I64, 0),
+            };
+            this.call_cold("rt_stack_grow", &[buf, ki, hint])?
                 .ok_or_else(|| "internal error: rt_stack_grow result".into())
         })?;
         let off = self.b.ins().imul_imm_s(top, 8 * stride as i64);
@@ -545,11 +550,16 @@ impl FnBuilder<'_, '_> {
                 buf,
                 k,
                 vals,
+                room,
             } => {
                 let (stride, _) = self.element(*layout)?;
                 let (buf, k) = (self.val(*buf)?, self.val(*k)?);
                 let vals = self.vals(vals)?;
-                self.stack_push(stride, buf, k, &vals)?
+                let room = match room {
+                    Some(r) => Some(self.val(*r)?),
+                    None => None,
+                };
+                self.stack_push(stride, buf, k, &vals, room)?
             }
             Op::VecZero(layout, len) => {
                 let header = self.sum_header(*layout)?;

@@ -254,12 +254,17 @@ pub enum Op {
     /// itself, written in place, when nothing was pushed on it past `k`
     /// and it has room; else a new buffer with its first `k` elements.
     /// Either way no stack of at most k elements changes, so the
-    /// operation is as pure as an allocation. Gives a `Ptr`.
+    /// operation is as pure as an allocation. Gives a `Ptr`. `room`, an
+    /// `F64`, is how many more pushes the stack will likely take after
+    /// this one: a new buffer then has room for them all, where it would
+    /// otherwise be twice as large as the old one (a hint: it changes no
+    /// value).
     StackPush {
         layout: u32,
         buf: Val,
         k: Val,
         vals: Vec<Val>,
+        room: Option<Val>,
     },
     /// Pushes the values (`F64`s and `Ptr`s) on the program's one stack
     /// of saved values, which outlives every call: what a recursion made a

@@ -324,8 +324,12 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
             buf,
             k,
             vals: vs,
+            room,
         } => {
             let _ = write!(out, "stack_push #{layout} {buf} {k}({})", vals(vs));
+            if let Some(r) = room {
+                let _ = write!(out, " room {r}");
+            }
         }
         Op::VecZeroOf { layout, row, of } => {
             let _ = write!(out, "vec_zero_of #{layout} #{row} {of}");

@@ -555,10 +555,14 @@ impl<'a> Checker<'a> {
                 buf,
                 k,
                 vals,
+                room,
             } => {
                 let slots = self.sum_layout(*layout)?;
                 self.use_val(*buf, Some(Ptr))?;
                 self.use_val(*k, Some(F64))?;
+                if let Some(r) = room {
+                    self.use_val(*r, Some(F64))?;
+                }
                 self.use_vals(vals, slots, &format!("a stack of vectors #{layout}"))?;
                 vec![Ptr]
             }

@@ -38,10 +38,13 @@ impl Op {
                 f(*i);
                 vals.iter().for_each(|v| f(*v));
             }
-            Op::StackPush { buf, k, vals, .. } => {
+            Op::StackPush {
+                buf, k, vals, room, ..
+            } => {
                 f(*buf);
                 f(*k);
                 vals.iter().for_each(|v| f(*v));
+                room.iter().for_each(|v| f(*v));
             }
             Op::VecPlus(_, a, b) => {
                 f(*a);
@@ -106,10 +109,12 @@ impl Op {
                 f(i);
                 vals.iter_mut().for_each(f);
             }
-            Op::StackPush { buf, k, vals, .. } => {
+            Op::StackPush {
+                buf, k, vals, room, ..
+            } => {
                 f(buf);
                 f(k);
-                vals.iter_mut().for_each(f);
+                vals.iter_mut().chain(room.iter_mut()).for_each(f);
             }
             Op::VecPlus(_, a, b) => {
                 f(a);

@@ -128,6 +128,7 @@ impl Eval<'_> {
                 buf,
                 k,
                 vals,
+                ..
             } => {
                 let stride = self.stride(*layout)?;
                 let k = real(*k)?;

@@ -484,6 +484,7 @@ impl Rewrite<'_> {
                                     buf: self.val(*link),
                                     k,
                                     vals,
+                                    room: None,
                                 };
                                 let b = self.emit(out, Ty::Ptr, push);
                                 self.set(r, b, next);

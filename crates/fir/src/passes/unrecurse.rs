@@ -25,7 +25,8 @@
 //! the loops push and pop in the order of the calls they stand for, so
 //! every recursion made loops shares it as frames share the machine
 //! stack, and a recursion of a few levels costs no allocation. The
-//! collector scans it as it scans the machine stack.
+//! collector scans the pointers saved as it scans the machine stack
+//! (code generation puts them apart from the reals).
 //!
 //! A function `b` that only `a` calls, once, and that calls `a` is first
 //! spliced into `a` ([`fold_cycles`]): the backward sweep of a loop and
@@ -579,6 +580,23 @@ fn retarget(b: &mut Block, me: FuncId, down: FuncId, up: FuncId, kept: &[Val], l
     }
 }
 
+/// Each stack the code after the call pushes on (the record of a
+/// forward sweep, made on the way back up) likely takes a push a level:
+/// as many more as there are levels above (`above`), which the runtime
+/// then makes room for at once (`Op::StackPush`'s `room`).
+fn expect_room(b: &mut Block, above: Val) {
+    for i in &mut b.insts {
+        match &mut i.op {
+            Op::StackPush { room, .. } => *room = Some(above),
+            Op::If { then_, else_, .. } => {
+                expect_room(then_, above);
+                expect_room(else_, above);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// `f_up`: at level 0 the results; deeper, the level's values popped
 /// and the code after the call run with the results, one level up. With
 /// several calls, the number of the call is popped first, and each call's
@@ -610,6 +628,7 @@ fn make_up(f: &Func, me: FuncId, down: FuncId, up: FuncId, p: &Plan) -> Func {
         restore(f, &mut c, &mut arm, &site.pushed, zero);
         let mut rest = site.rest.clone();
         retarget(&mut rest, me, down, up, &p.kept, above);
+        expect_room(&mut rest, above);
         arm.extend(rest.insts);
         let mut arm = Block {
             insts: arm,

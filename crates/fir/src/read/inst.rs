@@ -204,11 +204,18 @@ impl Reader<'_> {
                 for v in &vals {
                     p.used(*v, Src::Known(F64));
                 }
+                let room = if self.is_word("room") {
+                    self.next();
+                    Some(self.val()?)
+                } else {
+                    None
+                };
                 let op = Op::StackPush {
                     layout,
                     buf,
                     k,
                     vals,
+                    room,
                 };
                 (op, Some(vec![Ptr]))
             }
