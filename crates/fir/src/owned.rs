@@ -195,6 +195,9 @@ impl Uses {
     }
 
     fn block(&mut self, b: &Block, arms: &mut Vec<(usize, bool)>, count: &mut usize) {
+        // The `If` whose arm this block is, before any pushed below.
+        let own = arms.last().copied();
+        let depth = arms.len();
         for i in &b.insts {
             *count += 1;
             let at = *count;
@@ -236,6 +239,17 @@ impl Uses {
                     arms.push((at, false));
                     self.block(else_, arms, count);
                     arms.pop();
+                    // What follows an `If` one of whose arms leaves the
+                    // function runs only after the other: it is in that
+                    // arm, apart from the one that left (the up loop of a
+                    // recursion made loops returns its sums at level 0,
+                    // then adds them deeper).
+                    let leaves = |t: &Term| !matches!(t, Term::Yield(_));
+                    match (leaves(&then_.term), leaves(&else_.term)) {
+                        (true, false) => arms.push((at, false)),
+                        (false, true) => arms.push((at, true)),
+                        _ => {}
+                    }
                 }
                 _ => {}
             }
@@ -256,12 +270,13 @@ impl Uses {
             }
             Term::Return(vals) => self.returns.push((at, vals.clone())),
             Term::Yield(vals) => {
-                if let Some((i, _)) = arms.last() {
-                    self.yields.entry(*i).or_default().push((at, vals.clone()));
+                if let Some((i, _)) = own {
+                    self.yields.entry(i).or_default().push((at, vals.clone()));
                 }
             }
             _ => {}
         }
+        arms.truncate(depth);
     }
 }
 
@@ -397,6 +412,33 @@ main f0
     fn a_loop_adds_to_the_sum_it_carries_in_place() {
         // Both operands: the one-hot is made for this `plus` too.
         assert_eq!(consumed(LOOP, 1), vec![(6, 2), (6, 5)]);
+    }
+
+    #[test]
+    fn a_sum_returned_by_an_arm_that_leaves_is_consumed_after_it() {
+        // The loop's test as an `If` whose arm returns, the step after it
+        // (the up loop of a recursion made loops, `passes::unrecurse`).
+        let early = LOOP.replace(
+            "  v8 = if v3 {\n    yield v2\n  } else {",
+            "  if v3 {\n    return v2\n  } else {\n    yield\n  }\n  {",
+        );
+        let early = early
+            .replace("  {\n    v4 = vec_len v2", "  v4 = vec_len v2")
+            .replace(
+                "    tailcall f1(v0, v9, v6)\n  }\n  return v8\n",
+                "  tailcall f1(v0, v9, v6)\n",
+            );
+        assert!(
+            early.contains("return v2\n  } else {\n    yield"),
+            "{early}"
+        );
+        assert_eq!(consumed(&early, 1), vec![(6, 2), (6, 5)]);
+        // Read again where it returns, before the `If`: not consumed.
+        let read_before = early.replace(
+            "  if v3 {",
+            "  v10 = vec_load v2 v1 #0.0\n  print_real v10\n  if v3 {",
+        );
+        assert_eq!(consumed(&read_before, 1), vec![(6, 5)]);
     }
 
     #[test]

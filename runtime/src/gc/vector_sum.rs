@@ -23,7 +23,8 @@
 //! which each `plus` replaces by the next) writes the next entries in
 //! place, 16 bytes for an addition of a real. Adding to an older sum
 //! copies its entries into a log of its own first, so every sum keeps its
-//! value. A one-hot holds its one addition itself, after its pointers.
+//! value. A one-hot holds its one addition itself, after its pointers,
+//! and so does a pair of one-hots its two.
 //!
 //! A sum of vectors of vectors of reals (`SUM_ROWS_TAG`) is the same with
 //! a pointer to a row for an element, rows added by `plus` of rows: the
@@ -44,8 +45,8 @@ mod accumulator;
 use super::vector::{rt_alloc_vector, rt_vec_build_begin, rt_vec_build_end};
 use super::*;
 use crate::cell_layout::{
-    vector_header, vector_shape, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT, SUM_LOG_AT,
-    SUM_ROWS_TAG, SUM_TAG, SUM_ZERO_OF, VECTOR_MAX_STRIDE, VECTOR_SLOTS_AT, VECTOR_TAG,
+    vector_header, vector_shape, SUM_ACC, SUM_BASE_AT, SUM_BYTES, SUM_COUNT_AT, SUM_DENSE_AT,
+    SUM_LOG_AT, SUM_ROWS_TAG, SUM_TAG, SUM_ZERO_OF, VECTOR_MAX_STRIDE, VECTOR_SLOTS_AT, VECTOR_TAG,
 };
 
 /// The word at `p + off`.
@@ -181,7 +182,7 @@ fn summand(v: usize, stride: usize) -> Summand {
             let (log, count) = (word(v, SUM_LOG_AT), word(v, SUM_COUNT_AT));
             let entries = if log != 0 {
                 log + VECTOR_SLOTS_AT + 8 * (1 + stride)
-            } else if count == 1 {
+            } else if count == 1 || count == 2 && tag == SUM_TAG && half(v) & SUM_ACC == 0 {
                 v + SUM_BYTES
             } else {
                 0
@@ -525,6 +526,12 @@ unsafe fn plus_entry(sum: usize, entry: *const usize, sum_first: bool) -> Option
     if !larger {
         return None;
     }
+    if big.count == 1 && big.log == 0 && big.base == 0 && n >= 2 {
+        // Two one-hots (a step that reads a vector twice): a pair that
+        // holds both additions itself, as a one-hot holds its one, where
+        // a log of its own took four times the memory.
+        return Some(pair_of(big.entries as *const usize, entry, el, n));
+    }
     let s = append(big, el, n, entry, 1);
     Some(finish(s, el, n))
 }
@@ -659,6 +666,25 @@ fn plus_general(a: usize, b: usize) -> usize {
         })
     };
     finish(s, el, n)
+}
+
+/// The sum of the additions at `first` and then at `second` to a zero,
+/// holding the two after its pointers (`summand` reads them there: a sum
+/// of reals, not an accumulator, with no log and two additions).
+///
+/// # Safety
+/// `first` and `second` point to entries of `el`'s stride that no
+/// allocation moves or frees.
+unsafe fn pair_of(first: *const usize, second: *const usize, el: Elems, n: usize) -> usize {
+    let w = 1 + el.stride;
+    let p = new_sum(el, n, Summand::zero(2), 2 * w);
+    let to = (p + SUM_BYTES) as *mut usize;
+    for (k, from) in [first, second].into_iter().enumerate() {
+        for j in 0..w {
+            *to.add(k * w + j) = *from.add(j);
+        }
+    }
+    p
 }
 
 /// How many additions of reals (of up to [`SMALL_STRIDE`] slots) a sum

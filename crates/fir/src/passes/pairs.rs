@@ -19,6 +19,7 @@
 //! gives. At one index it gets `x1 + x2`, summed in the order the pair
 //! holds them, `h1`'s first (the runtime appends the second operand's
 //! addition to the first's), as one addition: a one-hot of `x1 + x2`.
+//! Where the two indices are one value, that is all (no `If`).
 //! Lengths were checked before each `plus`, as they are here.
 
 use super::simplify;
@@ -173,11 +174,17 @@ impl Cx<'_> {
                 vals,
             },
         });
-        let one = self.fresh(Ty::Ptr);
+        // One index (a step that reads one element twice, its reads
+        // merged): the sum's is the only arm.
+        let same_index = a.i == b.i;
+        let one = if same_index { r } else { self.fresh(Ty::Ptr) };
         then_.push(Inst {
             results: vec![one],
             op: Op::VecPlus(l, hot, sum),
         });
+        if same_index {
+            return then_;
+        }
         let (t, two) = (self.fresh(Ty::Ptr), self.fresh(Ty::Ptr));
         let else_ = vec![
             Inst {

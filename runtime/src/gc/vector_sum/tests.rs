@@ -107,14 +107,15 @@ fn adding_an_entry_is_adding_its_one_hot() {
 #[test]
 fn a_log_is_sized_by_its_entries_not_by_the_vector() {
     let _globals = crate::TEST_GLOBALS.lock();
-    // Two reads of one element of a long vector, summed: a log of a
-    // few entries (one of the vector's length made the gradient of
-    // such a loop quadratic).
+    // Two reads of one element of a long vector, summed, then a third:
+    // a log of a few entries (one of the vector's length made the
+    // gradient of such a loop quadratic).
     let n = 1 << 20;
     let pair = rt_vec_plus(one_hot(n, 7.0, 1.0), one_hot(n, 7.0, 2.0));
+    let three = rt_vec_plus(pair, one_hot(n, 9.0, 1.0));
     // SAFETY: a sum made by `rt_vec_plus`, with a log.
-    let log = unsafe { word(pair, SUM_LOG_AT) };
-    assert!(log != 0 && log_fill(log) == (2, 16), "{:?}", log_fill(log));
+    let log = unsafe { word(three, SUM_LOG_AT) };
+    assert!(log != 0 && log_fill(log) == (3, 16), "{:?}", log_fill(log));
     let mut acc = pair;
     for i in 0..100 {
         acc = rt_vec_plus(acc, one_hot(n, i as f64, 1.0));
@@ -443,4 +444,84 @@ fn a_settled_accumulator_grows_its_log_before_it_is_remade() {
     let (count, log) = unsafe { (word(settled, SUM_COUNT_AT), word(settled, SUM_LOG_AT)) };
     assert_eq!((count, log), (0, 0));
     assert_eq!(bits(settled), bits(chain(&adds, false)));
+}
+
+/// The pair `plus` makes of two one-hots holds both additions itself,
+/// with no log; bit for bit, it is the sum with a log the same additions
+/// made before: read, added to a zero, to a one-hot, to a sum with a
+/// log, to an accumulator (consumed or not), and added to.
+#[test]
+fn a_pair_of_one_hots_is_the_sum_of_its_two_additions() {
+    let _globals = crate::TEST_GLOBALS.lock();
+    let n = 80u64;
+    let el = Elems::reals(1);
+    for (i1, x1, i2, x2) in [
+        (3.0, 0.1, 3.0, 0.2),
+        (3.0, -0.0, 3.0, -0.0),
+        (5.0, 1e16, 2.0, -1.0),
+        (0.0, -0.0, 79.0, 2.5),
+    ] {
+        let pair = || rt_vec_plus(one_hot(n, i1, x1), one_hot(n, i2, x2));
+        // The sum with a log, as `plus` made it before.
+        let logged = || {
+            let (a, b) = (one_hot(n, i1, x1), one_hot(n, i2, x2));
+            // SAFETY: both one-hots are held by this frame.
+            unsafe {
+                let (a, b) = (summand(a, 1), summand(b, 1));
+                finish(
+                    append_copy(a, el, n as usize, b.entries as *const usize, 1),
+                    el,
+                    n as usize,
+                )
+            }
+        };
+        let p = pair();
+        // SAFETY: a sum's words.
+        unsafe {
+            assert_eq!((word(p, SUM_LOG_AT), word(p, SUM_COUNT_AT)), (0, 2));
+        }
+        assert_eq!(bits(p), bits(logged()));
+        let zero = || rt_vec_zero(u64::from(vector_header(1, 0)), n);
+        assert_eq!(
+            bits(rt_vec_plus(zero(), pair())),
+            bits(rt_vec_plus(zero(), logged()))
+        );
+        let hot = || one_hot(n, i2, 0.75);
+        assert_eq!(
+            bits(rt_vec_plus(hot(), pair())),
+            bits(rt_vec_plus(hot(), logged()))
+        );
+        assert_eq!(
+            bits(rt_vec_plus(pair(), hot())),
+            bits(rt_vec_plus(logged(), hot()))
+        );
+        let adds = additions(30, 0.53);
+        let with_log = || chain(&adds, false);
+        assert_eq!(
+            bits(rt_vec_plus(with_log(), pair())),
+            bits(rt_vec_plus(with_log(), logged()))
+        );
+        assert_eq!(
+            bits(rt_vec_plus(pair(), with_log())),
+            bits(rt_vec_plus(logged(), with_log()))
+        );
+        let long = additions(75, 0.29);
+        let acc = || chain(&long, true);
+        assert_eq!(
+            bits(rt_vec_plus(acc(), pair())),
+            bits(rt_vec_plus(acc(), logged()))
+        );
+        assert_eq!(
+            bits(rt_vec_plus_owned(acc(), pair(), 1)),
+            bits(rt_vec_plus_owned(acc(), logged(), 1))
+        );
+        assert_eq!(
+            bits(rt_vec_plus_hot(pair(), 7, 0.5, 0)),
+            bits(rt_vec_plus_hot(logged(), 7, 0.5, 0))
+        );
+    }
+    // More additions than elements: made dense, as before.
+    let tiny = rt_vec_plus(one_hot(1, 0.0, 1.0), one_hot(1, 0.0, 2.0));
+    assert_eq!(shape_of(tiny).0, VECTOR_TAG);
+    assert_eq!(elements(tiny), [3.0]);
 }
