@@ -18,6 +18,7 @@ pub mod pairs;
 pub mod params;
 pub mod results;
 pub mod returns;
+pub mod room;
 pub mod schedule;
 pub mod simplify;
 pub mod sink;
@@ -49,7 +50,8 @@ pub type Pass = (&'static str, fn(&mut Module));
 /// the vectors only taken apart slot by slot, keeping in
 /// cells only the slots worth storing, and not those every cell of a chain
 /// holds alike (their readers take them as parameters), making the lists whose cells are
-/// left with their link and reals a buffer of reals and a count, adding a pair of
+/// left with their link and reals a buffer of reals and a count, telling
+/// the pushes of a counting loop how many follow, adding a pair of
 /// one-hots to a sum one at a time, returning at once what
 /// the loops left only counting (a list of nothing, say) count, moving the large pieces of a
 /// function that calls itself into functions of their own (its frame is
@@ -76,6 +78,7 @@ pub const PIPELINE: &[Pass] = &[
     ("accumulate", accumulate::pass_sums_down),
     ("counted", counted::closed_forms),
     ("unrecurse", unrecurse::unrecurse),
+    ("room", room::expect_room),
     ("pairs", pairs::split_pairs),
     ("outline", outline::outline_recursion),
     ("sink", sink::sink),
