@@ -21,8 +21,10 @@
 //! as it is, with the same values as reals, at a self call that would
 //! take one out of that: no program sees which of the two ran. Of
 //! counters every self call steps alike, one is tested; the others stay
-//! within 2^32 of it. The parameters the loop keeps fixed that it
-//! compares counters with are checked and converted on entry alike.
+//! within 2^32 of it. None is when one of them stops at a bound
+//! (`bounds`): it stays between its start and the bound. The parameters
+//! the loop keeps fixed that it compares counters with are checked and
+//! converted on entry alike.
 //!
 //! Input: a FIR function and what `fir::whole` knows of its values.
 //! Output: its [`Counters`], and the integer copy's instructions, built
@@ -32,6 +34,9 @@
 use super::*;
 use crate::function::self_calls;
 use std::rc::Rc;
+
+mod bounds;
+use bounds::{Bound, End, InRange, Limit};
 
 /// The largest counter value the integer loop holds (a 32-bit immediate
 /// in an x86-64 comparison).
@@ -64,6 +69,10 @@ pub(crate) struct Counters {
     pub(crate) measured: Vec<usize>,
     /// The whole constants a counter may be compared with.
     pub(crate) consts: HashMap<Val, i64>,
+    /// The counters a step takes toward the bound the loop leaves at.
+    pub(crate) bounds: Vec<Bound>,
+    /// The index checks the entry answers for every step.
+    pub(crate) in_range: Vec<InRange>,
 }
 
 impl Counters {
@@ -164,12 +173,6 @@ pub(crate) fn counters(
     if params.is_empty() {
         return None;
     }
-    let mut checked: Vec<usize> = Vec::new();
-    for &(j, d) in &params {
-        if d != 0 && !checked.iter().any(|k| steps.get(k) == steps.get(&j)) {
-            checked.push(j);
-        }
-    }
     let mut fixed_ints = Vec::new();
     let mut measured = Vec::new();
     let mut int_consts = HashMap::new();
@@ -203,6 +206,33 @@ pub(crate) fn counters(
     fixed_ints.dedup();
     measured.sort_unstable();
     measured.dedup();
+    let limit = |v: Val| {
+        if fixed_ints.contains(&v.index()) && is_fixed_whole(&v) {
+            Some(Limit::Fixed(v.index()))
+        } else {
+            int_consts.get(&v).map(|c| Limit::Const(*c))
+        }
+    };
+    let (bounds, in_range) = bounds::bounds(&bounds::Loop {
+        fid,
+        f,
+        derived: &derived,
+        params: &params,
+        measured: &measured,
+        limit: &limit,
+    });
+    // One counter of each set that steps alike is tested at every step,
+    // unless one of the set stops at a bound.
+    let alike = |a: &usize, b: &usize| steps.get(a) == steps.get(b);
+    let mut checked: Vec<usize> = Vec::new();
+    for &(j, d) in &params {
+        if d != 0
+            && !checked.iter().any(|k| alike(k, &j))
+            && !bounds.iter().any(|b| alike(&b.counter, &j))
+        {
+            checked.push(j);
+        }
+    }
     Some(Rc::new(Counters {
         derived,
         params,
@@ -210,6 +240,8 @@ pub(crate) fn counters(
         fixed_ints,
         measured,
         consts: int_consts,
+        bounds,
+        in_range,
     }))
 }
 
@@ -276,7 +308,15 @@ impl FnBuilder<'_, '_> {
             });
             ints.insert(Val::new(j), q);
         }
-        let ok = ok.ok_or("internal error: a loop's counters are none")?;
+        let mut ok = ok.ok_or("internal error: a loop's counters are none")?;
+        let mut lens = HashMap::new();
+        for &j in &plan.measured {
+            let n = self.vector_len(pre_params[j]);
+            lens.insert(Val::new(j), n);
+        }
+        for test in self.bound_tests(plan, &ints, &lens)? {
+            ok = self.b.ins().band(ok, test);
+        }
         let to_int = self.b.create_block();
         let moving: Vec<ClValue> = pre_params
             .iter()
@@ -286,11 +326,6 @@ impl FnBuilder<'_, '_> {
             .collect();
         self.b.ins().brif(ok, to_int, &[], lp, &block_args(&moving));
         self.b.switch_to_block(to_int);
-        let mut lens = HashMap::new();
-        for &j in &plan.measured {
-            let n = self.vector_len(pre_params[j]);
-            lens.insert(Val::new(j), n);
-        }
         let mut args = Vec::new();
         for (j, x) in pre_params.iter().enumerate() {
             if fixed[j] {
@@ -325,6 +360,69 @@ impl FnBuilder<'_, '_> {
             acc: None,
             acc_entry,
         })
+    }
+
+    /// The entry's tests that make the plan's bounds hold (`bounds`): a
+    /// counter that stops where it is not equal to its bound starts on
+    /// its side, and each index check answered on entry is in range at
+    /// both ends of its counter's range.
+    fn bound_tests(
+        &mut self,
+        plan: &Counters,
+        ints: &HashMap<Val, ClValue>,
+        lens: &HashMap<Val, ClValue>,
+    ) -> Result<Vec<ClValue>, String> {
+        let int = |v: usize| {
+            ints.get(&Val::new(v))
+                .copied()
+                .ok_or("internal error: a bound's integer")
+        };
+        let mut tests = Vec::new();
+        let mut targets = Vec::new();
+        for b in &plan.bounds {
+            let target = match b.limit {
+                Limit::Fixed(p) => {
+                    let n = int(p)?;
+                    self.b.ins().iadd_imm_s(n, -b.offset)
+                }
+                Limit::Const(c) => self.b.ins().iconst(types::I64, c - b.offset),
+            };
+            targets.push(target);
+            if b.rel == bounds::Rel::Ne {
+                let cc = if b.dir < 0 {
+                    IntCC::SignedGreaterThanOrEqual
+                } else {
+                    IntCC::SignedLessThanOrEqual
+                };
+                let k0 = int(b.counter)?;
+                tests.push(self.b.ins().icmp(cc, k0, target));
+            }
+        }
+        for r in &plan.in_range {
+            let b = &plan.bounds[r.bound];
+            let (k0, c0) = (int(b.counter)?, int(r.counter)?);
+            // The index is the bound's counter plus this, at every step.
+            let shift = self.b.ins().isub(c0, k0);
+            let shift = self.b.ins().iadd_imm_s(shift, r.offset);
+            let [lo, hi] = b.range().map(|end| match end {
+                End::Entry => self.b.ins().iadd(k0, shift),
+                End::Target(d) => {
+                    let t = self.b.ins().iadd(targets[r.bound], shift);
+                    self.b.ins().iadd_imm_s(t, d)
+                }
+            });
+            let n = *lens
+                .get(&Val::new(r.vector))
+                .ok_or("internal error: an index check's length")?;
+            let from_zero = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, 0);
+            let below = self.b.ins().icmp(IntCC::SignedLessThan, hi, n);
+            tests.push(from_zero);
+            tests.push(below);
+        }
+        Ok(tests)
     }
 
     /// Jumps to the accumulator version `block` with `args` and the
@@ -393,6 +491,12 @@ impl FnBuilder<'_, '_> {
                         return Ok(());
                     }
                 }
+            }
+            (Op::VecIndexOk(..), [r]) if plan.in_range.iter().any(|x| x.result == *r) => {
+                let yes = self.b.ins().iconst(types::I8, 1);
+                self.set(*r, yes)?;
+                self.known.learn(*r, Fact::True, yes);
+                return Ok(());
             }
             (Op::VecIndexOk(v, i), [r]) if self.int(*i).is_some() => {
                 let q = self.int(*i).ok_or("internal error: a counter's integer")?;
