@@ -73,6 +73,11 @@ pub(crate) struct Counters {
     pub(crate) bounds: Vec<Bound>,
     /// The index checks the entry answers for every step.
     pub(crate) in_range: Vec<InRange>,
+    /// The steps only self calls read: added where each self call passes
+    /// them, so the counter's register is free to take its next value
+    /// (made where the FIR makes it, the step kept the counter alive
+    /// across the rest of the body and cost a move of register per step).
+    pub(crate) late: HashSet<Val>,
 }
 
 impl Counters {
@@ -233,7 +238,45 @@ pub(crate) fn counters(
             checked.push(j);
         }
     }
+    let mut uses: HashMap<Val, usize> = HashMap::new();
+    f.body
+        .for_each_use(&mut |v| *uses.entry(v).or_default() += 1);
+    let mut passed: HashMap<Val, usize> = HashMap::new();
+    for args in &calls {
+        for (j, a) in args.iter().enumerate() {
+            if params.iter().any(|p| p.0 == j) {
+                *passed.entry(*a).or_default() += 1;
+            }
+        }
+    }
+    // Across a call the counter lives in a register the call saves, and
+    // register allocation then copied it on both sides of a step made
+    // late (lse-R's loop calling `exp`: 21 -> 23 instructions a step).
+    let mut calls_out = false;
+    f.body.for_each_inst(&mut |i| {
+        calls_out |= match &i.op {
+            Op::FUn(op, _) => *op != FUn::Sqrt,
+            Op::FBin(op, ..) => *op == FBin::Atan2,
+            op => matches!(
+                op,
+                Op::Call(..)
+                    | Op::CallAt(..)
+                    | Op::PrintStr(_)
+                    | Op::PrintReal(_)
+                    | Op::PrintBool(_)
+                    | Op::ReadReal(_)
+                    | Op::MemoGet(..)
+                    | Op::MemoPut(..)
+                    | Op::VecBuild { .. }
+            ),
+        }
+    });
+    let late = (derived.keys())
+        .filter(|v| !calls_out && v.index() >= f.params.len() && passed.get(v) == uses.get(v))
+        .copied()
+        .collect();
     Some(Rc::new(Counters {
+        late,
         derived,
         params,
         checked,
@@ -253,6 +296,9 @@ pub(crate) struct IntMode {
     pub(crate) ints: HashMap<Val, ClValue>,
     /// Lengths (`I64`) of the fixed vectors counters index.
     pub(crate) lens: HashMap<Val, ClValue>,
+    /// The steps of `Counters::late` met so far: the counter's integer
+    /// and the offset.
+    pub(crate) late: HashMap<Val, (ClValue, i64)>,
     /// The loop's two versions, which self calls jump to.
     pub(crate) lp_int: ClBlock,
     pub(crate) lp: ClBlock,
@@ -354,6 +400,7 @@ impl FnBuilder<'_, '_> {
         Ok(IntMode {
             plan: plan.clone(),
             ints,
+            late: HashMap::new(),
             lens,
             lp_int,
             lp,
@@ -464,6 +511,10 @@ impl FnBuilder<'_, '_> {
                 if let Some(i) = op.counter_slot() {
                     self.count(i)?;
                 }
+                if let (true, Some(m)) = (plan.late.contains(r), &mut self.int_mode) {
+                    m.late.insert(*r, (base, off));
+                    return Ok(());
+                }
                 let q = self.b.ins().iadd_imm_s(base, off);
                 self.def_int(*r, q);
                 return Ok(());
@@ -559,7 +610,13 @@ impl FnBuilder<'_, '_> {
                     }
                     match plan.params.iter().find(|p| p.0 == j) {
                         Some(&(_, dir)) => {
-                            let q = self.int(*a).ok_or("internal error: a counter's integer")?;
+                            let late = self.int_mode.as_ref().and_then(|m| m.late.get(a));
+                            let q = match late.copied() {
+                                Some((base, off)) => self.b.ins().iadd_imm_s(base, off),
+                                None => {
+                                    self.int(*a).ok_or("internal error: a counter's integer")?
+                                }
+                            };
                             ints.push(q);
                             let cc = if dir >= 0 {
                                 IntCC::SignedLessThanOrEqual

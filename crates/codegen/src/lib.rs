@@ -688,6 +688,7 @@ impl Codegen<'_> {
                         .map(|(plan, block)| crate::induction::IntMode {
                             plan: mode.plan.clone(),
                             ints: mode.ints.clone(),
+                            late: HashMap::new(),
                             lens: mode.lens.clone(),
                             lp_int: block,
                             lp: mode.lp,
