@@ -36,7 +36,9 @@ use crate::function::self_calls;
 use std::rc::Rc;
 
 mod bounds;
+mod tied;
 use bounds::{Bound, End, InRange, Limit};
+use tied::Tied;
 
 /// The largest counter value the integer loop holds (a 32-bit immediate
 /// in an x86-64 comparison).
@@ -78,12 +80,20 @@ pub(crate) struct Counters {
     /// (made where the FIR makes it, the step kept the counter alive
     /// across the rest of the body and cost a move of register per step).
     pub(crate) late: HashSet<Val>,
+    /// The counters kept as another's plus a constant (`tied`).
+    pub(crate) tied: Tied,
 }
 
 impl Counters {
     /// Whether parameter `j` is a counter.
     pub(crate) fn is_counter(&self, j: usize) -> bool {
         self.params.iter().any(|p| p.0 == j)
+    }
+
+    /// Whether parameter `j` is a parameter of the integer version: a
+    /// tied counter is not.
+    pub(crate) fn passed(&self, j: usize) -> bool {
+        !self.tied.to.contains_key(&j)
     }
 }
 
@@ -229,13 +239,15 @@ pub(crate) fn counters(
     // One counter of each set that steps alike is tested at every step,
     // unless one of the set stops at a bound.
     let alike = |a: &usize, b: &usize| steps.get(a) == steps.get(b);
+    let tied = tied::tied(fid, f, &derived, &params, &steps, &limit);
     let mut checked: Vec<usize> = Vec::new();
     for &(j, d) in &params {
         if d != 0
             && !checked.iter().any(|k| alike(k, &j))
             && !bounds.iter().any(|b| alike(&b.counter, &j))
         {
-            checked.push(j);
+            // A tied counter's step is its set's kept counter's.
+            checked.push(tied.to.get(&j).copied().unwrap_or(j));
         }
     }
     let mut uses: HashMap<Val, usize> = HashMap::new();
@@ -276,6 +288,7 @@ pub(crate) fn counters(
         .copied()
         .collect();
     Some(Rc::new(Counters {
+        tied,
         late,
         derived,
         params,
@@ -286,6 +299,17 @@ pub(crate) fn counters(
         bounds,
         in_range,
     }))
+}
+
+/// A comparison of reals as one of integers.
+fn int_cc(c: Cmp) -> IntCC {
+    match c {
+        Cmp::Eq => IntCC::Equal,
+        Cmp::Lt => IntCC::SignedLessThan,
+        Cmp::Gt => IntCC::SignedGreaterThan,
+        Cmp::Le => IntCC::SignedLessThanOrEqual,
+        Cmp::Ge => IntCC::SignedGreaterThanOrEqual,
+    }
 }
 
 /// The state of a loop's integer version being built.
@@ -299,6 +323,11 @@ pub(crate) struct IntMode {
     /// The steps of `Counters::late` met so far: the counter's integer
     /// and the offset.
     pub(crate) late: HashMap<Val, (ClValue, i64)>,
+    /// Per tied counter, its difference from the counter kept (`tied`).
+    pub(crate) tied_d: HashMap<usize, ClValue>,
+    /// Per comparison of a tied counter, the bound the kept counter is
+    /// compared with.
+    pub(crate) tied_cmps: HashMap<Val, ClValue>,
     /// The loop's two versions, which self calls jump to.
     pub(crate) lp_int: ClBlock,
     pub(crate) lp: ClBlock,
@@ -372,9 +401,10 @@ impl FnBuilder<'_, '_> {
             .collect();
         self.b.ins().brif(ok, to_int, &[], lp, &block_args(&moving));
         self.b.switch_to_block(to_int);
+        let (tied_d, tied_cmps) = self.tie(plan, &mut ints)?;
         let mut args = Vec::new();
         for (j, x) in pre_params.iter().enumerate() {
-            if fixed[j] {
+            if fixed[j] || !plan.passed(j) {
                 continue;
             }
             args.push(if plan.is_counter(j) {
@@ -401,12 +431,51 @@ impl FnBuilder<'_, '_> {
             plan: plan.clone(),
             ints,
             late: HashMap::new(),
+            tied_d,
+            tied_cmps,
             lens,
             lp_int,
             lp,
             acc: None,
             acc_entry,
         })
+    }
+
+    /// On entry to the integer version: each tied counter's difference
+    /// from the counter it is kept as, and the bound each of its
+    /// comparisons compares that counter with. Its entry integer leaves
+    /// `ints`: inside, it has none.
+    #[allow(clippy::type_complexity)]
+    fn tie(
+        &mut self,
+        plan: &Counters,
+        ints: &mut HashMap<Val, ClValue>,
+    ) -> Result<(HashMap<usize, ClValue>, HashMap<Val, ClValue>), String> {
+        let int = |ints: &HashMap<Val, ClValue>, j: usize| {
+            ints.get(&Val::new(j))
+                .copied()
+                .ok_or("internal error: a tied counter's integer")
+        };
+        let mut d = HashMap::new();
+        for (&c, &kept) in &plan.tied.to {
+            let diff = self.b.ins().isub(int(ints, c)?, int(ints, kept)?);
+            d.insert(c, diff);
+        }
+        let mut cmps = HashMap::new();
+        for cmp in &plan.tied.cmps {
+            let limit = match cmp.limit {
+                Limit::Fixed(p) => int(ints, p)?,
+                Limit::Const(k) => self.b.ins().iconst(types::I64, k),
+            };
+            // counter + offset = kept + diff + offset.
+            let bound = self.b.ins().isub(limit, d[&cmp.counter]);
+            let bound = self.b.ins().iadd_imm_s(bound, -cmp.offset);
+            cmps.insert(cmp.result, bound);
+        }
+        for c in plan.tied.to.keys() {
+            ints.remove(&Val::new(*c));
+        }
+        Ok((d, cmps))
     }
 
     /// The entry's tests that make the plan's bounds hold (`bounds`): a
@@ -502,6 +571,28 @@ impl FnBuilder<'_, '_> {
         };
         let plan = mode.plan.clone();
         match (&inst.op, &inst.results[..]) {
+            (Op::FBin(op, ..), [r]) if plan.derived.get(r).is_some_and(|d| !plan.passed(d.0)) => {
+                // A tied counter's step: the kept counter's is made.
+                if let Some(i) = op.counter_slot() {
+                    self.count(i)?;
+                }
+                return Ok(());
+            }
+            (Op::FCmp(c, ..), [r]) if plan.tied.cmps.iter().any(|t| t.result == *r) => {
+                let t = plan.tied.cmps.iter().find(|t| t.result == *r);
+                let t = t.ok_or("internal error: a tied comparison")?;
+                let kept = plan.tied.to[&t.counter];
+                let q = self
+                    .int(Val::new(kept))
+                    .ok_or("internal error: a kept counter's integer")?;
+                let bound = self.int_mode.as_ref().and_then(|m| m.tied_cmps.get(r));
+                let bound = *bound.ok_or("internal error: a tied comparison's bound")?;
+                self.count(base::counters::COMPARISONS)?;
+                let (a, b) = if t.swapped { (bound, q) } else { (q, bound) };
+                let v = self.b.ins().icmp(int_cc(*c), a, b);
+                self.set(*r, v)?;
+                return Ok(());
+            }
             (Op::FBin(op, x, y), [r]) if plan.derived.contains_key(r) => {
                 let (base, off) = match (self.int(*x), self.int(*y)) {
                     (Some(q), None) => (q, plan.derived[r].1 - plan.derived[x].1),
@@ -530,14 +621,7 @@ impl FnBuilder<'_, '_> {
                         self.count(base::counters::COMPARISONS)?;
                         let a = self.int_value(a);
                         let b = self.int_value(b);
-                        let cc = match c {
-                            Cmp::Eq => IntCC::Equal,
-                            Cmp::Lt => IntCC::SignedLessThan,
-                            Cmp::Gt => IntCC::SignedGreaterThan,
-                            Cmp::Le => IntCC::SignedLessThanOrEqual,
-                            Cmp::Ge => IntCC::SignedGreaterThanOrEqual,
-                        };
-                        let v = self.b.ins().icmp(cc, a, b);
+                        let v = self.b.ins().icmp(int_cc(*c), a, b);
                         self.set(*r, v)?;
                         return Ok(());
                     }
@@ -590,6 +674,7 @@ impl FnBuilder<'_, '_> {
         };
         let (plan, lp_int, lp) = (mode.plan.clone(), mode.lp_int, mode.lp);
         let (mode_acc, acc_entry) = (mode.acc, mode.acc_entry);
+        let mode_tied_d = mode.tied_d.clone();
         let mode_lp_int = lp_int;
         if let Term::TailCall(callee, args) = t {
             if *callee == self.fid {
@@ -604,8 +689,10 @@ impl FnBuilder<'_, '_> {
                         .map(|(_, a)| *a)
                         .collect::<Vec<_>>(),
                 );
+                // The integer passed at each passed position.
+                let mut at: HashMap<usize, ClValue> = HashMap::new();
                 for (j, a) in args.iter().enumerate() {
-                    if fixed[j] {
+                    if fixed[j] || !plan.passed(j) {
                         continue;
                     }
                     match plan.params.iter().find(|p| p.0 == j) {
@@ -618,6 +705,7 @@ impl FnBuilder<'_, '_> {
                                 }
                             };
                             ints.push(q);
+                            at.insert(j, q);
                             let cc = if dir >= 0 {
                                 IntCC::SignedLessThanOrEqual
                             } else {
@@ -673,7 +761,18 @@ impl FnBuilder<'_, '_> {
                         // The same arguments, the counters' as reals.
                         let moving = (0..fixed.len()).filter(|j| !fixed[*j]);
                         let mut args = Vec::new();
-                        for (j, x) in moving.zip(ints) {
+                        let mut passed = ints.into_iter();
+                        for j in moving {
+                            let x = match plan.tied.to.get(&j) {
+                                Some(kept) => {
+                                    let q = at.get(kept);
+                                    let q = *q.ok_or("internal error: a kept counter's step")?;
+                                    let d = mode_tied_d.get(&j);
+                                    let d = *d.ok_or("internal error: a tied difference")?;
+                                    self.b.ins().iadd(q, d)
+                                }
+                                None => passed.next().ok_or("internal error: an argument")?,
+                            };
                             args.push(if plan.is_counter(j) {
                                 self.b.ins().fcvt_from_sint(types::F64, x)
                             } else {

@@ -526,7 +526,7 @@ impl Codegen<'_> {
                     induction::counters(g, gf, &fixed, &self.whole[g.index()]).map(|plan| {
                         let lp_int = b.create_block();
                         for (j, (t, fx)) in gf.params.iter().zip(&fixed).enumerate() {
-                            if !fx {
+                            if !fx && plan.passed(j) {
                                 b.append_block_param(
                                     lp_int,
                                     if plan.is_counter(j) {
@@ -689,6 +689,8 @@ impl Codegen<'_> {
                             plan: mode.plan.clone(),
                             ints: mode.ints.clone(),
                             late: HashMap::new(),
+                            tied_d: mode.tied_d.clone(),
+                            tied_cmps: mode.tied_cmps.clone(),
                             lens: mode.lens.clone(),
                             lp_int: block,
                             lp: mode.lp,
@@ -711,6 +713,9 @@ impl Codegen<'_> {
                     for (i, fx) in fixed.iter().enumerate() {
                         if *fx {
                             vals[i] = Some(pre_params[i]);
+                            continue;
+                        }
+                        if !mode.plan.passed(i) {
                             continue;
                         }
                         let x = *next.next().expect("loop parameter");

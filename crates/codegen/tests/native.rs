@@ -676,6 +676,19 @@ fn every_vector_operation_as_evaluated() {
 }
 
 #[test]
+fn loop_counters_kept_as_others() {
+    let m = read_fir("tests/fir/counters.fir");
+    let out = check(&m, "counters", "");
+    let lines: Vec<&str> = out.lines().collect();
+    // Fourteen steps each: j0 * 14 + 0 + 1 + ... + 13 (91), signed.
+    let j0 = 2147483640.0f64;
+    assert_eq!(lines[0], format!("{}", 14.0 * j0 + 91.0));
+    assert_eq!(lines[1], format!("{}", -(14.0 * j0 + 91.0)));
+    // Sum of i / 2 for i < 1000.
+    assert_eq!(lines[2], "249750");
+}
+
+#[test]
 fn large_vectors_and_collections_while_filling() {
     let m = read_fir("tests/fir/vectors.fir");
     let out = check(&m, "vectors", "");
