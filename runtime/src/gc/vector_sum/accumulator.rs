@@ -168,6 +168,22 @@ fn add_grouped(t: usize, other: usize) -> Option<usize> {
     // index is below `n`.
     unsafe {
         let to = (word(t, SUM_BASE_AT) + VECTOR_SLOTS_AT) as *mut f64;
+        if (1..=2).contains(&s.count) {
+            // A one-hot or a pair (a step's two reads): its groups
+            // without sorting, as `with_groups` makes them: one index's
+            // additions summed in the order made, each index once.
+            let (i, x) = s.entry(1, 0);
+            if s.count == 2 {
+                let (j, y) = s.entry(1, 1);
+                if i == j {
+                    *to.add(i) += *x + *y;
+                    return Some(t);
+                }
+                *to.add(j) += *y;
+            }
+            *to.add(i) += *x;
+            return Some(t);
+        }
         with_groups(&s, 1, n, |sums, groups| {
             for g in 0..groups {
                 let e = sums.add(2 * g);

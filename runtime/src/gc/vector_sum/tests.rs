@@ -515,6 +515,15 @@ fn a_pair_of_one_hots_is_the_sum_of_its_two_additions() {
             bits(rt_vec_plus_owned(acc(), pair(), 1)),
             bits(rt_vec_plus_owned(acc(), logged(), 1))
         );
+        // Added in place, as `plus` of the settled accumulator adds it.
+        assert_eq!(
+            bits(rt_vec_plus_owned(acc(), pair(), 1)),
+            bits(rt_vec_plus(acc(), pair()))
+        );
+        assert_eq!(
+            bits(rt_vec_plus_owned(acc(), one_hot(n, i1, x1), 1)),
+            bits(rt_vec_plus(acc(), one_hot(n, i1, x1)))
+        );
         assert_eq!(
             bits(rt_vec_plus_hot(pair(), 7, 0.5, 0)),
             bits(rt_vec_plus_hot(logged(), 7, 0.5, 0))
