@@ -174,20 +174,32 @@ pub(crate) fn measure(ctx: &Ctx, case: &'static Case) -> Scaled {
         )
     });
     let at = |k: usize| runs.as_ref().map(|r| r[k].clone()).map_err(Clone::clone);
-    let per_element =
-        |k: usize, n: u64| -> Result<f64, String> { Ok((at(k)?.0 - at(0)?.0).max(0.0) / n as f64) };
+    // A run no slower than the start-up alone (the machine's load at
+    // n = 0) says nothing of the work: shown so, not as 0.
+    let above_start = |t: f64| -> Result<f64, String> {
+        if t > 0.0 {
+            Ok(t)
+        } else {
+            Err("within the start-up's noise".to_string())
+        }
+    };
+    let per_element = |k: usize, n: u64| -> Result<f64, String> {
+        Ok(above_start(at(k)?.0 - at(0)?.0)? / n as f64)
+    };
     let small = per_element(1, case.small * case.small_reps);
     let large = per_element(3, case.large);
-    let c = at(2).and_then(|(t, out)| Ok(((t - at(0)?.0).max(0.0), out)));
+    let c = at(2).and_then(|(t, out)| Ok((t - at(0)?.0, out)));
     let i = built.clone().and_then(|()| {
         let r = best(ctx, &interp, &[(0, 0, 3), (case.versus, 1, 3)])?;
-        Ok(((r[1].0 - r[0].0).max(0.0), r[1].1.clone()))
+        Ok((r[1].0 - r[0].0, r[1].1.clone()))
     });
     let output = match (&c, &i) {
         (Ok((_, a)), Ok((_, b))) if a == b => "same",
         (Ok(_), Ok(_)) => "DIFFERS",
         _ => "n/a",
     };
+    let c = c.and_then(|(t, out)| Ok((above_start(t)?, out)));
+    let i = i.and_then(|(t, out)| Ok((above_start(t)?, out)));
     let s = Scaled {
         case,
         small,
