@@ -20,8 +20,11 @@
 //! Growth is bounded by a size limit per function and a number of rounds,
 //! so recursion cannot make it unroll without end.
 
+mod dead;
+
 use crate::{Block, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
 use base::EntityRef;
+use dead::{Dead, DeadModel};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Callees at most this big (instructions, nested ones included) are
@@ -108,7 +111,7 @@ fn rounds(m: &mut Module, budget: usize) {
     let mut sizes: Vec<usize> = m.funcs.iter().map(|f| f.body.size()).collect();
     let mut calls: Vec<Vec<usize>> = m.funcs.iter().map(|f| callees_of(&f.body)).collect();
     let mut said = reads_said(m);
-    let mut dead: Vec<Option<Dead>> = vec![None; m.funcs.len()];
+    let mut dead: Vec<Option<Dead>> = (0..m.funcs.len()).map(|_| None).collect();
     for _ in 0..ROUNDS {
         let mut sites = vec![0usize; m.funcs.len()];
         let mut last_caller = vec![0usize; m.funcs.len()];
@@ -155,7 +158,9 @@ fn rounds(m: &mut Module, budget: usize) {
         let reads = reads_unplaced(m, said.as_ref());
         let mut changed = false;
         let mut next_sizes = sizes.clone();
-        let dead_at_start = live.as_ref().map(|_| dead.clone());
+        // Dead functions as the round reads them (as at its start), and
+        // as it leaves them.
+        let mut next_dead: Vec<(usize, Dead)> = Vec::new();
         let mut live_calls: HashMap<usize, Dead> = HashMap::default();
         for i in 0..m.funcs.len() {
             // A function that calls no candidate but itself is left as it
@@ -164,24 +169,23 @@ fn rounds(m: &mut Module, budget: usize) {
             if !graph[i].iter().any(|&g| g != i && candidate[g]) {
                 continue;
             }
-            if let (Some(d), Some(at_start)) = (dead[i].take(), &dead_at_start) {
+            if let Some(d) = &dead[i] {
                 let mut model = DeadModel {
                     sizes: &sizes,
                     sites: &sites,
                     candidate: &candidate,
                     reads_unplaced: &reads,
-                    dead: at_start,
+                    dead: &dead,
                     saved: &saved,
                     funcs: &m.funcs,
                     live_calls: &mut live_calls,
                 };
-                let (d, size, inlined) = model.inline(i, d, &mut left);
-                if inlined {
+                if let Some((d, size)) = model.inline(i, d, &mut left) {
                     changed = true;
-                    calls[i] = callees_in(&d.calls);
+                    calls[i] = d.callees();
                     next_sizes[i] = size;
+                    next_dead.push((i, d));
                 }
-                dead[i] = Some(d);
                 continue;
             }
             if candidate[i] && last_caller[i] > i {
@@ -224,284 +228,13 @@ fn rounds(m: &mut Module, budget: usize) {
             }
             m.funcs[i] = f;
         }
+        for (i, d) in next_dead {
+            dead[i] = Some(d);
+        }
         if !changed {
             break;
         }
         sizes = next_sizes;
-    }
-}
-
-/// How a function calls a callee, as far as inlining it there goes; or
-/// where an arm of an `If` opens or closes (an error ends what follows
-/// in its own block only).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Call,
-    CallAt,
-    Tail,
-    Build,
-    Open,
-    Close,
-    /// As many instructions as the item's number that are none of these.
-    Plain,
-}
-
-/// A block's calls, in the order the inliner meets them, its arms marked.
-fn kinds(b: &Block, out: &mut Vec<(usize, Kind)>) {
-    let mut plain = 0;
-    for i in &b.insts {
-        let item = match &i.op {
-            Op::Call(g, _) => (g.index(), Kind::Call),
-            Op::CallAt(g, _, _) => (g.index(), Kind::CallAt),
-            Op::VecBuild { func, .. } => (func.index(), Kind::Build),
-            Op::If { then_, else_, .. } => {
-                out.push((plain + 1, Kind::Plain));
-                plain = 0;
-                for arm in [then_, else_] {
-                    out.push((0, Kind::Open));
-                    kinds(arm, out);
-                    out.push((term_code(arm), Kind::Close));
-                }
-                continue;
-            }
-            _ => {
-                plain += 1;
-                continue;
-            }
-        };
-        if plain > 0 {
-            out.push((plain, Kind::Plain));
-            plain = 0;
-        }
-        out.push(item);
-    }
-    if plain > 0 {
-        out.push((plain, Kind::Plain));
-    }
-    if let Term::TailCall(g, _) = &b.term {
-        out.push((g.index(), Kind::Tail));
-    }
-}
-
-/// [`Block::size`] of the function whose items ([`kinds`]) are `items`.
-fn size_of(items: &[(usize, Kind)]) -> usize {
-    1 + items
-        .iter()
-        .map(|&(n, k)| match k {
-            Kind::Plain => n,
-            Kind::Call | Kind::CallAt | Kind::Build | Kind::Open => 1,
-            Kind::Tail | Kind::Close => 0,
-        })
-        .sum::<usize>()
-}
-
-/// How a block ends, as the number of a `Close` item: it yields, returns,
-/// ends the program or tail-calls.
-const YIELD: usize = 0;
-const RETURN: usize = 1;
-const ERROR: usize = 2;
-const TAIL: usize = 3;
-
-fn term_code(b: &Block) -> usize {
-    match b.term {
-        Term::Yield(_) => YIELD,
-        Term::Return(_) => RETURN,
-        Term::Error(_) | Term::ErrorWith(_) => ERROR,
-        Term::TailCall(..) => TAIL,
-    }
-}
-
-/// [`Block::single_exit`] of the function whose items `items` are.
-fn single_exit_items(items: &[(usize, Kind)]) -> bool {
-    items
-        .iter()
-        .all(|&(n, k)| k != Kind::Close || n == YIELD || n == ERROR)
-}
-
-/// The callees among `kinds`' items.
-fn callees_in(items: &[(usize, Kind)]) -> Vec<usize> {
-    items
-        .iter()
-        .filter(|(_, k)| !matches!(k, Kind::Open | Kind::Close | Kind::Plain))
-        .map(|&(g, _)| g)
-        .collect()
-}
-
-/// May a `Call` take in this body (one exit, or one made by [`tail_yields`])?
-fn one_exit(b: &Block) -> bool {
-    b.single_exit() || tail_yields(b).is_some()
-}
-
-/// What the rounds keep of a function `main` no longer reaches (inlined
-/// into all its callers): its calls, and whether a `Call` may take it in.
-#[derive(Clone)]
-struct Dead {
-    calls: Vec<(usize, Kind)>,
-    one_exit: bool,
-    /// How the function's body ends ([`term_code`]).
-    term: usize,
-}
-
-impl Dead {
-    fn of(b: &Block) -> Dead {
-        let mut calls = Vec::new();
-        kinds(b, &mut calls);
-        Dead {
-            calls,
-            one_exit: one_exit(b),
-            term: term_code(b),
-        }
-    }
-}
-
-/// The rounds rewrite a dead function's calls and size as inlining its
-/// callees would (each call the round would inline replaced by that
-/// callee's calls, its size added, a copy charged to the budget), without
-/// its body. Its calls still count as call sites and its copies spend the
-/// budget, which is what the rounds were tuned with: not counting them
-/// made generated-3070's live code twice as large, and keeping its calls
-/// as they were when it died left a tower of forward derivatives calling
-/// four times as many functions at run time. Copying whole bodies into
-/// dead functions made 1.8 of the 2.0 million instructions the rounds
-/// built for generated-3070, most of its inlining time and heap.
-struct DeadModel<'a, 'b> {
-    sizes: &'a [usize],
-    sites: &'a [usize],
-    candidate: &'a [bool],
-    reads_unplaced: &'a [bool],
-    /// The dead functions at the start of the round.
-    dead: &'a [Option<Dead>],
-    /// Where the live callees are read from, as [`Callees::Round`].
-    saved: &'a [Option<Func>],
-    funcs: &'a [Func],
-    /// The live callees' calls and whether a `Call` may take them in,
-    /// read once a round.
-    live_calls: &'b mut HashMap<usize, Dead>,
-}
-
-impl DeadModel<'_, '_> {
-    /// Dead function `f` after the round, its size, and whether it
-    /// changed, as [`Inliner::worth`] and [`Inliner::block`] decide for a
-    /// live one.
-    fn inline(&mut self, f: usize, d: Dead, left: &mut usize) -> (Dead, usize, bool) {
-        let mut size = self.sizes[f];
-        let mut inlined = false;
-        let mut term = d.term;
-        // How the block whose term a tail call inlined ends now.
-        let mut pending = None;
-        let mut out = Vec::with_capacity(d.calls.len());
-        let mut depth = 0usize;
-        let mut items = d.calls.iter();
-        while let Some(&(g, kind)) = items.next() {
-            match kind {
-                Kind::Open => depth += 1,
-                Kind::Close => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            if !matches!(kind, Kind::Call | Kind::CallAt | Kind::Tail) {
-                let g = match kind {
-                    Kind::Close => pending.take().unwrap_or(g),
-                    _ => g,
-                };
-                out.push((g, kind));
-                continue;
-            }
-            let gs = self.sizes[g];
-            let moves = self.sites[g] == 1;
-            let worth = g != f
-                && self.candidate[g]
-                && size + gs <= MAX_SIZE
-                && (moves || (gs <= SMALL && gs <= *left))
-                && !(kind == Kind::CallAt && self.reads_unplaced[g]);
-            let callee = if worth { self.callee(g) } else { None };
-            let Some(callee) = callee.filter(|c| kind == Kind::Tail || c.one_exit) else {
-                out.push((g, kind));
-                continue;
-            };
-            inlined = true;
-            let at_call = kind != Kind::Tail;
-            out.extend(callee.calls.iter().map(|&(h, k)| {
-                // A `Call` takes in a body that returns from its arms as
-                // one yielding there ([`tail_yields`]).
-                let h = if at_call && k == Kind::Close && h == RETURN {
-                    YIELD
-                } else {
-                    h
-                };
-                let k = match (kind, k) {
-                    (_, Kind::Build | Kind::Open | Kind::Close | Kind::Plain) | (Kind::Tail, _) => {
-                        k
-                    }
-                    (Kind::CallAt, _) => Kind::CallAt,
-                    (_, Kind::Tail) => Kind::Call,
-                    (_, k) => k,
-                };
-                (h, k)
-            }));
-            size += gs;
-            if !moves {
-                *left = left.saturating_sub(gs);
-            }
-            if kind == Kind::Tail {
-                if depth == 0 {
-                    term = callee.term;
-                } else {
-                    pending = Some(callee.term);
-                }
-            } else if callee.term == ERROR {
-                // Nothing after an error runs: the rest of this block goes.
-                let mut level = 0usize;
-                let mut rest = items.clone();
-                while let Some(&(_, k)) = rest.clone().next() {
-                    match k {
-                        Kind::Open => level += 1,
-                        Kind::Close if level == 0 => break,
-                        Kind::Close => level -= 1,
-                        _ => {}
-                    }
-                    rest.next();
-                }
-                items = rest;
-                if depth == 0 {
-                    term = ERROR;
-                } else {
-                    pending = Some(ERROR);
-                }
-            }
-        }
-        let real = size_of(&out);
-        // Whether `tail_yields` could take it in is not followed as it
-        // changes (that needs its values), only whether it came to have a
-        // single exit.
-        let one_exit = d.one_exit || single_exit_items(&out);
-        (
-            Dead {
-                calls: out,
-                one_exit,
-                term,
-            },
-            real,
-            inlined,
-        )
-    }
-
-    /// Callee `g` as the round reads it.
-    fn callee(&mut self, g: usize) -> Option<Dead> {
-        if let Some(d) = self.dead.get(g).and_then(Option::as_ref) {
-            return Some(d.clone());
-        }
-        let body = &self
-            .saved
-            .get(g)
-            .and_then(Option::as_ref)
-            .or_else(|| self.funcs.get(g))?
-            .body;
-        Some(
-            self.live_calls
-                .entry(g)
-                .or_insert_with(|| Dead::of(body))
-                .clone(),
-        )
     }
 }
 
