@@ -101,8 +101,7 @@ pub(crate) fn acc_param(
 ) -> Option<AccPlan> {
     let mut reads = Reads::default();
     read(&f.body, fid, &mut reads);
-    let mut calls = Vec::new();
-    function::self_calls(&f.body, fid, &mut calls);
+    let calls = f.body.tail_calls_to(fid);
     if calls.is_empty() {
         return None;
     }

@@ -19,9 +19,7 @@ pub(crate) struct Member {
 /// their own position.
 pub(crate) fn invariant_params(fid: FuncId, f: &fir::Func) -> Vec<bool> {
     let mut fixed = vec![true; f.params.len()];
-    let mut calls = Vec::new();
-    self_calls(&f.body, fid, &mut calls);
-    for args in calls {
+    for args in f.body.tail_calls_to(fid) {
         for (i, a) in args.iter().enumerate() {
             if a.index() != i {
                 fixed[i] = false;
@@ -29,21 +27,6 @@ pub(crate) fn invariant_params(fid: FuncId, f: &fir::Func) -> Vec<bool> {
         }
     }
     fixed
-}
-
-/// The arguments of every tail call of `b` to `fid` (a loop's back edges).
-pub(crate) fn self_calls<'a>(b: &'a fir::Block, fid: FuncId, out: &mut Vec<&'a [Val]>) {
-    for i in &b.insts {
-        if let Op::If { then_, else_, .. } = &i.op {
-            self_calls(then_, fid, out);
-            self_calls(else_, fid, out);
-        }
-    }
-    if let Term::TailCall(g, args) = &b.term {
-        if *g == fid {
-            out.push(args);
-        }
-    }
 }
 
 pub(crate) struct FnBuilder<'a, 'b> {

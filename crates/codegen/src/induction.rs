@@ -32,7 +32,6 @@
 //! Cranelift function as the loop as it is.
 
 use super::*;
-use crate::function::self_calls;
 use std::rc::Rc;
 
 mod bounds;
@@ -156,8 +155,7 @@ pub(crate) fn counters(
     let mut dir: HashMap<usize, i64> = HashMap::new();
     let mut steps: HashMap<usize, Vec<i64>> = HashMap::new();
     let mut bad: HashSet<usize> = HashSet::new();
-    let mut calls = Vec::new();
-    self_calls(&f.body, fid, &mut calls);
+    let calls = f.body.tail_calls_to(fid);
     for args in &calls {
         for (j, a) in args.iter().enumerate() {
             if !derived.contains_key(&Val::new(j)) || derived.get(&Val::new(j)) != Some(&(j, 0)) {

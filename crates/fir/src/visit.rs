@@ -262,6 +262,29 @@ pub enum CallKind {
 }
 
 impl Block {
+    /// The arguments of every tail call of `g` in the block and the blocks
+    /// nested in it: of a function's body and `g` itself, its loop's back
+    /// edges.
+    pub fn tail_calls_to(&self, g: FuncId) -> Vec<&[Val]> {
+        let mut out = Vec::new();
+        self.collect_tail_calls(g, &mut out);
+        out
+    }
+
+    fn collect_tail_calls<'a>(&'a self, g: FuncId, out: &mut Vec<&'a [Val]>) {
+        for i in &self.insts {
+            if let Op::If { then_, else_, .. } = &i.op {
+                then_.collect_tail_calls(g, out);
+                else_.collect_tail_calls(g, out);
+            }
+        }
+        if let Term::TailCall(h, args) = &self.term {
+            if *h == g {
+                out.push(args);
+            }
+        }
+    }
+
     /// Whether the block leaves only through its own terminator: the arms
     /// of its `If`s (nested ones too) yield or stop the program, none
     /// returns or tail-calls. Such a body can stand in for a call of it.

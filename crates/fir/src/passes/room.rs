@@ -21,7 +21,7 @@
 //! or not whole is none), so a loop that does not push every step, or
 //! stops earlier, is only given a larger buffer than it needed.
 
-use crate::{Block, Cmp, FBin, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
+use crate::{Block, Cmp, FBin, Func, FuncId, Inst, Module, Op, Ty, Val};
 use base::EntityRef;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -40,8 +40,7 @@ pub fn expect_room(m: &mut Module) {
 }
 
 fn in_loop(me: FuncId, f: &mut Func) {
-    let mut calls: Vec<Vec<Val>> = Vec::new();
-    collect_self_calls(&f.body, me, &mut calls);
+    let calls = f.body.tail_calls_to(me);
     if calls.is_empty() {
         return;
     }
@@ -114,20 +113,6 @@ fn in_loop(me: FuncId, f: &mut Func) {
         &mut fresh,
     );
     f.types = types;
-}
-
-fn collect_self_calls(b: &Block, me: FuncId, out: &mut Vec<Vec<Val>>) {
-    for i in &b.insts {
-        if let Op::If { then_, else_, .. } = &i.op {
-            collect_self_calls(then_, me, out);
-            collect_self_calls(else_, me, out);
-        }
-    }
-    if let Term::TailCall(g, args) = &b.term {
-        if *g == me {
-            out.push(args.clone());
-        }
-    }
 }
 
 /// Before each push of `stepped` without a room, the room `e - i - c`.
