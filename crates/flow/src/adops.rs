@@ -50,9 +50,8 @@ pub struct Ops<M: Mode = Analysing> {
     /// Set when an operation met a union where it needs a fixed shape
     /// (names the operation): the analysis then stops with a limit error.
     pub(crate) union_hit: std::cell::Cell<Option<(&'static str, UnionId)>>,
-    /// The maps of unions being computed ([`Ops::map_members`]): a union
-    /// that holds itself is reached again.
-    pub(crate) active_maps: rustc_hash::FxHashSet<(UnionOp, UnionId, Option<UnionId>)>,
+    /// The maps of unions met by the walk under way ([`Ops::map_members`]).
+    pub(crate) map_walk: MapWalk,
     /// How each union made by [`Ops::map_union`] was made, so that an
     /// inverse operation gives back the union it came from.
     pub(crate) map_origins: HashMap<UnionId, (UnionOp, UnionId, Option<UnionId>)>,
@@ -80,6 +79,22 @@ pub(crate) type Op<T> = Result<T, String>;
 /// are memoised themselves): the same in the analysis and in lowering.
 type ClosureOps = HashMap<(UnionOp, AvId, Option<AvId>), AvId>;
 
+/// The maps of unions ([`Ops::map_members`]) made in the outermost map
+/// under way, the walk. A union is mapped at most once per walk: a union
+/// that holds itself is reached again while its map is under way, and in
+/// a structure of unions nested in unions (closures whose environments
+/// hold unions of closures) the same union is reached along exponentially
+/// many paths, each of which mapped it again (a generated program of 40
+/// lines never finished its build). Once per walk suffices: a union that
+/// gains a member later in the walk bumps the domain's generation, and
+/// the analysis runs again whenever it changed.
+#[derive(Default)]
+pub(crate) struct MapWalk {
+    seen: HashMap<(UnionOp, UnionId, Option<UnionId>), u64>,
+    walk: u64,
+    nesting: u32,
+}
+
 impl Ops {
     /// The operations on `prog`, with nothing computed yet, as the
     /// analysis runs them.
@@ -92,7 +107,7 @@ impl Ops {
             closure_ops: ClosureOps::default(),
             consts: HashMap::default(),
             union_hit: std::cell::Cell::new(None),
-            active_maps: Default::default(),
+            map_walk: MapWalk::default(),
             map_origins: HashMap::default(),
             vector_met: None,
             mode: Analysing::default(),
@@ -111,7 +126,7 @@ impl Ops {
             closure_ops: self.closure_ops,
             consts: self.consts,
             union_hit: self.union_hit,
-            active_maps: self.active_maps,
+            map_walk: self.map_walk,
             map_origins: self.map_origins,
             vector_met: self.vector_met,
             mode,
@@ -598,9 +613,14 @@ impl<M: Mode> Ops<M> {
         r: UnionId,
         unwrap: bool,
     ) {
-        if !self.active_maps.insert((op, u, wu)) {
+        let walk = &mut self.map_walk;
+        if walk.nesting == 0 {
+            walk.walk += 1;
+        }
+        if walk.seen.insert((op, u, wu), walk.walk) == Some(walk.walk) {
             return;
         }
+        walk.nesting += 1;
         for mu in self.dom.members(u).to_vec() {
             let others = match wu {
                 None => vec![None],
@@ -618,7 +638,7 @@ impl<M: Mode> Ops<M> {
                 self.dom.add_member(r, x);
             }
         }
-        self.active_maps.remove(&(op, u, wu));
+        self.map_walk.nesting -= 1;
     }
 
     /// The operation of a [`UnionOp`] on members.

@@ -316,6 +316,7 @@ fn soak_programs_build_or_fail_fast_and_cleanly() {
         ("tests/compile/cps-list-ref.vlad".to_string(), "10\n3\n"),
         ("tests/compile/bundle-loop.vlad".to_string(), "3\n"),
         ("tests/compile/bundle-zero-loop.vlad".to_string(), "4\n"),
+        ("tests/compile/union-maps-nested.vlad".to_string(), ""),
         (deeper_s.clone(), "3\n"),
         (after_s.clone(), "3\n"),
         (
