@@ -398,32 +398,7 @@ impl FnBuilder<'_, '_> {
         if !callees.contains(&fid) {
             return (Vec::new(), Vec::new());
         }
-        let mut read = HashSet::new();
-        let mut measured = HashSet::new();
-        let mut summed = HashSet::new();
-        f.body.for_each_inst(&mut |inst| match &inst.op {
-            Op::VecLoad(v, ..) => {
-                read.insert(*v);
-            }
-            Op::VecLen(v) | Op::VecIndexOk(v, _) => {
-                measured.insert(*v);
-            }
-            Op::VecPlus(_, a, b) => {
-                summed.extend([*a, *b]);
-            }
-            _ => {}
-        });
-        let fixed = |set: &HashSet<Val>| {
-            (0..f.params.len())
-                .map(Val::new)
-                .filter(|p| fixed[p.index()] && set.contains(p))
-                .collect::<Vec<_>>()
-        };
-        let dense = fixed(&read)
-            .into_iter()
-            .filter(|p| !summed.contains(p))
-            .collect();
-        (dense, fixed(&measured))
+        vector_params(f, fixed)
     }
 
     /// The vector of the elements of `v`: `v` itself, unless it is a sum
@@ -689,12 +664,13 @@ impl FnBuilder<'_, '_> {
         func: FuncId,
         argv: &[ClValue],
         i: ClValue,
+        before: &[(Val, Fact, ClValue)],
     ) -> Result<Option<Vec<ClValue>>, String> {
         let g = self.cg.m.func(func);
         let Term::Return(rets) = &g.body.term else {
             return Ok(None);
         };
-        if g.body.size() > INLINE_ELEMENT || !g.body.single_exit() || argv.len() != g.params.len() {
+        if !self.inlines_element(func, argv.len()) {
             return Ok(None);
         }
         let mut vals: Vec<Option<ClValue>> = argv.iter().map(|x| Some(*x)).collect();
@@ -709,6 +685,9 @@ impl FnBuilder<'_, '_> {
         let saved_deferred = std::mem::take(&mut self.deferred);
         // The index, as the integer it is.
         self.known.learn(Val::new(argv.len() - 1), Fact::Int, i);
+        for (v, fact, x) in before {
+            self.known.learn(*v, *fact, *x);
+        }
         let mut made = Ok(());
         for inst in &g.body.insts {
             made = self.inst(inst);
@@ -727,6 +706,43 @@ impl FnBuilder<'_, '_> {
         slots.map(Some)
     }
 
+    /// Whether `vec_build` makes the elements by `func`'s code inline,
+    /// called with `args` arguments.
+    fn inlines_element(&self, func: FuncId, args: usize) -> bool {
+        let g = self.cg.m.func(func);
+        matches!(g.body.term, Term::Return(_))
+            && g.body.size() <= INLINE_ELEMENT
+            && g.body.single_exit()
+            && args == g.params.len()
+    }
+
+    /// What the inlined code of `func` would make at every element of
+    /// vectors among its first `fixed` parameters (the arguments `args`,
+    /// the same at every element), made once before the loop: the dense
+    /// vector of each one it reads elements of, the length of each one it
+    /// measures. Per element, each read tested the vector's tag again
+    /// (ode's Runge-Kutta steps: a load, a compare and a branch per
+    /// element read).
+    fn element_facts(
+        &mut self,
+        func: FuncId,
+        args: &[ClValue],
+    ) -> Result<Vec<(Val, Fact, ClValue)>, String> {
+        let g = self.cg.m.func(func);
+        let fixed: Vec<bool> = (0..g.params.len()).map(|p| p < args.len()).collect();
+        let (dense, measured) = vector_params(g, &fixed);
+        let mut facts = Vec::new();
+        for p in dense {
+            let d = self.dense(args[p.index()])?;
+            facts.push((p, Fact::Dense, d));
+        }
+        for p in measured {
+            let n = self.vector_len(args[p.index()]);
+            facts.push((p, Fact::Len, self.count_real(n)));
+        }
+        Ok(facts)
+    }
+
     fn vec_build(
         &mut self,
         layout: u32,
@@ -743,6 +759,13 @@ impl FnBuilder<'_, '_> {
         let state = match state {
             Some(v) => Some(self.val(v)?),
             None => None,
+        };
+        // Made before the vector, which nothing may see unfilled.
+        let calls = args.len() + usize::from(state.is_some()) + 1;
+        let before = if self.inlines_element(func, calls) {
+            self.element_facts(func, &args)?
+        } else {
+            Vec::new()
         };
         // The length was checked: a whole number within bounds.
         let n = self.b.ins().fcvt_to_uint_sat(types::I64, len);
@@ -783,7 +806,7 @@ impl FnBuilder<'_, '_> {
             argv.push(now);
         }
         argv.push(index);
-        let mut slots = match self.inline_element(func, &argv, i)? {
+        let mut slots = match self.inline_element(func, &argv, i, &before)? {
             Some(slots) => slots,
             None => self.call_with(func, argv)?,
         };
@@ -816,4 +839,38 @@ impl FnBuilder<'_, '_> {
         }
         Ok(v)
     }
+}
+
+/// The parameters of `f` among `fixed` whose elements it reads (and adds
+/// nothing to), and those whose lengths it reads: what is best made once
+/// before a loop that runs `f`'s code with those parameters unchanged.
+/// Not one a `plus` adds to: making its elements early would stop that
+/// `plus` from adding in place.
+fn vector_params(f: &fir::Func, fixed: &[bool]) -> (Vec<Val>, Vec<Val>) {
+    let mut read = HashSet::new();
+    let mut measured = HashSet::new();
+    let mut summed = HashSet::new();
+    f.body.for_each_inst(&mut |inst| match &inst.op {
+        Op::VecLoad(v, ..) => {
+            read.insert(*v);
+        }
+        Op::VecLen(v) | Op::VecIndexOk(v, _) => {
+            measured.insert(*v);
+        }
+        Op::VecPlus(_, a, b) => {
+            summed.extend([*a, *b]);
+        }
+        _ => {}
+    });
+    let fixed = |set: &HashSet<Val>| {
+        (0..f.params.len())
+            .map(Val::new)
+            .filter(|p| fixed[p.index()] && set.contains(p))
+            .collect::<Vec<_>>()
+    };
+    let dense = fixed(&read)
+        .into_iter()
+        .filter(|p| !summed.contains(p))
+        .collect();
+    (dense, fixed(&measured))
 }
