@@ -69,10 +69,13 @@ pub(crate) struct Known {
     trail: Vec<(Val, Fact)>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Fact {
     Dense,
     Int,
+    /// A constant index (a whole number from 0 to `MAX_VECTOR_LEN`), as
+    /// an `I64` constant.
+    Index,
     /// A vector's length, as the `F64` the FIR holds.
     Len,
     /// A `Bool` known true, or false, where an `If` on it decided.
@@ -397,17 +400,30 @@ impl FnBuilder<'_, '_> {
         };
         match &inst.op {
             Op::F64Const(x) => {
+                let r = one(&inst.results)?;
                 let v = self.b.ins().f64const(*x);
-                self.set(one(&inst.results)?, v)?;
+                self.set(r, v)?;
+                // A constant index is an integer constant: converted at
+                // run time, each element of a short vector read by
+                // constant indices (an unrolled fold) cost four
+                // instructions more than its load.
+                if *x >= 0.0 && *x <= fir::MAX_VECTOR_LEN && x.fract() == 0.0 {
+                    let k = self.b.ins().iconst(types::I64, *x as i64);
+                    self.known.learn(r, Fact::Int, k);
+                    self.known.learn(r, Fact::Index, k);
+                }
             }
             Op::BoolConst(x) => {
                 let v = self.b.ins().iconst(types::I8, *x as i64);
                 self.set(one(&inst.results)?, v)?;
             }
-            Op::FBin(op, x, y) => {
-                let (x, y) = (self.val(*x)?, self.val(*y)?);
+            Op::FBin(op, fx, fy) => {
+                let (x, y) = (self.val(*fx)?, self.val(*fy)?);
                 if let Some(i) = op.counter_slot() {
                     self.count(i)?;
+                }
+                if let Some(k) = self.offset_int(*op, *fx, *fy) {
+                    self.known.learn(one(&inst.results)?, Fact::Int, k);
                 }
                 let v = match op {
                     FBin::Add | FBin::PlusAdd => self.b.ins().fadd(x, y),
@@ -436,6 +452,13 @@ impl FnBuilder<'_, '_> {
                         .call_import(name, &[x])?
                         .ok_or("internal error: libm result")?,
                 };
+                self.set(one(&inst.results)?, v)?;
+            }
+            Op::FCmp(Cmp::Eq, x, y) if self.index_eq(*x, *y).is_some() => {
+                self.count(base::counters::COMPARISONS)?;
+                let (x, k) = self.index_eq(*x, *y).unwrap_or((*x, *y));
+                let (x, k) = (self.int_of(x)?, self.val_fact(k, Fact::Index)?);
+                let v = self.b.ins().icmp(IntCC::Equal, x, k);
                 self.set(one(&inst.results)?, v)?;
             }
             Op::FCmp(c, x, y) => {

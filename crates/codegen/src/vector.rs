@@ -297,29 +297,35 @@ impl FnBuilder<'_, '_> {
     /// them, so the comparison alone fails them).
     fn index_ok(&mut self, v: Val, i: Val) -> Result<ClValue, String> {
         let x = self.val(i)?;
-        let shifted = self.shifted(x);
         // A whole `i` (`fir::whole`) needs only the comparison: an
         // infinity or a NaN fails it.
         let known_whole = self.cg.whole[self.fid.index()]
             .get(i.index())
             .copied()
             .unwrap_or(false);
-        let whole = if known_whole {
-            None
-        } else {
-            let magic = self.b.ins().f64const(TWO_TO_52);
-            let back = self.b.ins().fsub(shifted, magic);
-            Some(self.b.ins().fcmp(FloatCC::Equal, back, x))
+        let known = self.known.get(i, Fact::Int);
+        let shifted = match (known, known_whole) {
+            (Some(_), true) => None,
+            _ => Some(self.shifted(x)),
+        };
+        let whole = match shifted {
+            Some(shifted) if !known_whole => {
+                let magic = self.b.ins().f64const(TWO_TO_52);
+                let back = self.b.ins().fsub(shifted, magic);
+                Some(self.b.ins().fcmp(FloatCC::Equal, back, x))
+            }
+            _ => None,
         };
         // Cranelift's optimiser is off: the integer is made of this sum,
         // not of another.
-        let k = match self.known.get(i, Fact::Int) {
-            Some(k) => k,
-            None => {
+        let k = match (known, shifted) {
+            (Some(k), _) => k,
+            (None, Some(shifted)) => {
                 let k = self.shifted_int(shifted);
                 self.known.learn(i, Fact::Int, k);
                 k
             }
+            (None, None) => return Err("internal error: an index without its integer".into()),
         };
         let vec = self.val(v)?;
         let n = self.vector_len(vec);
@@ -369,8 +375,68 @@ impl FnBuilder<'_, '_> {
         Ok(n)
     }
 
+    /// For `x == y` with one side a constant index and the other whole
+    /// (`fir::whole`): the whole side, then the constant. Their integers
+    /// (`index_int`) are then equal exactly when they are: an infinity,
+    /// a NaN, a negative number or one of 2^52 or more gives an integer
+    /// outside 0 to 2^52 (and -0 gives 0). The loops over short vectors
+    /// that inlining unrolls test the index against the length at each
+    /// step: a float comparison with a constant made for it, six
+    /// instructions, where the integers' is two.
+    pub(crate) fn index_eq(&self, x: Val, y: Val) -> Option<(Val, Val)> {
+        let whole =
+            |v: Val| (self.cg.whole[self.fid.index()].get(v.index()).copied()).unwrap_or(false);
+        let index = |v: Val| self.known.get(v, Fact::Index).is_some();
+        if index(y) && whole(x) {
+            Some((x, y))
+        } else if index(x) && whole(y) {
+            Some((y, x))
+        } else {
+            None
+        }
+    }
+
+    /// The integer of `x + y` or `x - y` ([`Self::index_int`]), when one
+    /// operand is a constant index and the other a whole real whose
+    /// integer is known (an index the loop counts in integers): the
+    /// integer plus or minus the constant. `(vector-ref y (- i 1))` in a
+    /// `build-vector` converted `i - 1` back to an integer at each
+    /// element, six instructions where this takes one. For a whole
+    /// value outside 0 to 2^52 the integer is not its value, but stays
+    /// outside 0 to 2^52 - 2^40 after the step, so that every index check
+    /// and [`Self::index_eq`] still answers as for the real.
+    pub(crate) fn offset_int(&mut self, op: FBin, x: Val, y: Val) -> Option<ClValue> {
+        let whole =
+            |v: Val| (self.cg.whole[self.fid.index()].get(v.index()).copied()).unwrap_or(false);
+        let int = |v: Val| self.known.get(v, Fact::Int).filter(|_| whole(v));
+        let index = |v: Val| self.known.get(v, Fact::Index);
+        match op {
+            FBin::Add | FBin::PlusAdd => {
+                if let (Some(a), Some(k)) = (int(x), index(y)) {
+                    Some(self.b.ins().iadd(a, k))
+                } else if let (Some(k), Some(a)) = (index(x), int(y)) {
+                    Some(self.b.ins().iadd(a, k))
+                } else {
+                    None
+                }
+            }
+            FBin::Sub => {
+                let (a, k) = (int(x)?, index(y)?);
+                Some(self.b.ins().isub(a, k))
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of `fact` of FIR value `v`, which is known.
+    pub(crate) fn val_fact(&self, v: Val, fact: Fact) -> Result<ClValue, String> {
+        self.known
+            .get(v, fact)
+            .ok_or_else(|| format!("internal error: {v} has no {fact:?}"))
+    }
+
     /// [`Self::index_int`] of FIR value `i`, made once where it dominates.
-    fn int_of(&mut self, i: Val) -> Result<ClValue, String> {
+    pub(crate) fn int_of(&mut self, i: Val) -> Result<ClValue, String> {
         if let Some(x) = self.known.get(i, Fact::Int) {
             return Ok(x);
         }
