@@ -73,9 +73,6 @@ pub(crate) struct Known {
 pub(crate) enum Fact {
     Dense,
     Int,
-    /// A constant index (a whole number from 0 to `MAX_VECTOR_LEN`), as
-    /// an `I64` constant.
-    Index,
     /// A vector's length, as the `F64` the FIR holds.
     Len,
     /// A `Bool` known true, or false, where an `If` on it decided.
@@ -400,18 +397,8 @@ impl FnBuilder<'_, '_> {
         };
         match &inst.op {
             Op::F64Const(x) => {
-                let r = one(&inst.results)?;
                 let v = self.b.ins().f64const(*x);
-                self.set(r, v)?;
-                // A constant index is an integer constant: converted at
-                // run time, each element of a short vector read by
-                // constant indices (an unrolled fold) cost four
-                // instructions more than its load.
-                if *x >= 0.0 && *x <= fir::MAX_VECTOR_LEN && x.fract() == 0.0 {
-                    let k = self.b.ins().iconst(types::I64, *x as i64);
-                    self.known.learn(r, Fact::Int, k);
-                    self.known.learn(r, Fact::Index, k);
-                }
+                self.set(one(&inst.results)?, v)?;
             }
             Op::BoolConst(x) => {
                 let v = self.b.ins().iconst(types::I8, *x as i64);
@@ -456,9 +443,9 @@ impl FnBuilder<'_, '_> {
             }
             Op::FCmp(Cmp::Eq, x, y) if self.index_eq(*x, *y).is_some() => {
                 self.count(base::counters::COMPARISONS)?;
-                let (x, k) = self.index_eq(*x, *y).unwrap_or((*x, *y));
-                let (x, k) = (self.int_of(x)?, self.val_fact(k, Fact::Index)?);
-                let v = self.b.ins().icmp(IntCC::Equal, x, k);
+                let (x, k) = self.index_eq(*x, *y).unwrap_or((*x, 0));
+                let x = self.int_of(x)?;
+                let v = self.b.ins().icmp_imm_s(IntCC::Equal, x, k);
                 self.set(one(&inst.results)?, v)?;
             }
             Op::FCmp(c, x, y) => {

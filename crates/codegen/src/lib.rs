@@ -25,8 +25,9 @@
 use base::EntityRef;
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
-    types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue, InstBuilder, MemFlagsData,
-    Signature, StackSlotData, StackSlotKind, TrapCode, Type, UserFuncName, Value as ClValue,
+    types, AbiParam, Block as ClBlock, BlockArg, FuncRef, GlobalValue, InstBuilder,
+    InstructionData, MemFlagsData, Opcode, Signature, StackSlotData, StackSlotKind, TrapCode, Type,
+    UserFuncName, Value as ClValue, ValueDef,
 };
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -115,6 +116,7 @@ fn compile_entry(m: &fir::Module, opts: &Options, entry: &str) -> Result<Output,
         next_job: 0,
         consumed: fir::owned::consumed_sums(m),
         whole: fir::whole::whole_values(m),
+        tested: m.funcs.iter().map(vector::tested_params).collect(),
         colds: HashMap::new(),
         cold_result: None,
     };
@@ -270,6 +272,9 @@ struct Codegen<'a> {
     /// Per function, per value: whether it is a whole real
     /// (`fir::whole`), whose check as an index needs no test of it.
     whole: Vec<Vec<bool>>,
+    /// Per function, per parameter: whether it is tested for equality with
+    /// constants more than once ([`FnBuilder::index_eq`]).
+    tested: Vec<Vec<bool>>,
     /// The trampolines of runtime functions called from cold blocks
     /// (`cold`), and the word they leave results in.
     colds: HashMap<&'static str, (ClFuncId, bool)>,
