@@ -23,41 +23,88 @@ use process::*;
 fn compiled_programs_agree_with_the_interpreter() {
     let start = Instant::now();
     let list = cases(240);
-    let results = on_two_workers("compiled", &list, |case, dir, state| {
-        let (failures, compared, not_yet): &mut (Failures, usize, usize) = state;
-        match compile_and_compare(case, dir) {
-            Ok(true) => *compared += 1,
-            Ok(false) => *not_yet += 1,
-            Err(e) => failures.add(e),
-        }
-    });
-    let mut failures = Failures::default();
-    let (mut compared, mut not_yet) = (0, 0);
-    for (f, c, n) in results {
-        failures.0.extend(f.0);
-        compared += c;
-        not_yet += n;
-    }
-    let summary = format!(
-        "{} cases: {compared} compiled and compared with `run`, {not_yet} rejected as \
-         not compiled yet, {} failed; {:.1?}",
-        list.len(),
-        list.len() - compared - not_yet,
-        start.elapsed()
-    );
-    if not_yet > 0 {
+    let tally = Tally::merge(on_two_workers(
+        "compiled",
+        &list,
+        |case, dir, tally: &mut Tally| {
+            let mut built = Duration::ZERO;
+            let outcome = compile_and_compare(case, dir, &mut built);
+            tally.add(case, built, outcome);
+        },
+    ));
+    let summary = tally.summary(list.len(), "", start);
+    let mut failures = tally.failures;
+    if tally.not_yet > 0 {
         failures.add(format!(
-            "{not_yet} of {} cases were rejected as not compiled yet",
+            "{} of {} cases were rejected as not compiled yet",
+            tally.not_yet,
             list.len()
         ));
     }
     failures.finish("compiled-vs-interpreted", &summary);
 }
 
+/// The longest a generated program may take to build, timed alone (issue
+/// 34): generated programs are 20 to 60 lines.
+const BUILD_LIMIT: Duration = Duration::from_secs(5);
+
+/// What the workers of a compiled-versus-interpreted property found.
+#[derive(Default)]
+struct Tally {
+    failures: Failures,
+    compared: usize,
+    not_yet: usize,
+    /// The slowest build and its case.
+    slowest: Option<(Duration, usize)>,
+}
+
+impl Tally {
+    fn add(&mut self, case: usize, built: Duration, outcome: Result<bool, String>) {
+        match outcome {
+            Ok(true) => self.compared += 1,
+            Ok(false) => self.not_yet += 1,
+            Err(e) => self.failures.add(e),
+        }
+        if self.slowest.is_none_or(|(t, _)| built > t) {
+            self.slowest = Some((built, case));
+        }
+    }
+
+    fn merge(parts: Vec<Tally>) -> Tally {
+        let mut all = Tally::default();
+        for part in parts {
+            all.failures.0.extend(part.failures.0);
+            all.compared += part.compared;
+            all.not_yet += part.not_yet;
+            if let Some((t, case)) = part.slowest {
+                if all.slowest.is_none_or(|(s, _)| t > s) {
+                    all.slowest = Some((t, case));
+                }
+            }
+        }
+        all
+    }
+
+    fn summary(&self, cases: usize, not_yet_note: &str, start: Instant) -> String {
+        let slowest = match self.slowest {
+            Some((t, case)) => format!("the slowest build {t:.2?} (case {case})"),
+            None => "no build".to_string(),
+        };
+        format!(
+            "{cases} cases: {} compiled and compared with `run`, {} rejected as not \
+             compiled yet{not_yet_note}, {} failed; {slowest}; {:.1?}",
+            self.compared,
+            self.not_yet,
+            cases - self.compared - self.not_yet,
+            start.elapsed()
+        )
+    }
+}
+
 /// Case `case` of [`compiled_programs_agree_with_the_interpreter`]:
 /// `Ok(true)` when compiled and compared equal, `Ok(false)` when rejected
 /// as not compiled yet.
-fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
+fn compile_and_compare(case: usize, dir: &Path, built: &mut Duration) -> Result<bool, String> {
     let mut rng = case_rng(1, case);
     let inputs = if case.is_multiple_of(2) {
         Inputs::Stdin
@@ -72,7 +119,7 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
     let derivatives = rng.chance(0.5);
     let prog = gen_io_program(&mut rng, inputs, &opts, derivatives);
     let label = format!("compiled-vs-interpreted case {case} ({})", reproduce(case));
-    compare_with_run(&label, &prog.text, &prog.stdin, None, dir)
+    compare_with_run(&label, &prog.text, &prog.stdin, None, dir, built)
 }
 
 /// Compiled vector programs behave like the interpreter, as in
@@ -88,52 +135,45 @@ fn compile_and_compare(case: usize, dir: &Path) -> Result<bool, String> {
 fn compiled_vector_programs_agree_with_the_interpreter() {
     let start = Instant::now();
     let list = cases(80);
-    let results = on_two_workers("compiled-vectors", &list, |case, dir, state| {
-        let (failures, compared, not_yet): &mut (Failures, usize, usize) = state;
-        let mut rng = case_rng(10, case);
-        let label = format!(
-            "compiled-vs-interpreted vector case {case} ({})",
-            reproduce(case)
-        );
-        let outcome = if case % 4 == 3 {
-            let prog = vladgen::vector_error_program(&mut rng);
-            compare_with_run(&label, &prog.text, "", Some(&prog.message), dir)
-        } else {
-            let inputs = if case.is_multiple_of(2) {
-                Inputs::Stdin
+    let tally = Tally::merge(on_two_workers(
+        "compiled-vectors",
+        &list,
+        |case, dir, tally: &mut Tally| {
+            let mut rng = case_rng(10, case);
+            let label = format!(
+                "compiled-vs-interpreted vector case {case} ({})",
+                reproduce(case)
+            );
+            let mut built = Duration::ZERO;
+            let outcome = if case % 4 == 3 {
+                let prog = vladgen::vector_error_program(&mut rng);
+                compare_with_run(&label, &prog.text, "", Some(&prog.message), dir, &mut built)
             } else {
-                Inputs::RealLiterals
+                let inputs = if case.is_multiple_of(2) {
+                    Inputs::Stdin
+                } else {
+                    Inputs::RealLiterals
+                };
+                let opts = Options {
+                    depth: 3,
+                    vectors: true,
+                    ..Options::default()
+                };
+                let derivatives = rng.chance(0.5);
+                let prog = gen_io_program(&mut rng, inputs, &opts, derivatives);
+                compare_with_run(&label, &prog.text, &prog.stdin, None, dir, &mut built)
             };
-            let opts = Options {
-                depth: 3,
-                vectors: true,
-                ..Options::default()
-            };
-            let derivatives = rng.chance(0.5);
-            let prog = gen_io_program(&mut rng, inputs, &opts, derivatives);
-            compare_with_run(&label, &prog.text, &prog.stdin, None, dir)
-        };
-        match outcome {
-            Ok(true) => *compared += 1,
-            Ok(false) => *not_yet += 1,
-            Err(e) => failures.add(e),
-        }
-    });
-    let mut failures = Failures::default();
-    let (mut compared, mut not_yet) = (0, 0);
-    for (f, c, n) in results {
-        failures.0.extend(f.0);
-        compared += c;
-        not_yet += n;
-    }
-    let summary = format!(
-        "{} cases: {compared} compiled and compared with `run`, {not_yet} rejected as \
-         not compiled yet (accepted for vectors until they compile), {} failed; {:.1?}",
+            tally.add(case, built, outcome);
+        },
+    ));
+    let summary = tally.summary(
         list.len(),
-        list.len() - compared - not_yet,
-        start.elapsed()
+        " (accepted for vectors until they compile)",
+        start,
     );
-    failures.finish("compiled-vs-interpreted vectors", &summary);
+    tally
+        .failures
+        .finish("compiled-vs-interpreted vectors", &summary);
 }
 
 /// The part of the first line of `stderr` from `error: ` on: the message
@@ -149,13 +189,16 @@ fn error_message(stderr: &str) -> Option<&str> {
 /// program as not compiled yet. With `error`, `run` must fail with that
 /// message, and the executable may place it differently (compiled code
 /// does not track the call chain the interpreter places errors in library
-/// code by; see `robustness::known_difference`).
+/// code by; see `robustness::known_difference`). `built` is set to the
+/// build's time; a build over [`BUILD_LIMIT`] is timed again alone, and
+/// fails when it is still over.
 fn compare_with_run(
     label: &str,
     text: &str,
     stdin: &str,
     error: Option<&str>,
     dir: &Path,
+    built: &mut Duration,
 ) -> Result<bool, String> {
     let ctx =
         |what: &str| format!("{label}: {what}\n--- program ---\n{text}\n--- stdin ---\n{stdin}");
@@ -163,7 +206,15 @@ fn compare_with_run(
     let exe = dir.join("prog");
     let _ = std::fs::remove_file(&exe);
     let stdin = stdin.as_bytes();
-    let build = run_binary(&["build", "prog.vlad", "-o", "prog"], dir);
+    let args = ["build", "prog.vlad", "-o", "prog"];
+    let mut build = run_binary(&args, dir);
+    if build.elapsed > BUILD_LIMIT && build.status.is_some() {
+        let alone = run_binary_alone(&args, dir);
+        if alone.elapsed < build.elapsed {
+            build = alone;
+        }
+    }
+    *built = build.elapsed;
     let run = run_process(
         Path::new(env!("CARGO_BIN_EXE_stalingrad")),
         &["run", "prog.vlad"],
@@ -199,6 +250,12 @@ fn compare_with_run(
             "`stalingrad build` failed ({}):\n{}",
             build.describe_status(),
             build.stderr
+        )));
+    }
+    if build.elapsed > BUILD_LIMIT {
+        return Err(ctx(&format!(
+            "`stalingrad build` took {:.2?} alone, over the limit of {BUILD_LIMIT:?}",
+            build.elapsed
         )));
     }
     let native = run_process(&exe, &[], dir, stdin);

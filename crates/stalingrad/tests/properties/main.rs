@@ -63,6 +63,9 @@
 //!   (e.g. `x20` for a long local run).
 //! - `VLAD_PROPTEST_CASE=I`: run only case I of each property (with the
 //!   same seed, to reproduce a failure quickly).
+//! - `VLAD_PROPTEST_FROM=I`, `VLAD_PROPTEST_TO=J`: run only cases I to
+//!   J - 1 of the count above, so that a long run can be split in parts
+//!   (a case is the same program whatever the range).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -109,7 +112,14 @@ fn cases(default: usize) -> Vec<usize> {
         }
         Err(_) => default,
     };
-    (0..n).collect()
+    let bound = |var: &str, default: usize| match std::env::var(var) {
+        Ok(s) => s
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{var}={s:?} is not a number")),
+        Err(_) => default,
+    };
+    (bound("VLAD_PROPTEST_FROM", 0)..bound("VLAD_PROPTEST_TO", n).min(n)).collect()
 }
 
 /// The generator for case `case` of property `prop`: independent of the

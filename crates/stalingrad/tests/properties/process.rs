@@ -3,6 +3,7 @@
 //! interpreted and robustness properties share.
 
 use super::*;
+use std::sync::RwLock;
 
 pub(crate) use runner::Run;
 
@@ -17,10 +18,28 @@ pub(crate) fn run_binary(args: &[&str], dir: &Path) -> Run {
     run_process(Path::new(env!("CARGO_BIN_EXE_stalingrad")), args, dir, b"")
 }
 
+/// Held shared by every process the properties run, and exclusively by
+/// [`run_binary_alone`]: a build timed alone is not slowed by the other
+/// workers' processes.
+static ALONE: RwLock<()> = RwLock::new(());
+
 /// Runs `program ARGS...` in `dir` with `stdin` as its standard input,
 /// killing it after [`TIME_LIMIT`] or when it passes [`MEMORY_LIMIT_KB`].
 pub(crate) fn run_process(program: &Path, args: &[&str], dir: &Path, stdin: &[u8]) -> Run {
     run_process_capped(program, args, dir, stdin, None)
+}
+
+/// [`run_binary`] while no other process of the properties runs: for
+/// timing a build as a user would, on a machine of its own.
+pub(crate) fn run_binary_alone(args: &[&str], dir: &Path) -> Run {
+    let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
+    run(
+        Path::new(env!("CARGO_BIN_EXE_stalingrad")),
+        args,
+        dir,
+        b"",
+        None,
+    )
 }
 
 /// [`run_process`], with the address space capped at `cap` KiB when given
@@ -32,6 +51,11 @@ pub(crate) fn run_process_capped(
     stdin: &[u8],
     cap: Option<u64>,
 ) -> Run {
+    let _shared = ALONE.read().unwrap_or_else(|e| e.into_inner());
+    run(program, args, dir, stdin, cap)
+}
+
+fn run(program: &Path, args: &[&str], dir: &Path, stdin: &[u8], cap: Option<u64>) -> Run {
     let mut cmd = match cap {
         None => Command::new(program),
         Some(kib) => runner::capped_command(program, kib),
