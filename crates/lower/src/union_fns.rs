@@ -302,9 +302,10 @@ impl Lowerer<'_> {
     }
 
     /// `plus` of union value `uv` (of union `u`) and a value `x` of one
-    /// shape: the member of `x`'s kind is summed, any other is an error;
-    /// when no member has `x`'s kind, the members that, like `x`, have no
-    /// reals sum to one of the two ([`flow::Ops::nil_sum_with_union`]).
+    /// shape: the member of `x`'s kind is summed, any other is an error
+    /// unless both have no reals and sum to the same shape; when no
+    /// member has `x`'s kind, the members that, like `x`, have no reals
+    /// sum to one of the two ([`flow::Ops::nil_sum_with_union`]).
     /// `union_first` says which operand the union was.
     pub(super) fn plus_member(
         &mut self,
@@ -346,7 +347,14 @@ impl Lowerer<'_> {
                 let (a, b) = order(msym);
                 let r = match member {
                     Some(kind) if m == kind => Some(this.plus(fb, a, b)),
-                    Some(_) => None,
+                    // Values without reals of other kinds sum as in the
+                    // interpreter (`()` and a primitive: the tangent and
+                    // the primal of a primitive chosen at run time), when
+                    // the sum has the shape of the kind's.
+                    Some(_) => this
+                        .ops
+                        .nil_sum(a, b)
+                        .filter(|r| this.ops.dom.widen(*r) == target),
                     None => this.ops.nil_sum(a, b),
                 };
                 let Some(r) = r else {

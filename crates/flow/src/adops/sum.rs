@@ -197,18 +197,18 @@ impl<M: Mode> Ops<M> {
         };
         if self.sums.shared.first_visit((u, Some(w))) && self.sums.active.insert((u, Some(w))) {
             for mu in self.dom.members(u).to_vec() {
-                let Some(j) = self.dom.member_index(w, mu) else {
-                    // Members without reals of different kinds sum too.
-                    for mw in self.dom.members(w).to_vec() {
-                        if let Some(r) = self.nil_sum(mu, mw) {
-                            self.dom.add_member(p, r);
-                        }
+                for mw in self.dom.members(w).to_vec() {
+                    // Members without reals of different kinds sum too,
+                    // also when `w` has a member of `mu`'s kind (`()` and
+                    // a primitive, of a primitive chosen at run time).
+                    let r = if self.dom.kind(mu) == self.dom.kind(mw) {
+                        self.plus_inner(mu, mw).ok()
+                    } else {
+                        self.nil_sum(mu, mw)
+                    };
+                    if let Some(r) = r {
+                        self.dom.add_member(p, r);
                     }
-                    continue;
-                };
-                let mw = self.dom.members(w)[j];
-                if let Ok(r) = self.plus_inner(mu, mw) {
-                    self.dom.add_member(p, r);
                 }
             }
             self.sums.active.remove(&(u, Some(w)));
