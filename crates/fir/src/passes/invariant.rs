@@ -81,6 +81,7 @@ fn join(a: Fact, b: Fact) -> Fact {
 
 /// Drops every slot the module's chains of cells hold alike.
 pub fn drop_invariant_slots(m: &mut Module) {
+    let memo = super::fields::uses_memo_tables(m);
     let fixed = Fixed::of(m);
     let tags = chained(m);
     let mut chains = None;
@@ -123,8 +124,10 @@ pub fn drop_invariant_slots(m: &mut Module) {
             if ty != Ty::Ptr {
                 let b = base.get_or_insert_with(|| Base::of(m, &fixed));
                 if let Some(plan) = Analysis::new(m, &fixed, b, alone.clone(), true).run() {
-                    apply(m, &alone, &plan);
-                    base = None;
+                    if !(memo && merges_cells(m, &alone)) {
+                        apply(m, &alone, &plan);
+                        base = None;
+                    }
                 }
                 continue;
             }
@@ -152,11 +155,26 @@ pub fn drop_invariant_slots(m: &mut Module) {
             }
             let b = base.get_or_insert_with(|| Base::of(m, &fixed));
             if let Some(plan) = Analysis::new(m, &fixed, b, with_class.clone(), true).run() {
-                apply(m, &with_class, &plan);
-                base = None;
+                if !(memo && merges_cells(m, &with_class)) {
+                    apply(m, &with_class, &plan);
+                    base = None;
+                }
             }
         }
     }
+}
+
+/// Would dropping the slots of `members` make two `Alloc`s of one
+/// function equal? `simplify` would merge them, and a memo table tells
+/// cells apart by identity: what it recorded for each was computed from
+/// the slot dropped, now a parameter of the code that reads it. Two
+/// chains of one closure's cells, each holding its own constant factor,
+/// were merged so, and reverse mode gave one chain's derivative for
+/// both (`tests/compile/memo-invariant-slot.vlad`). The check is
+/// `fields`' ([`super::fields::merged_by_dropping`]).
+fn merges_cells(m: &Module, members: &Members) -> bool {
+    let kept = |tag: u32, slot: u32| members.get(&tag) != Some(&Some(slot));
+    !super::fields::merged_by_dropping(m, &kept).is_empty()
 }
 
 /// The slots of `tag` some load of which gives a pointer that is then

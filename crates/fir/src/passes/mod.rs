@@ -109,7 +109,9 @@ impl std::error::Error for PassError {}
 /// invariant is named at once (the error) instead of surfacing as a code
 /// generation error or as wrong code. Each pass is a stage of
 /// `--time-passes` (`base::timing`), whose clock `VLAD_PASS_TRACE` prints
-/// with the module's size after the pass.
+/// with the module's size after the pass. `VLAD_PASS_STOP=N` runs only the
+/// first N passes: a wrong answer that optimisation brings is bisected to
+/// its pass in a few builds.
 pub fn optimize(m: &mut Module, verify_each_pass: bool) -> Result<(), PassError> {
     run(m, PIPELINE, verify_each_pass)
 }
@@ -126,7 +128,13 @@ fn run(m: &mut Module, passes: &[Pass], verify: bool) -> Result<(), PassError> {
             m.funcs.len()
         );
     }
-    for (name, pass) in passes {
+    let stop = std::env::var("VLAD_PASS_STOP")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok());
+    for (k, (name, pass)) in passes.iter().enumerate() {
+        if stop.is_some_and(|n| k >= n) {
+            break;
+        }
         let span = base::timing::span(*name);
         pass(m);
         let elapsed = span.end();

@@ -117,7 +117,7 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
     let mut live = live::live_slots(m, &keep);
     if uses_memo_tables(m) {
         // Keeping more slots only tells more cells apart: once suffices.
-        keep = merged_by_dropping(m, &live);
+        keep = merged_by_dropping(m, &|tag, slot| live.contains(&(tag, slot)));
         if !keep.is_empty() {
             live = live::live_slots(m, &keep);
         }
@@ -162,7 +162,7 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
 }
 
 /// Does `m` look cells up in memo tables?
-fn uses_memo_tables(m: &Module) -> bool {
+pub(super) fn uses_memo_tables(m: &Module) -> bool {
     let mut memo = false;
     for f in &m.funcs {
         f.body.for_each_inst(&mut |i| {
@@ -173,31 +173,31 @@ fn uses_memo_tables(m: &Module) -> bool {
 }
 
 /// The members two of whose `Alloc`s in one function store the same in
-/// every `live` slot but not in all: dropping the others would make the
-/// cells equal, and `simplify` would merge them. A memo table tells
+/// every slot `kept` says stays but not in all: dropping the others would
+/// make the cells equal, and `simplify` would merge them. A memo table tells
 /// cells apart by identity, and what it records for a cell was computed
 /// from all of the cell, also from slots whose loads `simplify` answered
 /// with what the `Alloc` stored (no `Load` is left to make them live):
 /// such a merge made a lookup of one cell find what was recorded for the
 /// other (the sensitivity of a chain of closures of run-time length, cut
 /// short: `tests/regressions/reverse-closure-chain-run-time-depth.vlad`).
-fn merged_by_dropping(m: &Module, live: &HashSet<live::Slot>) -> HashSet<u32> {
+pub(super) fn merged_by_dropping(m: &Module, kept: &dyn Fn(u32, u32) -> bool) -> HashSet<u32> {
     let mut out = HashSet::default();
     for f in &m.funcs {
-        merged_in(&f.body, live, &mut vec![HashMap::default()], &mut out);
+        merged_in(&f.body, kept, &mut vec![HashMap::default()], &mut out);
     }
     out
 }
 
 /// The `Alloc`s that dominate a point, as `simplify` finds them: by
-/// member, zero mark and live slots' values, the values of all slots.
+/// member, zero mark and kept slots' values, the values of all slots.
 type Made = HashMap<(u32, bool, Vec<Val>), Vec<Val>>;
 
 /// [`merged_by_dropping`] in a block, where `scopes` holds the `Alloc`s
 /// of the blocks around it before it.
 fn merged_in(
     b: &Block,
-    live: &HashSet<live::Slot>,
+    kept: &dyn Fn(u32, u32) -> bool,
     scopes: &mut Vec<Made>,
     out: &mut HashSet<u32>,
 ) {
@@ -208,7 +208,7 @@ fn merged_in(
             Op::If { then_, else_, .. } => {
                 for arm in [then_, else_] {
                     scopes.push(HashMap::default());
-                    merged_in(arm, live, scopes, out);
+                    merged_in(arm, kept, scopes, out);
                     scopes.pop();
                 }
                 continue;
@@ -216,7 +216,7 @@ fn merged_in(
             _ => continue,
         };
         let kept: Vec<Val> = (0..args.len())
-            .filter(|s| live.contains(&(tag, *s as u32)))
+            .filter(|s| kept(tag, *s as u32))
             .map(|s| args[s])
             .collect();
         if kept.len() == args.len() {
