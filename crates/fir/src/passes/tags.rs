@@ -197,7 +197,7 @@ pub fn known_tags(m: &mut Module) {
     };
     // At the fixpoint a walk adds nothing: it only gives each value's tags.
     for (i, f) in m.funcs.iter_mut().enumerate() {
-        let mut env = Env::new(f, &facts.params[i], &facts.func_sites[i]);
+        let mut env = Env::new(f, &facts.params[i], false);
         env.block(&f.body, i, &mut facts);
         env.decide(&mut f.body, &facts.site_tags);
     }
@@ -211,7 +211,7 @@ pub fn tested_tags(m: &Module) -> Option<Vec<HashMap<Val, Option<Vec<u32>>>>> {
     let mut facts = fixpoint(m)?;
     let mut out = Vec::with_capacity(m.funcs.len());
     for (i, f) in m.funcs.iter().enumerate() {
-        let mut env = Env::new(f, &facts.params[i], &facts.func_sites[i]);
+        let mut env = Env::new(f, &facts.params[i], true);
         env.block(&f.body, i, &mut facts);
         let tested = env
             .tested
@@ -298,7 +298,7 @@ fn fixpoint(m: &Module) -> Option<Facts> {
                 }
             }
             walked_at[i] = Some(facts.stamp);
-            let mut env = Env::new(f, &facts.params[i], &facts.func_sites[i]);
+            let mut env = Env::new(f, &facts.params[i], false);
             env.block(&f.body, i, &mut facts);
         }
         if !facts.changed {
@@ -336,17 +336,18 @@ struct Env {
     decided: HashMap<Val, bool>,
     /// The tag tests not decided, by result: the cell and the tag.
     tests: HashMap<Val, (Val, u32)>,
-    /// The numbers of the function's sites, by the cell each allocation makes.
-    sites: HashMap<Val, u32>,
-    /// The sites of the cell each tag test walked tests, by its result.
+    /// The sites of the cell each tag test walked tests, by its result,
+    /// when `record_tested` (only the last walk's are asked for: the
+    /// fixpoint's walks would copy a set per test for nothing).
     tested: HashMap<Val, Tags>,
+    record_tested: bool,
 }
 
 /// What nothing is known of.
 const TOP: &Tags = &None;
 
 impl Env {
-    fn new(func: &Func, params: &[Tags], sites: &HashMap<Val, u32>) -> Self {
+    fn new(func: &Func, params: &[Tags], record_tested: bool) -> Self {
         let mut tags = vec![Some(Vec::new()); func.types.len()];
         tags[..params.len()].clone_from_slice(params);
         let ptr = func.types.iter().map(|t| *t == Ty::Ptr).collect();
@@ -355,8 +356,8 @@ impl Env {
             tags,
             decided: HashMap::default(),
             tests: HashMap::default(),
-            sites: sites.clone(),
             tested: HashMap::default(),
+            record_tested,
         }
     }
 
@@ -386,10 +387,15 @@ impl Env {
                     if let Some(k) = self.test(*p, *tag, &facts.site_tags) {
                         self.decided.insert(inst.results[0], k);
                     }
-                    self.tested.insert(inst.results[0], self.of(*p).clone());
+                    if self.record_tested {
+                        self.tested.insert(inst.results[0], self.of(*p).clone());
+                    }
                 }
                 Op::Alloc(_, fields) | Op::AllocZero(_, fields) => {
-                    let site = self.sites.get(&inst.results[0]).copied().unwrap_or(0);
+                    let site = facts.func_sites[f]
+                        .get(&inst.results[0])
+                        .copied()
+                        .unwrap_or(0);
                     for (slot, v) in fields.iter().enumerate() {
                         if self.is_ptr(*v) {
                             facts.slot((site, slot as u32), self.of(*v));
