@@ -208,9 +208,11 @@ fn compare_with_run(
     let stdin = stdin.as_bytes();
     let args = ["build", "prog.vlad", "-o", "prog"];
     let mut build = run_binary(&args, dir);
-    if build.elapsed > BUILD_LIMIT && build.status.is_some() {
+    // Also a build stopped at the time limit: the other workers' and the
+    // machine's load may have slowed it that far.
+    if build.elapsed > BUILD_LIMIT {
         let alone = run_binary_alone(&args, dir);
-        if alone.elapsed < build.elapsed {
+        if alone.elapsed < build.elapsed || build.status.is_none() {
             build = alone;
         }
     }
