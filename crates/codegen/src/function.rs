@@ -441,14 +441,14 @@ impl FnBuilder<'_, '_> {
                 };
                 self.set(one(&inst.results)?, v)?;
             }
-            Op::FCmp(Cmp::Eq, x, y) if self.index_eq(*x, *y).is_some() => {
-                self.count(base::counters::COMPARISONS)?;
-                let (x, k) = self.index_eq(*x, *y).unwrap_or((*x, 0));
-                let x = self.int_of(x)?;
-                let v = self.b.ins().icmp_imm_s(IntCC::Equal, x, k);
-                self.set(one(&inst.results)?, v)?;
-            }
             Op::FCmp(c, x, y) => {
+                if let (Cmp::Eq, Some((x, k))) = (c, self.index_eq(*x, *y)) {
+                    self.count(base::counters::COMPARISONS)?;
+                    let x = self.int_of(x)?;
+                    let v = self.b.ins().icmp_imm_s(IntCC::Equal, x, k);
+                    self.set(one(&inst.results)?, v)?;
+                    return Ok(());
+                }
                 let (x, y) = (self.val(*x)?, self.val(*y)?);
                 self.count(base::counters::COMPARISONS)?;
                 let cc = match c {

@@ -299,33 +299,25 @@ impl FnBuilder<'_, '_> {
         let x = self.val(i)?;
         // A whole `i` (`fir::whole`) needs only the comparison: an
         // infinity or a NaN fails it.
-        let known_whole = self.cg.whole[self.fid.index()]
-            .get(i.index())
-            .copied()
-            .unwrap_or(false);
-        let known = self.known.get(i, Fact::Int);
-        let shifted = match (known, known_whole) {
-            (Some(_), true) => None,
-            _ => Some(self.shifted(x)),
-        };
-        let whole = match shifted {
-            Some(shifted) if !known_whole => {
-                let magic = self.b.ins().f64const(TWO_TO_52);
-                let back = self.b.ins().fsub(shifted, magic);
-                Some(self.b.ins().fcmp(FloatCC::Equal, back, x))
+        let known_whole = self.whole(i);
+        let (k, whole) = match self.known.get(i, Fact::Int) {
+            Some(k) if known_whole => (k, None),
+            known => {
+                let shifted = self.shifted(x);
+                let whole = (!known_whole).then(|| {
+                    let magic = self.b.ins().f64const(TWO_TO_52);
+                    let back = self.b.ins().fsub(shifted, magic);
+                    self.b.ins().fcmp(FloatCC::Equal, back, x)
+                });
+                // Cranelift's optimiser is off: the integer is made of
+                // this sum, not of another.
+                let k = known.unwrap_or_else(|| {
+                    let k = self.shifted_int(shifted);
+                    self.known.learn(i, Fact::Int, k);
+                    k
+                });
+                (k, whole)
             }
-            _ => None,
-        };
-        // Cranelift's optimiser is off: the integer is made of this sum,
-        // not of another.
-        let k = match (known, shifted) {
-            (Some(k), _) => k,
-            (None, Some(shifted)) => {
-                let k = self.shifted_int(shifted);
-                self.known.learn(i, Fact::Int, k);
-                k
-            }
-            (None, None) => return Err("internal error: an index without its integer".into()),
         };
         let vec = self.val(v)?;
         let n = self.vector_len(vec);
@@ -392,8 +384,7 @@ impl FnBuilder<'_, '_> {
         else {
             return None;
         };
-        let c = f64::from_bits(imm.bits());
-        ((0.0..=fir::MAX_VECTOR_LEN).contains(&c) && c.fract() == 0.0).then_some(c as i64)
+        index_value(f64::from_bits(imm.bits()))
     }
 
     /// For `x == y` with one side a constant index and the other a whole
@@ -961,13 +952,19 @@ fn vector_params(f: &fir::Func, fixed: &[bool]) -> (Vec<Val>, Vec<Val>) {
     (dense, fixed(&measured))
 }
 
+/// The index that constant `c` is: a whole number from 0 to
+/// `MAX_VECTOR_LEN`.
+fn index_value(c: f64) -> Option<i64> {
+    ((0.0..=fir::MAX_VECTOR_LEN).contains(&c) && c.fract() == 0.0).then_some(c as i64)
+}
+
 /// Per parameter of `f`: whether `f` tests it for equality with whole
 /// constants more than once ([`FnBuilder::index_eq`]).
 pub(crate) fn tested_params(f: &fir::Func) -> Vec<bool> {
     let mut consts = HashSet::new();
     f.body.for_each_inst(&mut |i| {
         if let Op::F64Const(c) = i.op {
-            if (0.0..=fir::MAX_VECTOR_LEN).contains(&c) && c.fract() == 0.0 {
+            if index_value(c).is_some() {
                 consts.insert(i.results[0]);
             }
         }
