@@ -27,6 +27,9 @@
 //! - Over a union whose cells hold cells, a map remembers what it gave
 //!   for the cells it walked (`fir::Op::MemoGet`), so that shared
 //!   structure is walked once and a zero asked for again is not rebuilt.
+//!   `plus` remembers nothing where one walk meets each cell by one path
+//!   only ([`Lowerer::one_path`]: lists), as the interpreter's memo of
+//!   `plus` lasts one call.
 //!   Its table is shared by every map of the same operation whose result
 //!   has the same representation ([`Lowerer::class`]): the answer depends
 //!   only on the operand cells' values.
@@ -75,6 +78,10 @@ pub(super) struct Sharing {
     tags: HashMap<(usize, usize), u32>,
     /// The lazy zeros each class's cells may be ([`Lowerer::lazy_table`]).
     lazy: Option<HashMap<usize, Vec<(u32, UnionId)>>>,
+    /// The classes whose cells a walk meets by one path only
+    /// ([`Lowerer::one_path`]), and how many unions there were when they
+    /// were found.
+    one_path: Option<(usize, HashSet<usize>)>,
 }
 
 impl Lowerer<'_> {
@@ -100,7 +107,8 @@ impl Lowerer<'_> {
             ),
         };
         let key: Vec<Val> = (0..operands.len()).map(Val::new).collect();
-        let memo = operands.iter().any(|u| self.holds_cells(*u));
+        let memo = operands.iter().any(|u| self.holds_cells(*u))
+            && !(op == MemoOp::Plus && operands.iter().all(|u| self.one_path(*u)));
         let table = self.memo_table(op, result);
         let inverses = self.inverses(what);
         let lazy = match what {
@@ -164,10 +172,7 @@ impl Lowerer<'_> {
             return None;
         };
         let table = self.memo_table(MemoOp::Map(op), result);
-        let (given, made, block, index) = *fb.maps.get(&(table, args.to_vec()))?;
-        let open = fb.blocks.get(block).and_then(|b| b.get(index));
-        open.is_some_and(|i| i.results.first() == Some(&made))
-            .then_some(given)
+        still_made(fb, table, args)
     }
 
     /// Records that the call just emitted, of map `what` on `args`, gave
@@ -176,14 +181,10 @@ impl Lowerer<'_> {
         let UnionFn::Map(op, u, w, result) = what else {
             return;
         };
-        let Some(block) = fb.blocks.len().checked_sub(1) else {
-            return;
-        };
-        let Some(index) = fb.blocks[block].len().checked_sub(1) else {
-            return;
-        };
         let table = self.memo_table(MemoOp::Map(op), result);
-        fb.maps.insert((table, args.to_vec()), (r, r, block, index));
+        let Some((block, index)) = made_here(fb, table, args, r) else {
+            return;
+        };
         // Operands that are known values are not arguments.
         if args.len() == 1 + usize::from(w.is_some()) {
             for (inverse, operand) in self.inverses(UnionFn::Map(op, u, w, result)) {
@@ -191,6 +192,44 @@ impl Lowerer<'_> {
                 fb.maps.insert((inverse, vec![r]), (given, r, block, index));
             }
         }
+    }
+
+    /// What `zero` of union `u`'s value `arg` gave earlier in a block
+    /// still open, when the function remembers its results: a call again
+    /// would be a memo hit, which gives the same cell and counts nothing.
+    /// The backward sweep of a loop over a list asks for the zero of the
+    /// rest of the list at each read of it (hvp-rr: three times a step).
+    pub(super) fn zero_made(
+        &mut self,
+        fb: &Fb,
+        u: UnionId,
+        result: UnionId,
+        arg: Val,
+    ) -> Option<Val> {
+        let table = self.zero_table(u, result)?;
+        still_made(fb, table, &[arg])
+    }
+
+    /// Records that the call just emitted, of `zero` of union `u` on
+    /// `arg`, gave `r` ([`Lowerer::zero_made`]).
+    pub(super) fn record_zero(
+        &mut self,
+        fb: &mut Fb,
+        u: UnionId,
+        result: UnionId,
+        arg: Val,
+        r: Val,
+    ) {
+        if let Some(table) = self.zero_table(u, result) {
+            made_here(fb, table, &[arg], r);
+        }
+    }
+
+    /// The memo table of `zero` of union `u`, if it has one (it is not
+    /// lazy, and `u`'s cells hold cells: [`Lowerer::known_results`]).
+    fn zero_table(&mut self, u: UnionId, result: UnionId) -> Option<u32> {
+        (self.holds_cells(u) && self.lazy_zero_tag(u).is_none())
+            .then(|| self.memo_table(MemoOp::Zero, result))
     }
 
     /// The tag of the lazy zeros of union `u`'s values, if `zero` of them
@@ -330,6 +369,72 @@ impl Lowerer<'_> {
             term: Term::Yield(known),
         };
         fb.emit(Op::If { cond, then_, else_ }, &tys)
+    }
+
+    /// Does a walk meet each cell of union `u` by one path only? Then
+    /// `plus`, whose memo lives for one call in the interpreter, needs no
+    /// table: a pair of cells is never walked twice in one call, and a
+    /// table kept across calls only cost lookups (hvp-rr's sensitivity of
+    /// the inner tape, a list: 9 lookups and 2 insertions per element,
+    /// each missing the cache once the table outgrew it).
+    ///
+    /// A cell is met twice only if some cell holds two pointers (two
+    /// fields, or a vector's elements) leading to it. So the classes
+    /// whose members each hold at most one pointer, none a vector of
+    /// cells, and whose cells only such classes' cells point to, all the
+    /// way up: the greatest such set, by removing classes until none has a
+    /// parent outside it. Cells of one class stand for one another, so
+    /// the question is asked of classes.
+    fn one_path(&mut self, u: UnionId) -> bool {
+        let unions = self.ops.dom.union_ids();
+        if self.sharing.one_path.as_ref().map(|(n, _)| *n) != Some(unions.len()) {
+            let found = self.one_path_classes(&unions);
+            self.sharing.one_path = Some((unions.len(), found));
+        }
+        let class = self.class(u);
+        self.sharing
+            .one_path
+            .as_ref()
+            .is_some_and(|(_, set)| set.contains(&class))
+    }
+
+    fn one_path_classes(&mut self, unions: &[UnionId]) -> HashSet<usize> {
+        let mut candidates = HashSet::new();
+        let mut excluded = HashSet::new();
+        let mut parents: HashMap<usize, HashSet<usize>> = HashMap::new();
+        for &u in unions {
+            let class = self.class(u);
+            candidates.insert(class);
+            for m in self.ops.dom.members(u).to_vec() {
+                let mut children = Vec::new();
+                let mut in_vectors = Vec::new();
+                pointers(&self.ops.dom, m, &mut children, &mut in_vectors);
+                if children.len() > 1 {
+                    excluded.insert(class);
+                }
+                for w in children.into_iter().flatten() {
+                    let c = self.class(w);
+                    parents.entry(c).or_default().insert(class);
+                }
+                for w in in_vectors {
+                    let c = self.class(w);
+                    excluded.insert(c);
+                }
+            }
+        }
+        candidates.retain(|c| !excluded.contains(c));
+        loop {
+            let before = candidates.len();
+            let kept = candidates.clone();
+            candidates.retain(|c| {
+                parents
+                    .get(c)
+                    .is_none_or(|ps| ps.iter().all(|p| kept.contains(p)))
+            });
+            if candidates.len() == before {
+                return candidates;
+            }
+        }
     }
 
     /// Do the cells of union `u` hold cells (of unions inside its
@@ -474,5 +579,57 @@ pub(super) fn mark_zero(inst: &mut Inst) {
             }
         }
         _ => {}
+    }
+}
+
+/// What the call of a map of memo table `table` on `args` gave, if that
+/// call is still where it was made, in a block still open.
+fn still_made(fb: &Fb, table: u32, args: &[Val]) -> Option<Val> {
+    let (given, made, block, index) = *fb.maps.get(&(table, args.to_vec()))?;
+    let open = fb.blocks.get(block).and_then(|b| b.get(index));
+    open.is_some_and(|i| i.results.first() == Some(&made))
+        .then_some(given)
+}
+
+/// Records that the instruction just emitted, a call of a map of memo
+/// table `table` on `args`, gave `r`; returns where it is.
+fn made_here(fb: &mut Fb, table: u32, args: &[Val], r: Val) -> Option<(usize, usize)> {
+    let block = fb.blocks.len().checked_sub(1)?;
+    let index = fb.blocks[block].len().checked_sub(1)?;
+    fb.maps.insert((table, args.to_vec()), (r, r, block, index));
+    Some((block, index))
+}
+
+/// The pointers of a value of abstract value `av` in its cell, in
+/// [`layout_of`] order: each union's cells (`Some`), or a vector (`None`,
+/// the unions inside its elements going to `in_vectors`).
+fn pointers<L: flow::Leaf>(
+    dom: &flow::Domain<L>,
+    av: AvId,
+    out: &mut Vec<Option<UnionId>>,
+    in_vectors: &mut Vec<UnionId>,
+) {
+    if dom.is_known(av) {
+        return;
+    }
+    match dom.get(av) {
+        Av::Union(u) | Av::Leaf(_, flow::LeafKind::Union(u)) => out.push(Some(dom.find(*u))),
+        Av::Vector(elem, _) | Av::Leaf(_, flow::LeafKind::Vector(elem, _)) => {
+            out.push(None);
+            let mut inside = Vec::new();
+            pointers(dom, *elem, &mut inside, in_vectors);
+            in_vectors.extend(inside.into_iter().flatten());
+        }
+        Av::Pair(a, b) | Av::Bundle(a, b) => {
+            pointers(dom, *a, out, in_vectors);
+            pointers(dom, *b, out, in_vectors);
+        }
+        Av::Closure(_, env) => {
+            for x in env.iter() {
+                pointers(dom, *x, out, in_vectors);
+            }
+        }
+        Av::Wrap(_, x) => pointers(dom, *x, out, in_vectors),
+        Av::Real(_) | Av::Bool(_) | Av::Leaf(..) | Av::Bottom | Av::Nil | Av::Prim(_) => {}
     }
 }

@@ -22,7 +22,15 @@ impl Lowerer<'_> {
         match self.ops.dom.get(v).clone() {
             Av::Leaf(Sym(p), LeafKind::Union(u)) => {
                 let (f, z) = self.union_fn(UnionFn::Zero(u));
-                let r = fb.emit1(Op::Call(f, vec![Val::from_number(p)]), Ty::Ptr);
+                let arg = Val::from_number(p);
+                let r = match self.zero_made(fb, u, z, arg) {
+                    Some(r) => r,
+                    None => {
+                        let r = fb.emit1(Op::Call(f, vec![arg]), Ty::Ptr);
+                        self.record_zero(fb, u, z, arg, r);
+                        r
+                    }
+                };
                 self.sym(r, LeafKind::Union(z))
             }
             Av::Pair(a, b) => {
