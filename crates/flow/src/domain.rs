@@ -581,6 +581,22 @@ impl<L: Leaf> Domain<L> {
         &self.unions[self.find(u).0 as usize].members
     }
 
+    /// How many values the arena holds (ids below it are taken).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The element value of every vector value in the arena.
+    pub fn vector_elements(&self) -> Vec<AvId> {
+        self.nodes
+            .iter()
+            .filter_map(|n| match n {
+                Av::Vector(elem, _) | Av::Leaf(_, LeafKind::Vector(elem, _)) => Some(*elem),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Every union (representatives only), for printing.
     pub fn union_ids(&self) -> Vec<UnionId> {
         (0..self.unions.len() as u32)

@@ -79,9 +79,9 @@ pub(super) struct Sharing {
     /// The lazy zeros each class's cells may be ([`Lowerer::lazy_table`]).
     lazy: Option<HashMap<usize, Vec<(u32, UnionId)>>>,
     /// The classes whose cells a walk meets by one path only
-    /// ([`Lowerer::one_path`]), and how many unions there were when they
-    /// were found.
-    one_path: Option<(usize, HashSet<usize>)>,
+    /// ([`Lowerer::one_path`]), and how many unions and values there were
+    /// when they were found.
+    one_path: Option<((usize, usize), HashSet<usize>)>,
 }
 
 impl Lowerer<'_> {
@@ -380,16 +380,21 @@ impl Lowerer<'_> {
     ///
     /// A cell is met twice only if some cell holds two pointers (two
     /// fields, or a vector's elements) leading to it. So the classes
-    /// whose members each hold at most one pointer, none a vector of
-    /// cells, and whose cells only such classes' cells point to, all the
-    /// way up: the greatest such set, by removing classes until none has a
-    /// parent outside it. Cells of one class stand for one another, so
-    /// the question is asked of classes.
+    /// whose members each hold at most one pointer, whose cells no vector
+    /// holds (anywhere: `plus` of two vectors of lists made by
+    /// `make-vector` meets one pair of lists at every index), and whose
+    /// cells only such classes' cells point to, all the way up: the
+    /// greatest such set, by removing classes until none has a parent
+    /// outside it. Cells of one class stand for one another, so the
+    /// question is asked of classes. Other values that hold two pointers
+    /// to one list (a pair of it with itself) are of a size the program
+    /// fixes, so they walk it a bounded number of times again.
     fn one_path(&mut self, u: UnionId) -> bool {
         let unions = self.ops.dom.union_ids();
-        if self.sharing.one_path.as_ref().map(|(n, _)| *n) != Some(unions.len()) {
+        let size = (unions.len(), self.ops.dom.node_count());
+        if self.sharing.one_path.as_ref().map(|(n, _)| *n) != Some(size) {
             let found = self.one_path_classes(&unions);
-            self.sharing.one_path = Some((unions.len(), found));
+            self.sharing.one_path = Some((size, found));
         }
         let class = self.class(u);
         self.sharing
@@ -420,6 +425,15 @@ impl Lowerer<'_> {
                     let c = self.class(w);
                     excluded.insert(c);
                 }
+            }
+        }
+        for elem in self.ops.dom.vector_elements() {
+            let mut inside = Vec::new();
+            let mut in_vectors = Vec::new();
+            pointers(&self.ops.dom, elem, &mut inside, &mut in_vectors);
+            for w in inside.into_iter().flatten().chain(in_vectors) {
+                let c = self.class(w);
+                excluded.insert(c);
             }
         }
         candidates.retain(|c| !excluded.contains(c));
