@@ -62,7 +62,8 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 static BUDGET: AtomicUsize = AtomicUsize::new(usize::MAX);
 static PHASE: AtomicUsize = AtomicUsize::new(Phase::Starting as usize);
 
-/// Bytes allocated and not yet freed (through [`Budgeted`]).
+/// Bytes allocated and not yet freed (through [`Budgeted`]), to within
+/// [`SLACK`] per thread.
 pub fn in_use() -> usize {
     IN_USE.load(Ordering::Relaxed).max(0) as usize
 }

@@ -586,10 +586,12 @@ impl<L: Leaf> Domain<L> {
         self.nodes.len()
     }
 
-    /// The element value of every vector value in the arena.
-    pub fn vector_elements(&self) -> Vec<AvId> {
+    /// The element value of every vector value in the arena from id
+    /// `from` on.
+    pub fn vector_elements(&self, from: usize) -> Vec<AvId> {
         self.nodes
             .iter()
+            .skip(from)
             .filter_map(|n| match n {
                 Av::Vector(elem, _) | Av::Leaf(_, LeafKind::Vector(elem, _)) => Some(*elem),
                 _ => None,

@@ -78,10 +78,22 @@ pub(super) struct Sharing {
     tags: HashMap<(usize, usize), u32>,
     /// The lazy zeros each class's cells may be ([`Lowerer::lazy_table`]).
     lazy: Option<HashMap<usize, Vec<(u32, UnionId)>>>,
-    /// The classes whose cells a walk meets by one path only
-    /// ([`Lowerer::one_path`]), and how many unions and values there were
-    /// when they were found.
-    one_path: Option<((usize, usize), HashSet<usize>)>,
+    /// What [`Lowerer::one_path`] found, kept while no union is added.
+    one_path: Option<OnePath>,
+}
+
+/// The classes whose cells a walk meets by one path only
+/// ([`Lowerer::one_path`]).
+struct OnePath {
+    /// How many unions there were when `classes` was found.
+    unions: usize,
+    /// How many values of the arena have been looked at for vectors:
+    /// lowering adds values, so only the new ones are.
+    scanned: usize,
+    /// The classes whose cells some vector holds.
+    in_vectors: HashSet<usize>,
+    /// `None` when `in_vectors` has grown since it was found.
+    classes: Option<HashSet<usize>>,
 }
 
 impl Lowerer<'_> {
@@ -391,29 +403,52 @@ impl Lowerer<'_> {
     /// fixes, so they walk it a bounded number of times again.
     fn one_path(&mut self, u: UnionId) -> bool {
         let unions = self.ops.dom.union_ids();
-        let size = (unions.len(), self.ops.dom.node_count());
-        if self.sharing.one_path.as_ref().map(|(n, _)| *n) != Some(size) {
-            let found = self.one_path_classes(&unions);
-            self.sharing.one_path = Some((size, found));
+        let mut found = match self.sharing.one_path.take() {
+            Some(f) if f.unions == unions.len() => f,
+            _ => OnePath {
+                unions: unions.len(),
+                scanned: 0,
+                in_vectors: HashSet::new(),
+                classes: None,
+            },
+        };
+        let elems = self.ops.dom.vector_elements(found.scanned);
+        found.scanned = self.ops.dom.node_count();
+        for elem in elems {
+            let mut inside = Vec::new();
+            pointers(&self.ops.dom, elem, &mut inside);
+            for w in inside.into_iter().flatten() {
+                let c = self.class(w);
+                if found.in_vectors.insert(c) {
+                    found.classes = None;
+                }
+            }
         }
+        let classes = match found.classes.take() {
+            Some(classes) => classes,
+            None => self.one_path_classes(&unions, &found.in_vectors),
+        };
         let class = self.class(u);
-        self.sharing
-            .one_path
-            .as_ref()
-            .is_some_and(|(_, set)| set.contains(&class))
+        let r = classes.contains(&class);
+        found.classes = Some(classes);
+        self.sharing.one_path = Some(found);
+        r
     }
 
-    fn one_path_classes(&mut self, unions: &[UnionId]) -> HashSet<usize> {
+    fn one_path_classes(
+        &mut self,
+        unions: &[UnionId],
+        in_vectors: &HashSet<usize>,
+    ) -> HashSet<usize> {
         let mut candidates = HashSet::new();
-        let mut excluded = HashSet::new();
+        let mut excluded = in_vectors.clone();
         let mut parents: HashMap<usize, HashSet<usize>> = HashMap::new();
         for &u in unions {
             let class = self.class(u);
             candidates.insert(class);
             for m in self.ops.dom.members(u).to_vec() {
                 let mut children = Vec::new();
-                let mut in_vectors = Vec::new();
-                pointers(&self.ops.dom, m, &mut children, &mut in_vectors);
+                pointers(&self.ops.dom, m, &mut children);
                 if children.len() > 1 {
                     excluded.insert(class);
                 }
@@ -421,19 +456,6 @@ impl Lowerer<'_> {
                     let c = self.class(w);
                     parents.entry(c).or_default().insert(class);
                 }
-                for w in in_vectors {
-                    let c = self.class(w);
-                    excluded.insert(c);
-                }
-            }
-        }
-        for elem in self.ops.dom.vector_elements() {
-            let mut inside = Vec::new();
-            let mut in_vectors = Vec::new();
-            pointers(&self.ops.dom, elem, &mut inside, &mut in_vectors);
-            for w in inside.into_iter().flatten().chain(in_vectors) {
-                let c = self.class(w);
-                excluded.insert(c);
             }
         }
         candidates.retain(|c| !excluded.contains(c));
@@ -615,35 +637,26 @@ fn made_here(fb: &mut Fb, table: u32, args: &[Val], r: Val) -> Option<(usize, us
 }
 
 /// The pointers of a value of abstract value `av` in its cell, in
-/// [`layout_of`] order: each union's cells (`Some`), or a vector (`None`,
-/// the unions inside its elements going to `in_vectors`).
-fn pointers<L: flow::Leaf>(
-    dom: &flow::Domain<L>,
-    av: AvId,
-    out: &mut Vec<Option<UnionId>>,
-    in_vectors: &mut Vec<UnionId>,
-) {
+/// [`layout_of`] order: each union's cells (`Some`), or a vector (`None`:
+/// the cells its elements hold are found from the vector values of the
+/// arena, [`Lowerer::one_path`]).
+fn pointers<L: flow::Leaf>(dom: &flow::Domain<L>, av: AvId, out: &mut Vec<Option<UnionId>>) {
     if dom.is_known(av) {
         return;
     }
     match dom.get(av) {
         Av::Union(u) | Av::Leaf(_, flow::LeafKind::Union(u)) => out.push(Some(dom.find(*u))),
-        Av::Vector(elem, _) | Av::Leaf(_, flow::LeafKind::Vector(elem, _)) => {
-            out.push(None);
-            let mut inside = Vec::new();
-            pointers(dom, *elem, &mut inside, in_vectors);
-            in_vectors.extend(inside.into_iter().flatten());
-        }
+        Av::Vector(..) | Av::Leaf(_, flow::LeafKind::Vector(..)) => out.push(None),
         Av::Pair(a, b) | Av::Bundle(a, b) => {
-            pointers(dom, *a, out, in_vectors);
-            pointers(dom, *b, out, in_vectors);
+            pointers(dom, *a, out);
+            pointers(dom, *b, out);
         }
         Av::Closure(_, env) => {
             for x in env.iter() {
-                pointers(dom, *x, out, in_vectors);
+                pointers(dom, *x, out);
             }
         }
-        Av::Wrap(_, x) => pointers(dom, *x, out, in_vectors),
+        Av::Wrap(_, x) => pointers(dom, *x, out),
         Av::Real(_) | Av::Bool(_) | Av::Leaf(..) | Av::Bottom | Av::Nil | Av::Prim(_) => {}
     }
 }
