@@ -32,6 +32,10 @@ struct Memo {
     /// (grow-hvp-fr: 2.6% more instructions in all when derived).
     shift: u32,
     len: usize,
+    /// Lookups and insertions since the program started, for
+    /// `VLAD_GC_STATS` ([`counts`]).
+    lookups: usize,
+    insertions: usize,
 }
 
 static MEMO: Global<Memo> = Global::new(Memo {
@@ -39,6 +43,8 @@ static MEMO: Global<Memo> = Global::new(Memo {
     cap: 0,
     shift: 64,
     len: 0,
+    lookups: 0,
+    insertions: 0,
 });
 
 /// The slots of the cells of one page of `a` lie in a window of this
@@ -118,7 +124,8 @@ impl Memo {
         }
     }
 
-    fn get(&self, key: [usize; 3]) -> usize {
+    fn get(&mut self, key: [usize; 3]) -> usize {
+        self.lookups += 1;
         if self.len == 0 {
             return 0;
         }
@@ -131,6 +138,7 @@ impl Memo {
     }
 
     fn put(&mut self, key: [usize; 3], r: usize) {
+        self.insertions += 1;
         if 2 * (self.len + 1) > self.cap {
             self.grow();
         }
@@ -184,6 +192,12 @@ pub fn forget() {
     MEMO.get().forget();
 }
 
+/// How many lookups and insertions the memo tables have had.
+pub fn counts() -> (usize, usize) {
+    let m = MEMO.get();
+    (m.lookups, m.insertions)
+}
+
 /// What table `table` recorded for the key, or 0 (no cell) if nothing.
 #[no_mangle]
 pub extern "C" fn rt_memo_get(table: usize, a: usize, b: usize) -> usize {
@@ -214,5 +228,7 @@ mod tests {
         assert_eq!(rt_memo_get(1, 16, 0), 0);
         forget();
         assert_eq!(rt_memo_get(0, 16, 0), 0);
+        let (lookups, insertions) = counts();
+        assert!(lookups >= 5003 && insertions >= 5000);
     }
 }

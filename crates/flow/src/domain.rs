@@ -599,6 +599,17 @@ impl<L: Leaf> Domain<L> {
             .collect()
     }
 
+    /// The tangent of every bundle value in the arena.
+    pub fn bundle_tangents(&self) -> Vec<AvId> {
+        self.nodes
+            .iter()
+            .filter_map(|n| match n {
+                Av::Bundle(_, t) => Some(*t),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Every union (representatives only), for printing.
     pub fn union_ids(&self) -> Vec<UnionId> {
         (0..self.unions.len() as u32)
@@ -670,6 +681,24 @@ impl<L: Leaf> Domain<L> {
             })
             .collect();
         v.sort_by_key(|(u, z)| (u.0, z.0));
+        v.dedup();
+        v
+    }
+
+    /// The unions whose values a structural operation ([`Site::Map`])
+    /// maps.
+    pub fn map_operands(&self) -> Vec<UnionId> {
+        let mut v: Vec<UnionId> = self
+            .sites
+            .keys()
+            .flat_map(|s| match s {
+                Site::Map(_, u, w) => [Some(*u), *w],
+                _ => [None, None],
+            })
+            .flatten()
+            .map(|u| self.find(u))
+            .collect();
+        v.sort_by_key(|u| u.0);
         v.dedup();
         v
     }

@@ -22,8 +22,8 @@
 //!   each a memo lookup (four lookups and a store per element, 45% of its
 //!   instructions): 68.4M -> 35.6M instructions per gradient. `zero`
 //!   gives back a zero operand, so the value a lazy zero points to is never
-//!   one; only where the operand's cells can stand for the result's is
-//!   the zero lazy.
+//!   one; where the operand's cells cannot stand for the result's, only
+//!   the zero of a tape's links is lazy ([`Lowerer::unlike_lazy_zeros`]).
 //! - Over a union whose cells hold cells, a map remembers what it gave
 //!   for the cells it walked (`fir::Op::MemoGet`), so that shared
 //!   structure is walked once and a zero asked for again is not rebuilt.
@@ -276,25 +276,70 @@ impl Lowerer<'_> {
     fn lazy_table(&mut self) -> &HashMap<usize, Vec<(u32, UnionId)>> {
         if self.sharing.lazy.is_none() {
             let mut table: HashMap<usize, Vec<(u32, UnionId)>> = HashMap::new();
+            let mut others = Vec::new();
             for (u, z) in self.ops.dom.zero_sites() {
-                // `zero` gives back a zero operand (a lazy zero included)
-                // only where the operand's cells can stand for the
-                // result's: the original of a lazy zero is never one.
-                if self.ops.dom.union_at(flow::Site::Zero(u)) != Some(z)
-                    || !self.holds_cells(u)
-                    || !self.interchangeable(u, z)
-                {
+                if self.ops.dom.union_at(flow::Site::Zero(u)) != Some(z) || !self.holds_cells(u) {
+                    continue;
+                }
+                if !self.interchangeable(u, z) {
+                    others.push((u, z));
                     continue;
                 }
                 let tag = self.lazy_tag(u);
-                let sources = table.entry(self.class(z)).or_default();
-                if !sources.iter().any(|(t, _)| *t == tag) {
-                    sources.push((tag, u));
-                }
+                add_source(&mut table, self.class(z), tag, u);
+            }
+            for (u, class) in self.unlike_lazy_zeros(others, &table) {
+                let tag = self.lazy_tag(u);
+                add_source(&mut table, class, tag, u);
             }
             self.sharing.lazy = Some(table);
         }
         self.sharing.lazy.get_or_insert_with(HashMap::new)
+    }
+
+    /// Of the `zero` sites `sites` whose operand's cells cannot stand for
+    /// the result's, those whose zeros are lazy too, each as the operand
+    /// union and the result's class, given the lazy zeros `table` of the
+    /// others. Where they can, `zero` gives back a zero operand (a lazy
+    /// zero included), so the original of a lazy zero is never one; where
+    /// they cannot, `zero` always makes a cell, and that holds only if no
+    /// operand can be a lazy zero: the operand's class holds none.
+    ///
+    /// Forcing a lazy zero costs a memo lookup, so only the zeros of links
+    /// alone (all of one shape are equal) that no map walks and that are
+    /// no tangent (forward mode walks the tangent of a constant list) are
+    /// lazy: the sensitivity of an inner reverse mode's tape, which
+    /// reverse over reverse asks for at every step and only adds or drops
+    /// (hvp-rr: 8 lookups an element in a table kept across calls, 25% of
+    /// its instructions).
+    fn unlike_lazy_zeros(
+        &mut self,
+        mut sites: Vec<(UnionId, UnionId)>,
+        table: &HashMap<usize, Vec<(u32, UnionId)>>,
+    ) -> Vec<(UnionId, usize)> {
+        let mut tangents = Vec::new();
+        for t in self.ops.dom.bundle_tangents() {
+            pointers(&self.ops.dom, t, &mut tangents);
+        }
+        let walked: HashSet<usize> = (self.ops.dom.map_operands().into_iter())
+            .chain(tangents.into_iter().flatten())
+            .map(|u| self.class(u))
+            .collect();
+        sites.retain(|(_, z)| self.only_links(*z));
+        let kept: Vec<(UnionId, usize, usize)> = sites
+            .into_iter()
+            .map(|(u, z)| (u, self.class(u), self.class(z)))
+            .filter(|(_, _, zc)| !walked.contains(zc))
+            .collect();
+        // What any class may be, these sites' zeros counted: a site whose
+        // operand's class is one of them is not lazy.
+        let lazy: HashSet<usize> = (table.keys().copied())
+            .chain(kept.iter().map(|k| k.2))
+            .collect();
+        kept.into_iter()
+            .filter(|(_, uc, _)| !lazy.contains(uc))
+            .map(|(u, _, zc)| (u, zc))
+            .collect()
     }
 
     /// The sets of tags one dispatch may test: a representation class's
@@ -475,6 +520,34 @@ impl Lowerer<'_> {
 
     /// Do the cells of union `u` hold cells (of unions inside its
     /// members)? Only then can a walk over them meet a cell twice.
+    /// Do the values of union `u` hold nothing but cells holding cells
+    /// in turn: no scalar, no vector, anywhere? (The sensitivity of a
+    /// list of links: all its values of one length are equal.)
+    fn only_links(&self, u: UnionId) -> bool {
+        let dom = &self.ops.dom;
+        let mut seen = HashSet::new();
+        let mut todo = vec![dom.find(u)];
+        while let Some(u) = todo.pop() {
+            if !seen.insert(u) {
+                continue;
+            }
+            for m in dom.members(u) {
+                if layout_of(dom, *m).iter().any(|t| *t != Ty::Ptr) {
+                    return false;
+                }
+                let mut inside = Vec::new();
+                pointers(dom, *m, &mut inside);
+                for w in inside {
+                    match w {
+                        Some(w) => todo.push(w),
+                        None => return false,
+                    }
+                }
+            }
+        }
+        true
+    }
+
     fn holds_cells(&self, u: UnionId) -> bool {
         self.ops
             .dom
@@ -615,6 +688,15 @@ pub(super) fn mark_zero(inst: &mut Inst) {
             }
         }
         _ => {}
+    }
+}
+
+/// Adds the lazy zeros of tag `tag`, of values of union `u`, to those
+/// the cells of representation class `class` may be.
+fn add_source(table: &mut HashMap<usize, Vec<(u32, UnionId)>>, class: usize, tag: u32, u: UnionId) {
+    let sources = table.entry(class).or_default();
+    if !sources.iter().any(|(t, _)| *t == tag) {
+        sources.push((tag, u));
     }
 }
 

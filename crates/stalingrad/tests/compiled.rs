@@ -257,7 +257,8 @@ fn union_cells_are_reclaimed() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stdout.trim(), "1000010000000", "stderr: {stderr}");
-    let stats: Vec<u64> = stderr
+    let gc = stderr.lines().find(|l| l.starts_with("gc: ")).unwrap_or("");
+    let stats: Vec<u64> = gc
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|w| w.parse().ok())
         .collect();

@@ -1022,7 +1022,8 @@ pub extern "C" fn rt_alloc(bytes: usize) -> *mut u8 {
 
 /// With `VLAD_GC_STATS` set in the environment, prints at exit on
 /// standard error how many collections ran and how big the heap grew, so
-/// that tests can check that memory stays bounded.
+/// that tests can check that memory stays bounded, and how many lookups
+/// and insertions the memo tables of `zero` and `plus` had (`memo.rs`).
 pub fn report() {
     // SAFETY: a NUL-terminated name; the result is only tested for null.
     if unsafe { getenv(c"VLAD_GC_STATS".as_ptr() as *const u8) }.is_null() {
@@ -1036,6 +1037,11 @@ pub fn report() {
             "gc: {} collections ({} full), {} bytes of heap, {} bytes of stack scanned, {} bytes found live\n",
             h.collections, h.fulls, h.heap_peak, h.stack_scanned, h.live_marked
         ),
+    );
+    let (lookups, insertions) = crate::memo::counts();
+    let _ = core::fmt::Write::write_fmt(
+        &mut line,
+        format_args!("memo: {lookups} lookups, {insertions} insertions\n"),
     );
     crate::write_all(2, line.as_bytes());
 }
