@@ -60,7 +60,8 @@
 //! only the stack and what was made since are. The old cells that have
 //! died stay marked (and their memory unused) until a full collection,
 //! which clears the marks first; one runs once the marked bytes reach
-//! one and a half times what the last full collection found live.
+//! one and a half times what the last full collection found live, or
+//! when that is at most half the allocation allowed before the next.
 //!
 //! Allocation only ever bumps a pointer through a run of free cells (the
 //! run is the region compiled code bumps inline, `rt_bump`). A chunk in
