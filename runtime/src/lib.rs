@@ -260,27 +260,105 @@ fn print_bytes(bytes: &[u8]) {
 /// `ptr` must point to `len` readable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rt_print_str(ptr: *const u8, len: usize) {
+    // SAFETY: the caller passes a string of the program's object file.
+    let s = unsafe { core::slice::from_raw_parts(ptr, len) };
+    if CAPTURE.get().take(s) {
+        return;
+    }
     #[cfg(vlad_lib)]
     if library::capturing() {
         return;
     }
-    // SAFETY: the caller passes a string of the program's object file.
-    let s = unsafe { core::slice::from_raw_parts(ptr, len) };
     print_bytes(s);
 }
 
 #[no_mangle]
 pub extern "C" fn rt_print_real(x: f64) {
+    let text = number_core::format_real(x);
+    if CAPTURE.get().take(text.as_bytes()) {
+        return;
+    }
     #[cfg(vlad_lib)]
     if library::capture_real(x) {
         return;
     }
-    print_bytes(number_core::format_real(x).as_bytes());
+    print_bytes(text.as_bytes());
 }
 
 #[no_mangle]
 pub extern "C" fn rt_print_bool(b: i32) {
-    print_bytes(boolean::text(b != 0).as_bytes());
+    let text = boolean::text(b != 0);
+    if CAPTURE.get().take(text.as_bytes()) {
+        return;
+    }
+    print_bytes(text.as_bytes());
+}
+
+/// What printing writes between `rt_capture_start` and `rt_capture_end`
+/// (`fir::Op::Capture`): parts of a value known only at run time that an
+/// error message shows, each taken by an `rt_err_captured` in order.
+struct Capture {
+    on: bool,
+    text: Line,
+    /// Where each stretch ends in `text`.
+    ends: [usize; CAPTURES],
+    count: usize,
+    taken: usize,
+}
+
+/// The most stretches one message shows (one per unknown part of a
+/// value); more are shown empty.
+const CAPTURES: usize = 16;
+
+/// The most bytes of one stretch kept: a message shortens each value to
+/// 120 bytes (`message::value_cut`).
+const CAPTURE_BYTES: usize = 240;
+
+static CAPTURE: Global<Capture> = Global::new(Capture {
+    on: false,
+    text: Line::new(),
+    ends: [0; CAPTURES],
+    count: 0,
+    taken: 0,
+});
+
+impl Capture {
+    /// Keeps `bytes` if a stretch is open; says whether one was.
+    fn take(&mut self, bytes: &[u8]) -> bool {
+        if !self.on {
+            return false;
+        }
+        let start = self.count.checked_sub(1).map_or(0, |i| self.ends[i]);
+        let room = (start + CAPTURE_BYTES).saturating_sub(self.text.len);
+        self.text.push(&bytes[..bytes.len().min(room)]);
+        true
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn rt_capture_start() {
+    CAPTURE.get().on = true;
+}
+
+#[no_mangle]
+pub extern "C" fn rt_capture_end() {
+    let c = CAPTURE.get();
+    c.on = false;
+    if c.count < CAPTURES {
+        c.ends[c.count] = c.text.len;
+        c.count += 1;
+    }
+}
+
+/// Adds the next stretch captured to the message.
+#[no_mangle]
+pub extern "C" fn rt_err_captured() {
+    let c = CAPTURE.get();
+    if c.taken < c.count {
+        let start = c.taken.checked_sub(1).map_or(0, |i| c.ends[i]);
+        ERR_LINE.get().push(&c.text.buf[start..c.ends[c.taken]]);
+        c.taken += 1;
+    }
 }
 
 // ---------------------------------------------------------------- errors
@@ -399,6 +477,8 @@ fn reset_error_state() {
     ERR_LINE.get().len = 0;
     *ERR_VALUE_START.get() = 0;
     *ERR_NOTE.get() = &[];
+    let c = CAPTURE.get();
+    (c.on, c.text.len, c.count, c.taken) = (false, 0, 0, 0);
     // SAFETY: one call at a time; no compiled code is running.
     unsafe {
         rt_site_ptr = core::ptr::null();

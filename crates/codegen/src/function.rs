@@ -47,6 +47,11 @@ pub(crate) struct FnBuilder<'a, 'b> {
     pub(crate) hot: HashSet<Val>,
     /// Those met so far: their index (an integer) and their real.
     pub(crate) deferred: HashMap<Val, (ClValue, ClValue)>,
+    /// The element functions whose code is being made inline, outermost
+    /// first (`FnBuilder::inline_element`): a vector whose elements may be
+    /// vectors of its own type is printed by a function whose loop calls
+    /// it again, which is not inlined into itself.
+    pub(crate) inlining: Vec<FuncId>,
     /// What was computed once of a FIR value where the block being built
     /// can still use it (`Known`).
     pub(crate) known: Known,
@@ -565,6 +570,14 @@ impl FnBuilder<'_, '_> {
                 let x = self.b.ins().uextend(types::I32, x);
                 self.call_import("rt_print_bool", &[x])?;
             }
+            Op::Capture(start) => {
+                let name = if *start {
+                    "rt_capture_start"
+                } else {
+                    "rt_capture_end"
+                };
+                self.call_cold(name, &[])?;
+            }
             Op::ReadReal(s) => {
                 let args = self.string(*s)?;
                 let v = self
@@ -806,6 +819,9 @@ impl FnBuilder<'_, '_> {
                         }
                         fir::ErrPart::ValueEnd => {
                             self.call_cold("rt_err_value_end", &[])?;
+                        }
+                        fir::ErrPart::Captured(_) => {
+                            self.call_cold("rt_err_captured", &[])?;
                         }
                     }
                 }

@@ -274,6 +274,7 @@ pub(crate) fn counters(
                     | Op::PrintStr(_)
                     | Op::PrintReal(_)
                     | Op::PrintBool(_)
+                    | Op::Capture(_)
                     | Op::ReadReal(_)
                     | Op::MemoGet(..)
                     | Op::MemoPut(..)

@@ -349,7 +349,9 @@ impl Codegen<'_> {
             "rt_memo_get" => (&[types::I64; 3], &[types::I64]),
             "rt_memo_put" => (&[types::I64; 4], &[]),
             "rt_stack_overflow" | "rt_err_end" | "rt_err_value_start" | "rt_err_value_end"
-            | "rt_err_site" => (&[], &[]),
+            | "rt_err_site" | "rt_err_captured" | "rt_capture_start" | "rt_capture_end" => {
+                (&[], &[])
+            }
             "rt_err_str" | "rt_err_at" => (&[types::I64, types::I64], &[]),
             "rt_err_real" => (&[types::F64], &[]),
             "rt_err_bool" => (&[types::I32], &[]),
@@ -611,6 +613,7 @@ impl Codegen<'_> {
                 globals: HashMap::new(),
                 hot: HashSet::new(),
                 deferred: HashMap::new(),
+                inlining: Vec::new(),
                 known: Known::default(),
                 int_mode: None,
             };

@@ -750,6 +750,7 @@ impl FnBuilder<'_, '_> {
         if !self.inlines_element(func, argv.len()) {
             return Ok(None);
         }
+        self.inlining.push(func);
         let mut vals: Vec<Option<ClValue>> = argv.iter().map(|x| Some(*x)).collect();
         vals.resize(g.types.len(), None);
         let saved_vals = std::mem::replace(&mut self.vals, vals);
@@ -773,6 +774,7 @@ impl FnBuilder<'_, '_> {
             }
         }
         let slots = made.and_then(|()| self.vals(rets));
+        self.inlining.pop();
         self.vals = saved_vals;
         self.f = saved_f;
         self.fid = saved_fid;
@@ -784,10 +786,11 @@ impl FnBuilder<'_, '_> {
     }
 
     /// Whether `vec_build` makes the elements by `func`'s code inline,
-    /// called with `args` arguments.
+    /// called with `args` arguments: not within its own code.
     fn inlines_element(&self, func: FuncId, args: usize) -> bool {
         let g = self.cg.m.func(func);
-        matches!(g.body.term, Term::Return(_))
+        !self.inlining.contains(&func)
+            && matches!(g.body.term, Term::Return(_))
             && g.body.size() <= INLINE_ELEMENT
             && g.body.single_exit()
             && args == g.params.len()

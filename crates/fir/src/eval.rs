@@ -76,6 +76,8 @@ pub fn run_counting(
         heap: Vec::new(),
         memo: HashMap::new(),
         saves: Vec::new(),
+        capturing: None,
+        captured: VecDeque::new(),
     };
     let r = ev.call(main, Vec::new()).map(|_| ());
     let _ = ev.out.flush();
@@ -111,6 +113,10 @@ struct Eval<'a> {
     memo: HashMap<(u32, Vec<usize>), usize>,
     /// The stack of saved values ([`Op::Save`]).
     saves: Vec<V>,
+    /// What printing writes inside an [`Op::Capture`] stretch, and the
+    /// stretches printed that the error message has not taken yet.
+    capturing: Option<String>,
+    captured: VecDeque<String>,
 }
 
 /// A union cell, or a vector (tag `base::cell_layout::VECTOR_TAG`, which
@@ -232,6 +238,10 @@ impl Eval<'_> {
                             }
                         }
                         crate::ErrPart::Str(s) => msg.push_str(self.string(*s)?),
+                        crate::ErrPart::Captured(_) => match self.captured.pop_front() {
+                            Some(text) => msg.push_str(&text),
+                            None => return internal("`captured` with nothing captured"),
+                        },
                         crate::ErrPart::Real(v) => match get(std::slice::from_ref(v))?[0] {
                             V::F(x) => msg.push_str(&crate::eval::format_real(x)),
                             _ => {
@@ -401,6 +411,15 @@ impl Eval<'_> {
                     exit => return Ok(Err(exit)),
                 }
             }
+            Op::Capture(true) => {
+                self.capturing = Some(String::new());
+                vec![]
+            }
+            Op::Capture(false) => {
+                let text = self.capturing.take().unwrap_or_default();
+                self.captured.push_back(text);
+                vec![]
+            }
             Op::PrintStr(s) => {
                 let text = self.string(*s)?.to_string();
                 self.emit(&text)?;
@@ -447,6 +466,10 @@ impl Eval<'_> {
     }
 
     fn emit(&mut self, s: &str) -> R<()> {
+        if let Some(c) = &mut self.capturing {
+            c.push_str(s);
+            return Ok(());
+        }
         self.out
             .write_all(s.as_bytes())
             .map_err(|e| format!("error: cannot write output: {e}"))

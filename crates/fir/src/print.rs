@@ -184,6 +184,7 @@ fn block(out: &mut String, f: &Func, b: &Block, depth: usize) {
                     crate::ErrPart::Site => write!(out, " site"),
                     crate::ErrPart::At(s) => write!(out, " at {}", s),
                     crate::ErrPart::ValueEnd => write!(out, " >"),
+                    crate::ErrPart::Captured(n) => write!(out, " captured {n}"),
                 };
             }
         }
@@ -239,6 +240,13 @@ fn inst(out: &mut String, f: &Func, i: &Inst, depth: usize) {
         }
         Op::PrintBool(x) => {
             let _ = write!(out, "print_bool {x}");
+        }
+        Op::Capture(start) => {
+            out.push_str(if *start {
+                "capture_start"
+            } else {
+                "capture_end"
+            });
         }
         Op::ReadReal(s) => {
             let _ = write!(out, "read_real {}", s);

@@ -563,6 +563,7 @@ impl<'a> Reader<'a> {
                         "<" => ErrPart::ValueStart,
                         ">" => ErrPart::ValueEnd,
                         "site" => ErrPart::Site,
+                        "captured" => ErrPart::Captured(self.number("the number of a captured stretch")?),
                         "at" => ErrPart::At(self.str_id()?),
                         "bool" => ErrPart::Bool(self.val()?),
                         _ => match (
@@ -574,7 +575,7 @@ impl<'a> Reader<'a> {
                             _ => {
                                 return self.err_at(
                                     &t,
-                                    "a part of an error message (`sN`, `vN`, `bool vN`, `<`, `>`, `site`, `at sN`)",
+                                    "a part of an error message (`sN`, `vN`, `bool vN`, `<`, `>`, `site`, `at sN`, `captured N`)",
                                 )
                             }
                         },

@@ -335,6 +335,7 @@ impl<'a> Checker<'a> {
         }
         self.path.push(Step::Term);
         self.term(&b.term, place)?;
+        self.captures(b)?;
         self.path.pop();
         self.yields = match &b.term {
             Term::Yield(vs) if self.dead == 0 => {
@@ -645,6 +646,8 @@ impl<'a> Checker<'a> {
                 self.use_val(*a, Some(Bool))?;
                 vec![]
             }
+            // Where they may be is checked with the block's terminator.
+            Op::Capture(_) => vec![],
             Op::Alloc(tag, vals) | Op::AllocZero(tag, vals) => {
                 let slots = self.layout(*tag)?;
                 self.use_vals(
@@ -797,6 +800,57 @@ impl<'a> Checker<'a> {
         Ok(types)
     }
 
+    /// The block's `Capture` stretches: in pairs, not nested, and only
+    /// before an `ErrorWith` that takes each one (`ErrPart::Captured`).
+    fn captures(&self, b: &Block) -> Result<(), VerifyError> {
+        let mut open = false;
+        let mut stretches = 0;
+        for i in &b.insts {
+            if let Op::Capture(start) = i.op {
+                if start == open {
+                    return self.err(format!(
+                        "`{}` {}",
+                        if start {
+                            "capture_start"
+                        } else {
+                            "capture_end"
+                        },
+                        if start {
+                            "inside a capture"
+                        } else {
+                            "with no capture open"
+                        }
+                    ));
+                }
+                open = start;
+                stretches += usize::from(!start);
+            }
+        }
+        let taken: Vec<u32> = match &b.term {
+            Term::ErrorWith(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    ErrPart::Captured(n) => Some(*n),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if taken.iter().enumerate().any(|(i, n)| *n as usize != i) {
+            return self.err(format!(
+                "captured stretches taken as {taken:?}, not in order"
+            ));
+        }
+        let taken = taken.len();
+        if open || taken != stretches {
+            return self.err(format!(
+                "{stretches} captured stretches{} before an error message that takes {taken}",
+                if open { " (one left open)" } else { "" }
+            ));
+        }
+        Ok(())
+    }
+
     fn term(&mut self, t: &Term, place: Place<'_>) -> Result<(), VerifyError> {
         match t {
             Term::Return(vs) => self.use_vals(vs, &self.f.returns, "return"),
@@ -822,7 +876,10 @@ impl<'a> Checker<'a> {
                         ErrPart::Str(s) | ErrPart::At(s) => self.string(*s)?,
                         ErrPart::Real(v) => self.use_val(*v, Some(Ty::F64))?,
                         ErrPart::Bool(v) => self.use_val(*v, Some(Ty::Bool))?,
-                        ErrPart::ValueStart | ErrPart::ValueEnd | ErrPart::Site => {}
+                        ErrPart::ValueStart
+                        | ErrPart::ValueEnd
+                        | ErrPart::Site
+                        | ErrPart::Captured(_) => {}
                     }
                 }
                 Ok(())

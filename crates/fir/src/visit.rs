@@ -13,6 +13,7 @@ impl Op {
             Op::F64Const(_)
             | Op::BoolConst(_)
             | Op::PrintStr(_)
+            | Op::Capture(_)
             | Op::ReadReal(_)
             | Op::Count(_) => {}
             Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {
@@ -84,6 +85,7 @@ impl Op {
             Op::F64Const(_)
             | Op::BoolConst(_)
             | Op::PrintStr(_)
+            | Op::Capture(_)
             | Op::ReadReal(_)
             | Op::Count(_) => {}
             Op::FBin(_, a, b) | Op::FCmp(_, a, b) => {

@@ -197,6 +197,16 @@ pub trait Leaf: Copy + Eq + std::hash::Hash + std::fmt::Debug {
     /// Writes this leaf, standing for an unknown real or boolean, in the
     /// text of an error message ([`crate::text::value_text`]).
     fn write_message(self, kind: LeafKind, text: &mut String);
+
+    /// Writes a mark standing for value `v` under the tags `tags`
+    /// (outermost first) in the text of an error message, a part that
+    /// only code run then can print (a union's cells, a vector of run-time
+    /// length; as the rest of a list after an element when `rest`:
+    /// `printer::Sink::opaque_rest`), and says so; or says there is none.
+    fn write_printed(v: AvId, tags: &[Tag], rest: bool, text: &mut String) -> bool {
+        let _ = (v, tags, rest, text);
+        false
+    }
 }
 
 /// The analysis' leaves: none (an uninhabited type).

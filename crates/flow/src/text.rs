@@ -176,10 +176,14 @@ impl<L: Leaf> printer::View for Said<'_, L> {
 }
 
 /// Writes the unknown parts of a value in a message; `leaves` is set
-/// when one of them is a leaf ([`Leaf::write_message`]).
+/// when one of them is a leaf ([`Leaf::write_message`],
+/// [`Leaf::write_printed`]). Parts of a value found in a derivative
+/// (`printed` is false), whose tags `printer::Found` would take off, are
+/// not printed at run time.
 struct Message {
     text: String,
     leaves: bool,
+    printed: bool,
 }
 
 impl<L: Leaf> printer::Sink<Said<'_, L>> for Message {
@@ -195,8 +199,46 @@ impl<L: Leaf> printer::Sink<Said<'_, L>> for Message {
                 self.leaves = true;
             }
             Av::Bottom => self.text.push('_'),
-            _ => self.text.push_str("#<value of run-time shape>"),
+            _ if self.printed
+                && printable(x.dom, x.v)
+                && L::write_printed(x.v, &[], false, &mut self.text) =>
+            {
+                self.leaves = true;
+            }
+            _ => self.text.push_str(RUN_TIME_SHAPE),
         }
+    }
+    fn opaque_rest(&mut self, Said(x): Said<'_, L>) -> bool {
+        let rest = self.printed
+            && matches!(x.dom.get(x.v), Av::Leaf(_, LeafKind::Union(_)))
+            && L::write_printed(x.v, &[], true, &mut self.text);
+        self.leaves |= rest;
+        rest
+    }
+    fn opaque_tagged(&mut self, tags: &[ir::Tag], Said(x): Said<'_, L>) -> bool {
+        let vector = !matches!(x.dom.get(x.v), Av::Leaf(_, LeafKind::Union(_)));
+        let shown = self.printed
+            && vector
+            && printable(x.dom, x.v)
+            && L::write_printed(x.v, tags, false, &mut self.text);
+        self.leaves |= shown;
+        shown
+    }
+}
+
+/// How a message shows a part of a value that neither the analysis nor
+/// code run then can print.
+pub const RUN_TIME_SHAPE: &str = "#<value of run-time shape>";
+
+/// Can code run then print `v`, a part of a value [`Shape`] leaves
+/// opaque: the cells of a union, or a vector of run-time length, tags and
+/// tangents on it included?
+fn printable<L: Leaf>(dom: &Domain<L>, v: AvId) -> bool {
+    match dom.get(v) {
+        Av::Leaf(_, LeafKind::Union(_) | LeafKind::Vector(..)) => true,
+        Av::Wrap(_, x) => printable(dom, *x),
+        Av::Bundle(p, t) => printable(dom, *p) && printable(dom, *t),
+        _ => false,
     }
 }
 
@@ -207,6 +249,7 @@ pub fn value_text<L: Leaf>(dom: &Domain<L>, world: &[ir::Tag], v: AvId) -> (Stri
     let mut out = Message {
         text: String::new(),
         leaves: false,
+        printed: world.is_empty(),
     };
     printer::write_found(world, Said(Shape { dom, v }), &mut out);
     (out.text, out.leaves)

@@ -74,6 +74,12 @@ pub trait Sink<V> {
     fn opaque_rest(&mut self, _v: V) -> bool {
         false
     }
+    /// Writes opaque `v` under the tags `tags` (outermost first), which a
+    /// vector's elements carry each (`#((reverse 1) (reverse 2))`), and
+    /// says so; `false` has it written as `(reverse v)`.
+    fn opaque_tagged(&mut self, _tags: &[Tag], _v: V) -> bool {
+        false
+    }
 }
 
 /// A string holds the text of values without opaque nodes (those of the
@@ -274,6 +280,11 @@ fn write_shown<V: View>(s: &Shown<V>, out: &mut impl Sink<V>) {
             write_rest_shown(b, out);
         }
         Form::Tagged(t, x) => {
+            if let Some((tags, v)) = tagged_opaque(t, &x) {
+                if out.opaque_tagged(&tags, v) {
+                    return;
+                }
+            }
             out.text("(");
             out.text(t.name());
             out.text(" ");
@@ -304,6 +315,23 @@ fn write_shown<V: View>(s: &Shown<V>, out: &mut impl Sink<V>) {
             out.text(")");
         }
         Form::Opaque(v) => out.opaque(v),
+    }
+}
+
+/// The tags over an opaque node, outermost first, if `x` under `t` is
+/// one under tags.
+fn tagged_opaque<V: View>(t: Tag, x: &Shown<V>) -> Option<(Vec<Tag>, V)> {
+    let mut tags = vec![t];
+    let mut x = x.clone();
+    loop {
+        match form(&x) {
+            Form::Tagged(t, y) => {
+                tags.push(t);
+                x = y;
+            }
+            Form::Opaque(v) => return Some((tags, v)),
+            _ => return None,
+        }
     }
 }
 

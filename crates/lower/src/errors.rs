@@ -3,11 +3,12 @@
 //! FIR terminator.
 
 use crate::lowerer::*;
+use crate::symbolic::Sym;
 use crate::symbolic::SYM_MARK;
 use base::diag::Span;
 use base::EntityRef;
-use fir::{self, Term, Val};
-use flow::{Av, AvId};
+use fir::{self, Block, FuncId, Inst, Op, Term, Ty, Val};
+use flow::{Av, AvId, LeafKind};
 use ir::{Rhs, Var};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -79,14 +80,146 @@ impl Lowerer<'_> {
                 }
                 continue;
             }
-            let n = piece[1..].parse::<u32>().unwrap_or(0);
-            parts.push(if piece.starts_with('R') {
-                fir::ErrPart::Real(Val::from_number(n))
-            } else {
-                fir::ErrPart::Bool(Val::from_number(n))
+            let mut fields = piece[1..].split(':');
+            let n = fields
+                .next()
+                .and_then(|n| n.parse::<u32>().ok())
+                .unwrap_or(0);
+            let tags: Vec<ir::Tag> = fields.filter_map(crate::symbolic::tag_of_number).collect();
+            parts.push(match piece.as_bytes().first() {
+                Some(b'R') => fir::ErrPart::Real(Val::from_number(n)),
+                Some(b'B') => fir::ErrPart::Bool(Val::from_number(n)),
+                Some(k) => {
+                    let rest = *k == b'T';
+                    let mut v = AvId::new(n as usize);
+                    for t in tags.iter().rev() {
+                        v = self.ops.dom.wrap(*t, v);
+                    }
+                    match self.error_printer(v, rest) {
+                        Some(call) => {
+                            self.captures.push(call);
+                            fir::ErrPart::Captured(self.captures.len() as u32 - 1)
+                        }
+                        None => {
+                            let shape = flow::text::RUN_TIME_SHAPE;
+                            let text = if rest {
+                                format!(" . {shape})")
+                            } else {
+                                shape.into()
+                            };
+                            fir::ErrPart::Str(self.string(&text))
+                        }
+                    }
+                }
+                None => continue,
             });
         }
         Term::ErrorWith(parts)
+    }
+
+    /// A function printing symbolic value `v` as `print` does (as the rest
+    /// of a list after an element when `rest`), and the scalars of `v` to
+    /// call it with, for an error message that shows `v`; `None` if a part
+    /// of `v` is not a scalar, a cell or a vector that a call can pass.
+    fn error_printer(&mut self, v: AvId, rest: bool) -> Option<(FuncId, Vec<Val>)> {
+        let mut types = Vec::new();
+        if !self.passable(v, &mut types) {
+            return None;
+        }
+        let mut args = Vec::new();
+        self.scalars_of(v, &mut args);
+        let mut fb = Fb {
+            types: types.clone(),
+            blocks: vec![Vec::new()],
+            result: None,
+            site: None,
+            maps: Default::default(),
+        };
+        // The maps of unions met so far belong to the function whose
+        // error this is, and are called there.
+        let outer = self.ops.mode.take_pending();
+        let x = self.resymbolize(&mut fb, v, &mut (0..types.len()).map(Val::new));
+        // Values of one shape, their leaves numbered alike, are printed
+        // by one function (evaluator-constants: 758 messages).
+        if let Some(f) = self.error_printers.get(&(x, rest)) {
+            self.ops.mode.restore_pending(outer);
+            return Some((*f, args));
+        }
+        let id = FuncId::new(self.module.funcs.len());
+        let name = format!("print_error_{}", id.index());
+        let body = Block {
+            insts: vec![],
+            term: Term::Return(vec![]),
+        };
+        self.module.funcs.push(fir::Func {
+            name: name.clone(),
+            params: types.clone(),
+            returns: vec![],
+            types: types.clone(),
+            body,
+        });
+        self.error_printers.insert((x, rest), id);
+        match (rest, self.ops.dom.get(x).clone()) {
+            (true, Av::Leaf(Sym(p), LeafKind::Union(u))) => {
+                let tail = self.printer(u, true);
+                fb.emit(Op::Call(tail, vec![Val::from_number(p)]), &[]);
+            }
+            _ => self.print_value(&mut fb, x),
+        }
+        self.ops.mode.restore_pending(outer);
+        self.module.funcs[id.index()] = fir::Func {
+            name,
+            params: types,
+            returns: vec![],
+            types: fb.types,
+            body: Block {
+                insts: fb.blocks.pop().unwrap_or_default(),
+                term: Term::Return(vec![]),
+            },
+        };
+        Some((id, args))
+    }
+
+    /// Whether every part of symbolic value `v` is known or a leaf, inside
+    /// pairs, tags, bundles and closures (what [`Lowerer::scalars_of`]
+    /// passes and [`Lowerer::resymbolize`] takes back), with the types of
+    /// its leaves, in order.
+    fn passable(&self, v: AvId, types: &mut Vec<Ty>) -> bool {
+        let dom = &self.ops.dom;
+        if dom.is_known(v) {
+            return true;
+        }
+        match dom.get(v) {
+            Av::Leaf(_, k) => {
+                types.push(match k {
+                    LeafKind::Real => Ty::F64,
+                    LeafKind::Bool => Ty::Bool,
+                    LeafKind::Union(_) | LeafKind::Vector(..) => Ty::Ptr,
+                });
+                true
+            }
+            Av::Pair(a, b) | Av::Bundle(a, b) => {
+                let (a, b) = (*a, *b);
+                self.passable(a, types) && self.passable(b, types)
+            }
+            Av::Wrap(_, x) => self.passable(*x, types),
+            Av::Closure(_, env) => env.clone().iter().all(|x| self.passable(*x, types)),
+            _ => false,
+        }
+    }
+
+    /// Makes each part of an error message printed at run time
+    /// (`ErrPart::Captured`, numbered by [`Lowerer::captures`]) a call of
+    /// its printing function in a stretch of `Op::Capture` before the
+    /// message, wherever the message was placed, and numbers the parts
+    /// of each message from 0.
+    pub(super) fn expand_captures(&mut self) {
+        if self.captures.is_empty() {
+            return;
+        }
+        for f in &mut self.module.funcs {
+            expand_block(&mut f.body, &self.captures);
+        }
     }
 
     /// The message of a run-time error the analysis found, derived again
@@ -165,4 +298,73 @@ impl Lowerer<'_> {
             None => format!("error: {msg}"),
         }
     }
+}
+
+fn expand_block(b: &mut Block, captures: &[(FuncId, Vec<Val>)]) {
+    for i in &mut b.insts {
+        if let Op::If { then_, else_, .. } = &mut i.op {
+            expand_block(then_, captures);
+            expand_block(else_, captures);
+        }
+    }
+    let Term::ErrorWith(parts) = &mut b.term else {
+        return;
+    };
+    let mut k = 0;
+    for p in parts.iter_mut() {
+        let fir::ErrPart::Captured(id) = p else {
+            continue;
+        };
+        let Some((g, args)) = captures.get(*id as usize) else {
+            continue;
+        };
+        let inst = |op| Inst {
+            results: vec![],
+            op,
+        };
+        b.insts.push(inst(Op::Capture(true)));
+        b.insts.push(inst(Op::Call(*g, args.clone())));
+        b.insts.push(inst(Op::Capture(false)));
+        *p = fir::ErrPart::Captured(k);
+        k += 1;
+    }
+}
+
+/// `msg` with the parts of run-time shape that code run then would print
+/// (the marks of [`Leaf::write_printed`](flow::Leaf::write_printed))
+/// shown as `#<value of run-time shape>` instead. For `plus` of values
+/// of different shapes: the sums of reverse mode's sensitivities, added
+/// in place by the operation whose check this is, would each be read once
+/// more by the message (matvec-R took twice the instructions).
+pub(crate) fn unprinted(msg: &str) -> String {
+    let mut out = String::new();
+    for (i, piece) in msg.split(SYM_MARK).enumerate() {
+        let shape = flow::text::RUN_TIME_SHAPE;
+        match piece.as_bytes().first() {
+            _ if i % 2 == 0 => out.push_str(piece),
+            Some(b'P') => out.push_str(shape),
+            Some(b'T') => out.push_str(&format!(" . {shape})")),
+            _ => {
+                out.push(SYM_MARK);
+                out.push_str(piece);
+                out.push(SYM_MARK);
+            }
+        }
+    }
+    // A value left with no part known only at run time is shortened now,
+    // as `Ops::describe` shortens such values.
+    let mark = flow::text::VALUE_MARK;
+    let mut done = String::new();
+    for (i, piece) in out.split(mark).enumerate() {
+        match i % 2 {
+            1 if !piece.contains(SYM_MARK) => done.push_str(&ir::printer::shortened(piece.into())),
+            1 => {
+                done.push(mark);
+                done.push_str(piece);
+                done.push(mark);
+            }
+            _ => done.push_str(piece),
+        }
+    }
+    done
 }

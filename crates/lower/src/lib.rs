@@ -104,6 +104,8 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
         tail_sites: Vec::new(),
         pattern_sites: Default::default(),
         operator_sites,
+        captures: Vec::new(),
+        error_printers: HashMap::default(),
     };
     for (i, s) in lw.specs.iter().enumerate() {
         if lw.func_of[i].is_none() {
@@ -153,5 +155,6 @@ pub fn to_fir(analysis: Analysis, map: &SourceMap) -> fir::Module {
     lw.module.funcs.push(m);
     lw.place_tail_calls();
     lw.identity_maps();
+    lw.expand_captures();
     lw.module
 }

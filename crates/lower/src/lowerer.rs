@@ -116,6 +116,14 @@ pub(crate) struct Lowerer<'m> {
     pub(crate) pattern_sites: std::collections::HashSet<FuncId>,
     /// The calls that apply derivative operators, for error notes.
     pub(crate) operator_sites: ir::operators::OperatorSites,
+    /// The printing of each part of a value an error message shows that
+    /// code run then prints: the function and its arguments, by the
+    /// number its `ErrPart::Captured` has until [`Lowerer::expand_captures`].
+    pub(crate) captures: Vec<(FuncId, Vec<Val>)>,
+    /// The functions printing those values, by the value with its leaves
+    /// numbered as the function's parameters, and whether as the rest of
+    /// a list.
+    pub(crate) error_printers: HashMap<(AvId, bool), FuncId>,
 }
 
 /// One function under construction.

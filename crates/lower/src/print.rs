@@ -105,6 +105,12 @@ impl Lowerer<'_> {
                 Piece::Op(op) => Ok(op),
                 Piece::Union(u, v, tail) => Ok(Op::Call(self.printer(u, tail), vec![v])),
                 Piece::Vector(v) => Err(v),
+                Piece::Tagged(tags, mut v) => {
+                    for t in tags.iter().rev() {
+                        v = self.ops.dom.wrap(*t, v);
+                    }
+                    Err(v)
+                }
             };
             ops.push((std::mem::take(&mut text), op));
         }
@@ -134,6 +140,8 @@ enum Piece {
     Union(UnionId, Val, bool),
     /// A vector, printed by a loop over its elements.
     Vector(AvId),
+    /// A vector under tags (outermost first), on each of its elements.
+    Tagged(Vec<ir::Tag>, AvId),
 }
 
 /// Collects the pieces of a printed value, for `ir::printer`.
@@ -158,6 +166,16 @@ impl printer::Sink<Shape<'_, Sym>> for Pieces {
             _ => return,
         };
         self.0.push(piece);
+    }
+    fn opaque_tagged(&mut self, tags: &[ir::Tag], x: Shape<'_, Sym>) -> bool {
+        let vector = matches!(
+            x.dom.get(x.v),
+            Av::Leaf(_, LeafKind::Vector(..)) | Av::Vector(..) | Av::Wrap(..) | Av::Bundle(..)
+        );
+        if vector {
+            self.0.push(Piece::Tagged(tags.to_vec(), x.v));
+        }
+        vector
     }
     fn opaque_rest(&mut self, x: Shape<'_, Sym>) -> bool {
         let Av::Leaf(Sym(v), LeafKind::Union(u)) = *x.dom.get(x.v) else {

@@ -9,6 +9,7 @@
 //! emits the call and renumbers the result ([`Lowerer::resolve`]).
 
 use crate::lowerer::*;
+use base::EntityRef;
 use fir::{Op, Ty, Val};
 use flow::{Av, AvId, LeafKind, Mode, Ops, UnionId, UnionMap, UnionOp};
 use rustc_hash::FxHashMap as HashMap;
@@ -20,8 +21,9 @@ use rustc_hash::FxHashMap as HashMap;
 pub(crate) struct Sym(pub(crate) u32);
 
 /// Brackets a symbolic leaf in the text of an error message:
-/// `\u{1}R12\u{1}` is the real held in FIR value 12
-/// ([`Lowerer::error_term`] turns it into the run-time value).
+/// `\u{1}R12\u{1}` is the real held in FIR value 12, `\u{1}P12\u{1}`
+/// the value of abstract value 12, printed (`T`: as the rest of a list)
+/// ([`Lowerer::error_term`] turns them into the run-time text).
 pub(crate) const SYM_MARK: char = '\u{1}';
 
 impl flow::Leaf for Sym {
@@ -29,6 +31,38 @@ impl flow::Leaf for Sym {
         let k = if kind == LeafKind::Real { 'R' } else { 'B' };
         text.push_str(&format!("{SYM_MARK}{k}{}{SYM_MARK}", self.0));
     }
+
+    fn write_printed(v: AvId, tags: &[ir::Tag], rest: bool, text: &mut String) -> bool {
+        let k = if rest { 'T' } else { 'P' };
+        let tags: String = tags
+            .iter()
+            .map(|t| format!(":{}", tag_number(*t)))
+            .collect();
+        text.push_str(&format!("{SYM_MARK}{k}{}{tags}{SYM_MARK}", v.index()));
+        true
+    }
+}
+
+/// The number of tag `t` in the marks of [`SYM_MARK`] ([`tag_of_number`]).
+fn tag_number(t: ir::Tag) -> u8 {
+    match t {
+        ir::Tag::Perturb => 0,
+        ir::Tag::Forward => 1,
+        ir::Tag::Sensitize => 2,
+        ir::Tag::Reverse => 3,
+    }
+}
+
+/// The tag of number `n` ([`tag_number`]).
+pub(crate) fn tag_of_number(n: &str) -> Option<ir::Tag> {
+    [
+        ir::Tag::Perturb,
+        ir::Tag::Forward,
+        ir::Tag::Sensitize,
+        ir::Tag::Reverse,
+    ]
+    .into_iter()
+    .find(|t| n == tag_number(*t).to_string())
 }
 
 /// Lowering's mode of the shape operations: the maps of unions met since
@@ -63,6 +97,13 @@ impl Symbolic {
     /// The maps of unions met since the last call.
     pub(crate) fn take_pending(&mut self) -> Vec<PendingMap> {
         std::mem::take(&mut self.pending)
+    }
+
+    /// Puts back maps [`Symbolic::take_pending`] took, after code for
+    /// another function was made (which resolved its own).
+    pub(crate) fn restore_pending(&mut self, pending: Vec<PendingMap>) {
+        debug_assert!(self.pending.is_empty(), "maps of unions left unresolved");
+        self.pending = pending;
     }
 }
 

@@ -229,10 +229,11 @@ impl Lowerer<'_> {
         }
     }
 
-    /// The run-time error of `plus` on values of different shapes.
+    /// The run-time error of `plus` on values of different shapes (their
+    /// parts of run-time shape not printed: see [`unprinted`]).
     pub(super) fn plus_mismatch(&mut self, a: AvId, b: AvId) -> Term {
         let msg = ir::message::plus_mismatch(&self.ops.describe(a), &self.ops.describe(b));
-        self.error_term(None, &msg)
+        self.error_term(None, &crate::errors::unprinted(&msg))
     }
 
     /// `plus` of two symbolic values of the same shape.

@@ -442,7 +442,7 @@ impl Lowerer<'_> {
             let lb = self.vector_len(fb, pb, nb);
             let ok = fb.emit1(Op::FCmp(Cmp::Eq, la, lb), Ty::Bool);
             let msg = ir::message::plus_mismatch(&self.ops.describe(a), &self.ops.describe(b));
-            let err = self.error_term(fb.site, &msg);
+            let err = self.error_term(fb.site, &crate::errors::unprinted(&msg));
             self.guard(fb, ok, &err);
         }
         // Elements the analysis knows: the pointer stands for the length
@@ -659,6 +659,8 @@ impl Lowerer<'_> {
                 for t in tags.iter().rev() {
                     x = this.ops.tag_wrap(*t, x);
                 }
+                // Tagging a union's cell is a map, called here.
+                let x = this.resolve(fb, Ok(x)).unwrap_or(x);
                 this.print_value(fb, x);
                 Ok(nil)
             },

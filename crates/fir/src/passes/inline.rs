@@ -629,10 +629,17 @@ impl Inliner<'_> {
     }
 
     fn block(&mut self, b: &mut Block) {
+        // The calls that print the values an error message shows (in an
+        // `Op::Capture` stretch) run once if ever: inlined, they only took
+        // the budget from code that runs.
+        let mut cold = false;
         let insts = std::mem::take(&mut b.insts);
         let mut out = Vec::with_capacity(insts.len());
         for mut inst in insts {
             let at = matches!(inst.op, Op::CallAt(..));
+            if let Op::Capture(start) = inst.op {
+                cold = start;
+            }
             match &mut inst.op {
                 Op::If { then_, else_, .. } => {
                     self.block(then_);
@@ -640,7 +647,7 @@ impl Inliner<'_> {
                     out.push(inst);
                 }
                 Op::Call(g, args) | Op::CallAt(g, args, _)
-                    if self.worth(*g) && !(at && self.reads_unplaced[g.index()]) =>
+                    if !cold && self.worth(*g) && !(at && self.reads_unplaced[g.index()]) =>
                 {
                     let g = *g;
                     let Some(callee) = self.funcs.get(g) else {

@@ -77,6 +77,8 @@ impl Reader<'_> {
             "print_str" => (Op::PrintStr(self.str_id()?), Some(vec![])),
             "print_real" => (Op::PrintReal(self.val()?), Some(vec![])),
             "print_bool" => (Op::PrintBool(self.val()?), Some(vec![])),
+            "capture_start" => (Op::Capture(true), Some(vec![])),
+            "capture_end" => (Op::Capture(false), Some(vec![])),
             "read_real" => (Op::ReadReal(self.str_id()?), Some(vec![F64])),
             "alloc" | "alloc_zero" => {
                 let tag = self.tag()?;

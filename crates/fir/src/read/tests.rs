@@ -77,6 +77,18 @@ func f3 element(v0: bool, v1: f64) -> (f64) {
   return v1
 }
 
+func f4 shown() -> () {
+  print_str s0
+  return
+}
+
+func f5 fails() -> () {
+  capture_start
+  call f4()
+  capture_end
+  error s0 < captured 0 >
+}
+
 main f0
 "#;
 

@@ -468,3 +468,43 @@ fn accepts_a_load_where_the_members_a_cell_may_hold_rule_the_arm_out() {
         "a load of member #1 from v1, whose cell holds member #0",
     );
 }
+
+/// `main` of [`good`] ending in an error whose message takes `taken`
+/// captured stretches, after the instructions `captures`.
+fn with_captures(captures: Vec<Op>, taken: u32) -> Module {
+    let mut m = good();
+    let body = &mut m.funcs[1].body;
+    body.insts.extend(captures.into_iter().map(|op| i(&[], op)));
+    body.term = Term::ErrorWith(
+        (0..taken)
+            .map(crate::ErrPart::Captured)
+            .chain([crate::ErrPart::Str(StrId::new(0))])
+            .collect(),
+    );
+    m
+}
+
+#[test]
+fn accepts_captured_stretches_the_error_takes_in_order() {
+    let print = || Op::PrintStr(StrId::new(0));
+    let stretch = || vec![Op::Capture(true), print(), Op::Capture(false)];
+    let m = with_captures([stretch(), stretch()].concat(), 2);
+    assert_eq!(verify(&m), Ok(()));
+}
+
+#[test]
+fn rejects_captured_stretches_the_error_does_not_take() {
+    let stretch = vec![Op::Capture(true), Op::Capture(false)];
+    rejects(&with_captures(stretch.clone(), 0), "1 captured stretches");
+    rejects(
+        &with_captures(vec![Op::Capture(true)], 1),
+        "(one left open)",
+    );
+    rejects(
+        &with_captures(vec![Op::Capture(false)], 0),
+        "with no capture open",
+    );
+    let mut m = with_captures(stretch, 1);
+    m.funcs[1].body.term = Term::ErrorWith(vec![crate::ErrPart::Captured(1)]);
+    rejects(&m, "not in order");
+}

@@ -718,7 +718,7 @@ impl Fwd {
                 inst.op = Op::PrintBool(self.r(a));
                 out.push(inst);
             }
-            Op::PrintStr(_) | Op::ReadReal(_) => out.push(inst),
+            Op::PrintStr(_) | Op::Capture(_) | Op::ReadReal(_) => out.push(inst),
             Op::If { cond, then_, else_ } => {
                 let cond = self.r(cond);
                 if let Some(c) = self.b(cond) {
