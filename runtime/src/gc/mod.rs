@@ -61,7 +61,9 @@
 //! died stay marked (and their memory unused) until a full collection,
 //! which clears the marks first; one runs once the marked bytes reach
 //! one and a half times what the last full collection found live, or
-//! when that is at most half the allocation allowed before the next.
+//! when that is at most half the allocation allowed before the next and
+//! less than half of what was allocated since the last collection
+//! survived it.
 //!
 //! Allocation only ever bumps a pointer through a run of free cells (the
 //! run is the region compiled code bumps inline, `rt_bump`). A chunk in
