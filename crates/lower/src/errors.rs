@@ -100,15 +100,7 @@ impl Lowerer<'_> {
                             self.captures.push(call);
                             fir::ErrPart::Captured(self.captures.len() as u32 - 1)
                         }
-                        None => {
-                            let shape = flow::text::RUN_TIME_SHAPE;
-                            let text = if rest {
-                                format!(" . {shape})")
-                            } else {
-                                shape.into()
-                            };
-                            fir::ErrPart::Str(self.string(&text))
-                        }
+                        None => fir::ErrPart::Str(self.string(&run_time_shape(rest))),
                     }
                 }
                 None => continue,
@@ -128,13 +120,7 @@ impl Lowerer<'_> {
         }
         let mut args = Vec::new();
         self.scalars_of(v, &mut args);
-        let mut fb = Fb {
-            types: types.clone(),
-            blocks: vec![Vec::new()],
-            result: None,
-            site: None,
-            maps: Default::default(),
-        };
+        let mut fb = self.func_builder(&types);
         // The maps of unions met so far belong to the function whose
         // error this is, and are called there.
         let outer = self.ops.mode.take_pending();
@@ -145,19 +131,7 @@ impl Lowerer<'_> {
             self.ops.mode.restore_pending(outer);
             return Some((*f, args));
         }
-        let id = FuncId::new(self.module.funcs.len());
-        let name = format!("print_error_{}", id.index());
-        let body = Block {
-            insts: vec![],
-            term: Term::Return(vec![]),
-        };
-        self.module.funcs.push(fir::Func {
-            name: name.clone(),
-            params: types.clone(),
-            returns: vec![],
-            types: types.clone(),
-            body,
-        });
+        let id = self.new_func("print_error", &types, &[]);
         self.error_printers.insert((x, rest), id);
         match (rest, self.ops.dom.get(x).clone()) {
             (true, Av::Leaf(Sym(p), LeafKind::Union(u))) => {
@@ -167,16 +141,7 @@ impl Lowerer<'_> {
             _ => self.print_value(&mut fb, x),
         }
         self.ops.mode.restore_pending(outer);
-        self.module.funcs[id.index()] = fir::Func {
-            name,
-            params: types,
-            returns: vec![],
-            types: fb.types,
-            body: Block {
-                insts: fb.blocks.pop().unwrap_or_default(),
-                term: Term::Return(vec![]),
-            },
-        };
+        self.finish_func(id, fb, Term::Return(vec![]));
         Some((id, args))
     }
 
@@ -339,11 +304,10 @@ fn expand_block(b: &mut Block, captures: &[(FuncId, Vec<Val>)]) {
 pub(crate) fn unprinted(msg: &str) -> String {
     let mut out = String::new();
     for (i, piece) in msg.split(SYM_MARK).enumerate() {
-        let shape = flow::text::RUN_TIME_SHAPE;
         match piece.as_bytes().first() {
             _ if i % 2 == 0 => out.push_str(piece),
-            Some(b'P') => out.push_str(shape),
-            Some(b'T') => out.push_str(&format!(" . {shape})")),
+            Some(b'P') => out.push_str(&run_time_shape(false)),
+            Some(b'T') => out.push_str(&run_time_shape(true)),
             _ => {
                 out.push(SYM_MARK);
                 out.push_str(piece);
@@ -367,4 +331,15 @@ pub(crate) fn unprinted(msg: &str) -> String {
         }
     }
     done
+}
+
+/// How a message shows a part of a value no code prints (as the rest of a
+/// list after an element when `rest`: `printer::Sink::opaque_rest`).
+fn run_time_shape(rest: bool) -> String {
+    let shape = flow::text::RUN_TIME_SHAPE;
+    if rest {
+        format!(" . {shape})")
+    } else {
+        shape.into()
+    }
 }

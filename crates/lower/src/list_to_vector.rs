@@ -10,7 +10,7 @@
 use crate::lowerer::*;
 use crate::switch::Unlazy;
 use base::EntityRef;
-use fir::{self, Block, Cmp, FBin, FuncId, Op, Term, Ty, Val};
+use fir::{self, Cmp, FBin, FuncId, Op, Term, Ty, Val};
 use flow::{Av, AvId, LeafKind, UnionId};
 
 /// A member's rest: the next cell of the list, or its end.
@@ -168,41 +168,5 @@ impl Lowerer<'_> {
         );
         self.finish_func(id, fb, Term::Return(r));
         id
-    }
-
-    /// A function of these parameters and results, its body made later
-    /// ([`Self::finish_func`]).
-    fn new_func(&mut self, name: &str, params: &[Ty], returns: &[Ty]) -> FuncId {
-        let id = FuncId::new(self.module.funcs.len());
-        self.module.funcs.push(fir::Func {
-            name: format!("{name}_{}", id.index()),
-            params: params.to_vec(),
-            returns: returns.to_vec(),
-            types: params.to_vec(),
-            body: Block {
-                insts: vec![],
-                term: Term::Return(vec![]),
-            },
-        });
-        id
-    }
-
-    fn func_builder(&self, params: &[Ty]) -> Fb {
-        Fb {
-            types: params.to_vec(),
-            blocks: vec![Vec::new()],
-            result: None,
-            site: None,
-            maps: Default::default(),
-        }
-    }
-
-    fn finish_func(&mut self, id: FuncId, mut fb: Fb, term: Term) {
-        let f = &mut self.module.funcs[id.index()];
-        f.types = fb.types;
-        f.body = Block {
-            insts: fb.blocks.pop().unwrap_or_default(),
-            term,
-        };
     }
 }

@@ -256,6 +256,45 @@ impl Lowerer<'_> {
         }
     }
 
+    /// A function of these parameters and results, its body made later
+    /// ([`Self::finish_func`]).
+    pub(crate) fn new_func(&mut self, name: &str, params: &[Ty], returns: &[Ty]) -> FuncId {
+        let id = FuncId::new(self.module.funcs.len());
+        self.module.funcs.push(fir::Func {
+            name: format!("{name}_{}", id.index()),
+            params: params.to_vec(),
+            returns: returns.to_vec(),
+            types: params.to_vec(),
+            body: Block {
+                insts: vec![],
+                term: Term::Return(vec![]),
+            },
+        });
+        id
+    }
+
+    /// A builder for the body of a function of these parameters.
+    pub(crate) fn func_builder(&self, params: &[Ty]) -> Fb {
+        Fb {
+            types: params.to_vec(),
+            blocks: vec![Vec::new()],
+            result: None,
+            site: None,
+            maps: Default::default(),
+        }
+    }
+
+    /// Gives function `id` ([`Self::new_func`]) the body `fb` built,
+    /// ending in `term`.
+    pub(crate) fn finish_func(&mut self, id: FuncId, mut fb: Fb, term: Term) {
+        let f = &mut self.module.funcs[id.index()];
+        f.types = fb.types;
+        f.body = Block {
+            insts: fb.blocks.pop().unwrap_or_default(),
+            term,
+        };
+    }
+
     /// Specialisation `id`'s code, as function `func` (its prototype in
     /// the module).
     pub(crate) fn lower_spec(&mut self, id: SpecId, func: FuncId) -> fir::Func {

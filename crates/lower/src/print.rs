@@ -33,13 +33,7 @@ impl Lowerer<'_> {
             body: empty,
         });
         self.printers.insert((u, tail), id);
-        let mut fb = Fb {
-            types: vec![Ty::Ptr],
-            blocks: vec![Vec::new()],
-            result: None,
-            site: None,
-            maps: Default::default(),
-        };
+        let mut fb = self.func_builder(&[Ty::Ptr]);
         let unlazy = Unlazy::Call(id, 1, 0);
         self.switch(
             &mut fb,

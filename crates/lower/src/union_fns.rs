@@ -106,13 +106,7 @@ impl Lowerer<'_> {
             },
         });
         self.union_fns.insert(what, id);
-        let mut fb = Fb {
-            types: params.clone(),
-            blocks: vec![Vec::new()],
-            result: None,
-            site: None,
-            maps: Default::default(),
-        };
+        let mut fb = self.func_builder(&params);
         let target = self.ops.dom.union_av(result);
         let results = self.known_results(&mut fb, what, result, &mut |this, fb| {
             this.walk(fb, id, what, target)

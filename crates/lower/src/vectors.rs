@@ -184,13 +184,7 @@ impl Lowerer<'_> {
                 term: Term::Return(vec![]),
             },
         });
-        let mut fb = Fb {
-            types: all.clone(),
-            blocks: vec![Vec::new()],
-            result: None,
-            site: None,
-            maps: Default::default(),
-        };
+        let mut fb = self.func_builder(&all);
         let ps: Vec<Val> = (0..params.len()).map(Val::new).collect();
         let term = match body(self, &mut fb, &ps, Val::new(params.len())) {
             // An element of no value is never made (its vector is empty,
