@@ -203,7 +203,7 @@ fn a_record_that_grows_is_not_traced_again_at_every_collection() {
     let stats = compiled_stats("det-gradient", "8\n", "-30.1383767556877");
     let count = |what: &str| -> u64 {
         stats
-            .split(|c: char| c == ',' || c == '(' || c == ')')
+            .split([',', '(', ')'])
             .find_map(|part| part.trim().strip_suffix(what))
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or_else(|| panic!("no `{what}` in the statistics: {stats}"))
