@@ -8,6 +8,10 @@
 /// passes made loops (`fir::passes::unrecurse`), its levels.
 pub const RECURSION_TOO_DEEP: &str = "error: recursion too deep: the program ran out of stack";
 
+/// How a message shows a part of a value that neither the analysis nor
+/// code run then can print.
+pub const RUN_TIME_SHAPE: &str = "#<value of run-time shape>";
+
 /// A value's text longer than this many bytes is cut.
 pub const VALUE_MAX: usize = 120;
 

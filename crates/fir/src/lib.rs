@@ -53,6 +53,7 @@
 //! - arithmetic is IEEE binary64 exactly as written: no reassociation, no
 //!   fused multiply-add, so results equal the interpreter's bit for bit.
 
+mod capture;
 pub mod eval;
 mod module;
 pub mod owned;

@@ -400,6 +400,17 @@ impl Module {
         &self.strings[s.index()]
     }
 
+    /// The id of string `s`, added if the module has no such string.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        match self.strings.iter().position(|t| t == s) {
+            Some(k) => StrId::new(k),
+            None => {
+                self.strings.push(s.to_string());
+                StrId::new(self.strings.len() - 1)
+            }
+        }
+    }
+
     /// Which functions a `VecBuild` calls: their signature is the
     /// vector's element layout and the index parameter, which the passes
     /// that change signatures leave as they are.

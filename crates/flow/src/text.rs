@@ -226,9 +226,7 @@ impl<L: Leaf> printer::Sink<Said<'_, L>> for Message {
     }
 }
 
-/// How a message shows a part of a value that neither the analysis nor
-/// code run then can print.
-pub const RUN_TIME_SHAPE: &str = "#<value of run-time shape>";
+pub use base::message::RUN_TIME_SHAPE;
 
 /// Can code run then print `v`, a part of a value [`Shape`] leaves
 /// opaque: the cells of a union, or a vector of run-time length, tags and

@@ -371,6 +371,18 @@ impl Program {
         tags
     }
 
+    /// Whether lambda `l` is, or transforms, a backpropagator: code of a
+    /// backward sweep, which the reverse transform wrote.
+    pub fn is_backward_sweep(&self, mut l: LambdaId) -> bool {
+        loop {
+            match self.lambdas[l].origin {
+                Origin::Backprop { .. } => return true,
+                Origin::Transform { of, .. } => l = of,
+                _ => return false,
+            }
+        }
+    }
+
     /// The tags that took a primitive to lambda `l` (outermost first), if
     /// `l` is a chain of transformations of an AD prelude entry: such a
     /// closure is the transformed primitive itself (its zero is a nil

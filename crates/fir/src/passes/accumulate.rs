@@ -18,8 +18,11 @@
 //! h` of a chain `p` and a one-hot `h`, an `If` result every `Yield` of
 //! which is a chain, or, in a function the group tail-calls, the parameter
 //! each tail call passes a chain in. A chain value is read only as the
-//! next link of its chain or for its length, so that what it holds may
-//! change. The copy takes `a` as a parameter and passes it down the tail
+//! next link of its chain, for its length, or to be printed in an error
+//! message (a `Capture` stretch), so that what it holds may change. A copy
+//! that takes the caller's sum cannot show a chain value as the original
+//! held it, so its messages show the placeholder of a value known only at
+//! run time there instead. The copy takes `a` as a parameter and passes it down the tail
 //! calls; each chain's first link, a zero or a one-hot, becomes `a` or
 //! `vec_plus L a h`, placed where the link is read, after the checks the
 //! original made before reading it.
@@ -40,7 +43,7 @@
 
 use super::inline;
 use super::tail_groups::{copy_group, TailGroups};
-use crate::{Block, FBin, Func, FuncId, Inst, Module, Op, Term, Ty, Val};
+use crate::{Block, ErrPart, FBin, Func, FuncId, Inst, Module, Op, StrId, Term, Ty, Val};
 use base::EntityRef;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -105,9 +108,12 @@ pub fn pass_sums_down(m: &mut Module) {
         entry_copy.insert(*key, FuncId::new(next));
         next += plans[key].as_ref().map_or(0, |p| p.group.len());
     }
+    let strings = m.strings.len();
+    let placeholder = m.intern(base::message::RUN_TIME_SHAPE);
+    let fresh_placeholder = m.strings.len() > strings;
     for (gi, f) in m.funcs.iter_mut().enumerate() {
         if !sites[gi].is_empty() {
-            rewrite_sites(f, &sites[gi], &entry_copy);
+            rewrite_sites(f, &sites[gi], &entry_copy, placeholder);
         }
     }
     let mut names: HashSet<String> = m.funcs.iter().map(|f| f.name.clone()).collect();
@@ -117,12 +123,25 @@ pub fn pass_sums_down(m: &mut Module) {
         debug_assert_eq!(ids[&plan.group[0]], entry_copy[key]);
         for (member, g) in plan.group.iter().enumerate() {
             let copy = &mut m.funcs[ids[g].index()];
-            plan.rewrite(member, copy, &ids);
+            plan.rewrite(member, copy, &ids, placeholder);
             // The zeros a chain started from.
             super::simplify::dce(copy);
         }
     }
     inline::prune(m);
+    // The placeholder went into no message: the module is as it was.
+    if fresh_placeholder && !m.funcs.iter().any(|f| shows(&f.body, placeholder)) {
+        m.strings.pop();
+    }
+}
+
+/// Whether an error message in `b` shows string `s`.
+fn shows(b: &Block, s: StrId) -> bool {
+    let here = matches!(&b.term, Term::ErrorWith(parts) if parts.contains(&ErrPart::Str(s)));
+    here || b.insts.iter().any(|i| match &i.op {
+        Op::If { then_, else_, .. } => shows(then_, s) || shows(else_, s),
+        _ => false,
+    })
 }
 
 /// A call whose result `r` a `plus` adds to `a` at once.
@@ -140,6 +159,18 @@ struct Site {
 fn find_sites(f: &Func) -> Vec<Site> {
     let mut uses = vec![0u32; f.types.len()];
     f.body.for_each_use(&mut |v| uses[v.index()] += 1);
+    // A value an error message prints is not read by the code that goes
+    // on (see `rewrite_sites`).
+    fn unprinted(b: &Block, uses: &mut [u32]) {
+        b.for_each_printed(&mut |v| uses[v.index()] -= 1);
+        for i in &b.insts {
+            if let Op::If { then_, else_, .. } = &i.op {
+                unprinted(then_, uses);
+                unprinted(else_, uses);
+            }
+        }
+    }
+    unprinted(&f.body, &mut uses);
     // The order in which values are defined, parameters first.
     let mut order = vec![0usize; f.types.len()];
     let mut next = 1;
@@ -189,15 +220,19 @@ fn scan_sites(b: &Block, uses: &[u32], order: &mut [usize], next: &mut usize, ou
 }
 
 /// Calls the copies at the sites of `f`, giving them the sums, and drops
-/// the `plus`es.
+/// the `plus`es. An error message after such a call can no longer show
+/// the call's result or the sum given, as they were before the `plus`:
+/// the placeholder of a value known only at run time stands for them.
 fn rewrite_sites(
     f: &mut Func,
     sites: &HashMap<Val, Site>,
     entry_copy: &HashMap<(usize, usize, u32), FuncId>,
+    placeholder: StrId,
 ) {
     let mut subst: HashMap<Val, Val> = HashMap::default();
     let dropped: HashSet<Val> = sites.values().map(|s| s.s).collect();
     rewrite_site_block(&mut f.body, sites, entry_copy, &dropped, &mut subst);
+    unprint_after_sites(&mut f.body, sites, &mut HashSet::default(), placeholder);
     f.body.for_each_use_mut(&mut |v| {
         if let Some(r) = subst.get(v) {
             *v = *r;
@@ -234,6 +269,36 @@ fn rewrite_site_block(
         }
         true
     });
+}
+
+/// The placeholder for each value of `gone` printed in the error messages
+/// of `b`'s blocks, where they follow a site's call (which adds `gone`).
+fn unprint_after_sites(
+    b: &mut Block,
+    sites: &HashMap<Val, Site>,
+    gone: &mut HashSet<Val>,
+    placeholder: StrId,
+) {
+    let mut added = Vec::new();
+    for i in &mut b.insts {
+        if let Some(site) = i.results.iter().find_map(|r| sites.get(r)) {
+            for v in [site.r, site.a] {
+                if gone.insert(v) {
+                    added.push(v);
+                }
+            }
+        }
+        if let Op::If { then_, else_, .. } = &mut i.op {
+            unprint_after_sites(then_, sites, gone, placeholder);
+            unprint_after_sites(else_, sites, gone, placeholder);
+        }
+    }
+    if !gone.is_empty() {
+        b.unprint(&|v| gone.contains(&v), placeholder);
+    }
+    for v in added {
+        gone.remove(&v);
+    }
 }
 
 /// How the copies of a group start their chains from the caller's sum.
@@ -276,6 +341,8 @@ struct Member<'a> {
     uses: Vec<u32>,
     /// Uses that only read a vector's length.
     length_uses: Vec<u32>,
+    /// Uses as an argument of a call that prints into an error message.
+    error_uses: Vec<u32>,
     /// The `Return`s' values at the result, and the tail calls:
     /// (callee, arguments).
     returns: Vec<Val>,
@@ -290,6 +357,7 @@ impl<'a> Member<'a> {
             defs: vec![Def::Other; n],
             uses: vec![0; n],
             length_uses: vec![0; n],
+            error_uses: vec![0; n],
             returns: Vec::new(),
             tail_calls: Vec::new(),
         };
@@ -303,6 +371,7 @@ impl<'a> Member<'a> {
     }
 
     fn scan(&mut self, b: &Block, result: usize, ok: &mut bool) {
+        b.for_each_printed(&mut |v| self.error_uses[v.index()] += 1);
         for i in &b.insts {
             let def = match &i.op {
                 Op::VecZero(l, _) => Def::Zero(*l),
@@ -574,7 +643,8 @@ impl Plan {
             linear.extend(plan.carried[k].map(Val::new));
             for v in linear {
                 let chain = chain_uses.get(&v).copied().unwrap_or(0);
-                if mem.uses[v.index()] != chain + mem.length_uses[v.index()] {
+                let other = mem.length_uses[v.index()] + mem.error_uses[v.index()];
+                if mem.uses[v.index()] != chain + other {
                     return None;
                 }
             }
@@ -639,7 +709,13 @@ impl Plan {
 
     /// Rewrites member `member`'s copy `f` (see the module doc); `ids`
     /// maps the group's functions to their copies.
-    fn rewrite(&self, member: usize, f: &mut Func, ids: &HashMap<usize, FuncId>) {
+    fn rewrite(
+        &self,
+        member: usize,
+        f: &mut Func,
+        ids: &HashMap<usize, FuncId>,
+        placeholder: StrId,
+    ) {
         let np = f.params.len();
         let shift = |v: Val| {
             if v.index() >= np {
@@ -665,9 +741,11 @@ impl Plan {
         let mut r = Relink {
             plan: self,
             links: &links,
+            carried: self.carried[member].map(Val::new),
             sum,
             types: &mut f.types,
             ids,
+            placeholder,
         };
         let mut body = std::mem::replace(
             &mut f.body,
@@ -711,10 +789,14 @@ fn count_chain_uses(b: &Block, links: &HashSet<Val>, out: &mut HashMap<Val, u32>
 struct Relink<'a> {
     plan: &'a Plan,
     links: &'a HashSet<Val>,
+    /// The parameter the chain comes in by, if any.
+    carried: Option<Val>,
     /// The caller's sum, if this member takes it.
     sum: Option<Val>,
     types: &'a mut Vec<Ty>,
     ids: &'a HashMap<usize, FuncId>,
+    /// The text shown for a chain value an error message printed.
+    placeholder: StrId,
 }
 
 impl Relink<'_> {
@@ -807,6 +889,15 @@ impl Relink<'_> {
             _ => {}
         }
         b.insts = insts;
+        self.unprint_chains(b);
+    }
+
+    /// In a block that ends in an error message, the placeholder in place
+    /// of each printed chain value: in every copy, it now holds the
+    /// caller's sum too.
+    fn unprint_chains(&self, b: &mut Block) {
+        let chained = |v: Val| self.links.contains(&v) || self.carried == Some(v);
+        b.unprint(&chained, self.placeholder);
     }
 }
 
