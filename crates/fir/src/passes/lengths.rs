@@ -40,7 +40,7 @@ use base::EntityRef;
 
 /// What is known of the length of a function's result.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Len {
+pub(crate) enum Len {
     /// Nothing yet (the fixpoint's start).
     Unknown,
     /// That of vector parameter `j`.
@@ -746,6 +746,17 @@ fn classes(m: &Module, callers: &[Vec<usize>]) -> (Vec<Vec<u32>>, Vec<Vec<Len>>)
     }
     let summary = summaries(m, &apart, callers, &none);
     (apart, summary)
+}
+
+/// Per function, what is known of the length of each of its results (a
+/// vector's), in terms of its parameters.
+pub(crate) fn result_lengths(m: &Module) -> Vec<Vec<Len>> {
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); m.funcs.len()];
+    for (fi, f) in m.funcs.iter().enumerate() {
+        f.body
+            .for_each_call(&mut |g, _, _| callers[g.index()].push(fi));
+    }
+    classes(m, &callers).1
 }
 
 /// The pass: rewrites `vec_len`s to read the vector whose length theirs

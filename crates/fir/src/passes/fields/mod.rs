@@ -31,6 +31,7 @@
 //! order.
 
 mod classes;
+mod lengths;
 mod live;
 
 use crate::{Block, Func, Inst, Module, Op, Ty, Val};
@@ -89,8 +90,23 @@ pub fn shrink_cells(m: &mut Module) {
             .sum()
     };
     let mut before = size(m);
+    // The lengths of calls' results, for `lengths` (calls and signatures
+    // stay as they are here): only where some length is read.
+    let mut reads_lengths = false;
+    for f in &m.funcs {
+        f.body
+            .for_each_inst(&mut |i| reads_lengths |= matches!(i.op, Op::VecLen(_)));
+    }
+    let results = reads_lengths.then(|| super::lengths::result_lengths(m));
     for round in 0..ROUNDS {
-        let changed = base::timing::time("drop-dead-slots", || drop_dead_slots(m));
+        let retargeted = match &results {
+            Some(r) => lengths::read_lengths_elsewhere(m, r),
+            None => vec![false; m.funcs.len()],
+        };
+        let mut changed = base::timing::time("drop-dead-slots", || drop_dead_slots(m));
+        for (c, r) in changed.iter_mut().zip(retargeted) {
+            *c |= r;
+        }
         // The first round simplifies every function (`results` before
         // this pass removes dead code only); later ones what the round
         // changed, the rest being simplified already.
@@ -126,8 +142,22 @@ pub fn drop_dead_slots(m: &mut Module) -> Vec<bool> {
     let mut read: HashMap<u32, Vec<u32>> = HashMap::default();
     let mut sites: HashMap<u32, Vec<Site>> = HashMap::default();
     let defs: Vec<HashMap<Val, Def>> = m.funcs.iter().map(definitions).collect();
+    let mut loaded: HashSet<(u32, u32)> = HashSet::default();
+    for f in &m.funcs {
+        f.body.for_each_inst(&mut |i| {
+            if let Op::Load(_, tag, slot) = i.op {
+                loaded.insert((tag, slot));
+            }
+        });
+    }
     for (func, f) in m.funcs.iter().enumerate() {
-        scan(&f.body, func, &defs[func], &mut read, &mut sites);
+        let made = cells_made(f);
+        let known = Known {
+            defs: &defs[func],
+            made: &made,
+            loaded: &loaded,
+        };
+        scan(&f.body, func, &known, &mut read, &mut sites);
     }
     for tag in &keep {
         let width = m.cells.get(tag).map_or(0, Vec::len) as u32;
@@ -400,10 +430,51 @@ fn definitions(f: &Func) -> HashMap<Val, Def> {
     out
 }
 
+/// The cells a function makes with `Alloc`: member and operands.
+fn cells_made(f: &Func) -> HashMap<Val, (u32, Vec<Val>)> {
+    let mut out = HashMap::default();
+    f.body.for_each_inst(&mut |i| {
+        if let (Op::Alloc(tag, fields), [r]) = (&i.op, &i.results[..]) {
+            out.insert(*r, (*tag, fields.clone()));
+        }
+    });
+    out
+}
+
+/// What [`scan`] knows of one function's values.
+struct Known<'a> {
+    /// Its constants and loads.
+    defs: &'a HashMap<Val, Def>,
+    /// The cells it makes.
+    made: &'a HashMap<Val, (u32, Vec<Val>)>,
+    /// The (member, slot)s some `Load` of the module reads.
+    loaded: &'a HashSet<(u32, u32)>,
+}
+
+impl Known<'_> {
+    /// How `v`, stored in an `Alloc` with `fields`, is defined: a constant
+    /// or a load, or, where another of the fields is a cell made here
+    /// with `v` at a slot some `Load` reads, a load of that slot (the
+    /// tape cell of reverse over reverse held the inner tape's cell and
+    /// its link to the one before, the link that cell holds).
+    fn def(&self, v: Val, fields: &[Val]) -> Option<Def> {
+        if let Some(d) = self.defs.get(&v) {
+            return Some(*d);
+        }
+        fields.iter().find_map(|c| {
+            let (tag, args) = self.made.get(c)?;
+            let k = args.iter().position(|a| *a == v)? as u32;
+            self.loaded
+                .contains(&(*tag, k))
+                .then_some(Def::Load(*c, *tag, k))
+        })
+    }
+}
+
 fn scan(
     b: &Block,
     func: usize,
-    consts: &HashMap<Val, Def>,
+    known: &Known,
     read: &mut HashMap<u32, Vec<u32>>,
     sites: &mut HashMap<u32, Vec<Site>>,
 ) {
@@ -411,15 +482,12 @@ fn scan(
         match &i.op {
             Op::Load(_, tag, slot) => read.entry(*tag).or_default().push(*slot),
             Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
-                let slots = fields
-                    .iter()
-                    .map(|v| (*v, consts.get(v).copied()))
-                    .collect();
+                let slots = fields.iter().map(|v| (*v, known.def(*v, fields))).collect();
                 sites.entry(*tag).or_default().push(Site { func, slots });
             }
             Op::If { then_, else_, .. } => {
-                scan(then_, func, consts, read, sites);
-                scan(else_, func, consts, read, sites);
+                scan(then_, func, known, read, sites);
+                scan(else_, func, known, read, sites);
             }
             _ => {}
         }

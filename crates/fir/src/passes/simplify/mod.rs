@@ -84,6 +84,7 @@ fn simplify_once(f: &mut Func, implications: bool) {
         implies: HashMap::default(),
         implications,
         lengths: HashMap::default(),
+        zero_vectors: HashMap::default(),
         counts: HashSet::default(),
     };
     let body = std::mem::replace(
@@ -294,6 +295,8 @@ struct Fwd {
     /// length it has (`vec_plus`'s first operand: compiled code checks
     /// that both operands have one length before it adds them).
     lengths: HashMap<Val, Length>,
+    /// The vectors `VecZero` made, by layout.
+    zero_vectors: HashMap<Val, u32>,
     /// Lengths and counts: whole numbers, never NaN, so each equals
     /// itself (the length checks of `plus` on sensitivities made of one
     /// vector compare a length with itself).
@@ -655,6 +658,24 @@ impl Fwd {
                     out.push(inst);
                 }
             }
+            // Adding a zero gives the other operand itself, as the runtime
+            // does (`runtime::gc::vector_sum`: no element is added to, so
+            // a -0 stays -0); the lengths were checked before.
+            Op::VecPlus(layout, a, b)
+                if [a, b]
+                    .iter()
+                    .any(|x| self.zero_vectors.get(&self.r(*x)) == Some(&layout)) =>
+            {
+                let v = one.expect("vec_plus result");
+                let (a, b) = (self.r(a), self.r(b));
+                let other = if self.zero_vectors.get(&b) == Some(&layout) {
+                    a
+                } else {
+                    b
+                };
+                self.replace(v, other);
+                return Flow::Continue;
+            }
             // Other vector operations: kept as they are (a vector's
             // identity is not worth a key), their lengths noted.
             Op::MemoGet(..)
@@ -685,6 +706,9 @@ impl Fwd {
                 };
                 if let (Some(l), Some(v)) = (length, one) {
                     self.lengths.insert(v, l);
+                }
+                if let (Op::VecZero(layout, _), Some(v)) = (&inst.op, one) {
+                    self.zero_vectors.insert(v, *layout);
                 }
                 out.push(inst);
             }
