@@ -24,7 +24,10 @@
 //!   slot holds (the same slot of the same member) is dropped, and its
 //!   loads load that cell and then the slot: the tape cell of reverse mode
 //!   over a list held the list and its `car` and `cdr` (sumsq-R's, 40 ->
-//!   24 bytes per element).
+//!   24 bytes per element). The cell may be one the function made, with
+//!   the value at a slot some `Load` reads;
+//! - a pointer slot read only for its length reads a slot as long
+//!   ([`lengths`]), and goes as a slot no `Load` reads.
 //!
 //! The loads are renumbered, and the values no longer stored are dead code
 //! for `simplify`. Pointers still lead a cell, since dropping keeps the
