@@ -455,22 +455,29 @@ struct Known<'a> {
 }
 
 impl Known<'_> {
-    /// How `v`, stored in an `Alloc` with `fields`, is defined: a constant
-    /// or a load, or, where another of the fields is a cell made here
-    /// with `v` at a slot some `Load` reads, a load of that slot (the
+    /// How each of the `fields` of an `Alloc` is defined: a constant or
+    /// a load, or, where another of the fields is a cell made here with
+    /// the value at a slot some `Load` reads, a load of that slot (the
     /// tape cell of reverse over reverse held the inner tape's cell and
     /// its link to the one before, the link that cell holds).
-    fn def(&self, v: Val, fields: &[Val]) -> Option<Def> {
-        if let Some(d) = self.defs.get(&v) {
-            return Some(*d);
+    fn defs_of(&self, fields: &[Val]) -> Vec<Option<Def>> {
+        // What the cells among the fields hold, at slots some `Load`
+        // reads: the first such place of each value.
+        let mut held: HashMap<Val, Def> = HashMap::default();
+        for c in fields {
+            let Some((tag, args)) = self.made.get(c) else {
+                continue;
+            };
+            for (k, a) in args.iter().enumerate() {
+                if self.loaded.contains(&(*tag, k as u32)) {
+                    held.entry(*a).or_insert(Def::Load(*c, *tag, k as u32));
+                }
+            }
         }
-        fields.iter().find_map(|c| {
-            let (tag, args) = self.made.get(c)?;
-            let k = args.iter().position(|a| *a == v)? as u32;
-            self.loaded
-                .contains(&(*tag, k))
-                .then_some(Def::Load(*c, *tag, k))
-        })
+        fields
+            .iter()
+            .map(|v| self.defs.get(v).or_else(|| held.get(v)).copied())
+            .collect()
     }
 }
 
@@ -485,7 +492,7 @@ fn scan(
         match &i.op {
             Op::Load(_, tag, slot) => read.entry(*tag).or_default().push(*slot),
             Op::Alloc(tag, fields) | Op::AllocZero(tag, fields) => {
-                let slots = fields.iter().map(|v| (*v, known.def(*v, fields))).collect();
+                let slots = fields.iter().copied().zip(known.defs_of(fields)).collect();
                 sites.entry(*tag).or_default().push(Site { func, slots });
             }
             Op::If { then_, else_, .. } => {
