@@ -230,6 +230,23 @@ impl Lowerer<'_> {
                 {
                     Err(p.expects(ir::Expects::LengthAndProcedure, &self.ops.describe(v(arg))))
                 }
+                // Its procedure is not one: the analysis applied it to
+                // each index of a known length (after checking the length).
+                Av::Prim(p @ ir::Prim::BuildVector)
+                    if analysed.starts_with(&ir::message::not_a_procedure("")) =>
+                {
+                    match self.ops.dom.get(v(arg)).clone() {
+                        Av::Pair(_, g)
+                            if !matches!(
+                                self.ops.dom.get(g),
+                                Av::Closure(..) | Av::Prim(_) | Av::Bottom
+                            ) =>
+                        {
+                            Err(ir::message::not_a_procedure(&self.ops.describe(g)))
+                        }
+                        _ => self.ops.prim(p, v(arg)).map(|_| ()),
+                    }
+                }
                 Av::Prim(p) => self.ops.prim(p, v(arg)).map(|_| ()),
                 Av::Closure(..) | Av::Bottom => Ok(()),
                 _ => {
