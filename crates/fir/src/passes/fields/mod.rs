@@ -517,14 +517,41 @@ fn rewrite(b: &mut Block, fates: &HashMap<(u32, u32), Fate>, types: &mut Vec<Ty>
                     tag: t,
                     slot: k,
                 }) => {
-                    // The cell the base slot holds, then its slot.
-                    let x = Val::new(types.len());
-                    types.push(Ty::Ptr);
-                    b.insts.push(Inst {
-                        results: vec![x],
-                        op: Op::Load(*cell, *tag, base),
-                    });
-                    i.op = Op::Load(x, t, k);
+                    // The cell the base slot holds, then its slot, as
+                    // member `t` keeps it: renumbered, a constant, or
+                    // derived in turn.
+                    let mut from = (*cell, *tag, base);
+                    let (mut t, mut k) = (t, k);
+                    loop {
+                        let x = Val::new(types.len());
+                        types.push(Ty::Ptr);
+                        b.insts.push(Inst {
+                            results: vec![x],
+                            op: Op::Load(from.0, from.1, from.2),
+                        });
+                        match fates.get(&(t, k)) {
+                            Some(&Fate::Derived { base, tag, slot }) => {
+                                from = (x, t, base);
+                                (t, k) = (tag, slot);
+                            }
+                            Some(Fate::Slot(n)) => {
+                                i.op = Op::Load(x, t, *n);
+                                break;
+                            }
+                            Some(Fate::Const(Constant::Real(bits))) => {
+                                i.op = Op::F64Const(f64::from_bits(*bits));
+                                break;
+                            }
+                            Some(Fate::Const(Constant::Bool(c))) => {
+                                i.op = Op::BoolConst(*c);
+                                break;
+                            }
+                            None => {
+                                i.op = Op::Load(x, t, k);
+                                break;
+                            }
+                        }
+                    }
                     changed = true;
                 }
                 Some(Fate::Slot(n)) => {
