@@ -312,6 +312,17 @@ impl Block {
         }
     }
 
+    /// [`Block::for_each_inst`], to change them.
+    pub fn for_each_inst_mut(&mut self, f: &mut impl FnMut(&mut Inst)) {
+        for i in &mut self.insts {
+            f(i);
+            if let Op::If { then_, else_, .. } = &mut i.op {
+                then_.for_each_inst_mut(f);
+                else_.for_each_inst_mut(f);
+            }
+        }
+    }
+
     /// Calls `f` on each value read in the block and the blocks nested in
     /// it, in order.
     pub fn for_each_use(&self, f: &mut impl FnMut(Val)) {

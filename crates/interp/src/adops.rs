@@ -443,7 +443,11 @@ impl Interp<'_> {
             return Ok(true);
         }
         *budget -= 1;
-        if let (Some(x), Some(y)) = (a.addr(), b.addr()) {
+        // A bounded walk (a known zero's) needs no record of the pairs
+        // met: it stops anyway, and `plus` of a zero stays free of
+        // allocation.
+        let bounded = *budget < ZERO_CONFORMANCE_BUDGET;
+        if let (false, Some(x), Some(y)) = (bounded, a.addr(), b.addr()) {
             if !seen.insert((x, y)) {
                 return Ok(true);
             }
@@ -475,7 +479,6 @@ impl Interp<'_> {
                 }
                 // A bounded walk never shows a sum's elements: that would
                 // undo the sum's O(1) accumulation.
-                let bounded = *budget < ZERO_CONFORMANCE_BUDGET;
                 if bounded && matches!((a, b), (Value::VectorSum(_), _) | (_, Value::VectorSum(_)))
                 {
                     return Ok(true);

@@ -215,20 +215,13 @@ pub(super) fn read_lengths_elsewhere(m: &mut Module, results: &[Vec<Len>]) -> Ve
 
 fn retarget(b: &mut Block, to: &HashMap<(u32, u32), u32>) -> bool {
     let mut changed = false;
-    for i in &mut b.insts {
-        match &mut i.op {
-            Op::Load(_, tag, slot) => {
-                if let Some(c) = to.get(&(*tag, *slot)) {
-                    *slot = *c;
-                    changed = true;
-                }
+    b.for_each_inst_mut(&mut |i| {
+        if let Op::Load(_, tag, slot) = &mut i.op {
+            if let Some(c) = to.get(&(*tag, *slot)) {
+                *slot = *c;
+                changed = true;
             }
-            Op::If { then_, else_, .. } => {
-                changed |= retarget(then_, to);
-                changed |= retarget(else_, to);
-            }
-            _ => {}
         }
-    }
+    });
     changed
 }
