@@ -111,13 +111,15 @@ impl Lowerer<'_> {
         let results = self.known_results(&mut fb, what, result, &mut |this, fb| {
             this.walk(fb, id, what, target)
         });
+        let insts = fb.blocks.pop().unwrap_or_default();
+        self.note_constant(id, &insts);
         self.module.funcs[id.index()] = fir::Func {
             name,
             params,
             returns: vec![Ty::Ptr],
             types: fb.types,
             body: Block {
-                insts: fb.blocks.pop().unwrap_or_default(),
+                insts,
                 term: Term::Return(results),
             },
         };
