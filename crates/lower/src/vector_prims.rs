@@ -111,8 +111,13 @@ impl Lowerer<'_> {
                 let mut first: Option<AvId> = None;
                 while let Av::Pair(v, rest) = self.ops.dom.get(l).clone() {
                     l = rest;
+                    // The analysis passes over an item that is no vector
+                    // where the list's length is known only at run time
+                    // (a union member the dispatch split on): this arm
+                    // meets it, as the interpreter would.
                     let Some((pv, _, n)) = self.vector_ptr(fb, v) else {
-                        return Err(internal(self));
+                        let msg = message::not_a_vector(who, &self.ops.describe(v));
+                        return Err(self.error_term(b.span, &msg));
                     };
                     let len = self.vector_len(fb, pv, n);
                     let len = match self.ops.dom.known_real(n) {
