@@ -138,6 +138,9 @@ pub(crate) struct Fb {
     /// The results of the maps of unions called so far
     /// ([`Lowerer::resolve`]).
     pub(crate) maps: KnownMaps,
+    /// Values made by `zero` of a union: `plus` gives back its other
+    /// operand for them, as its first test would.
+    pub(crate) zeros: std::collections::HashSet<Val>,
 }
 
 /// What maps of unions gave, by memo table and operands: each result, the
@@ -281,6 +284,7 @@ impl Lowerer<'_> {
             result: None,
             site: None,
             maps: Default::default(),
+            zeros: Default::default(),
         }
     }
 
@@ -308,6 +312,7 @@ impl Lowerer<'_> {
             result: Some(s.result),
             site: None,
             maps: Default::default(),
+            zeros: Default::default(),
         };
         let mut params = (0..proto.params.len() as u32).map(Val::from_number);
         let lam = self.ops.prog.lambdas[s.lambda].clone();
@@ -356,6 +361,7 @@ impl Lowerer<'_> {
             result: None,
             site: None,
             maps: Default::default(),
+            zeros: Default::default(),
         };
         let stmts = self.ops.prog.main.clone();
         let mut vals: HashMap<Var, AvId> = HashMap::default();

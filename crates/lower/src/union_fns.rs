@@ -31,6 +31,7 @@ impl Lowerer<'_> {
                         r
                     }
                 };
+                fb.zeros.insert(r);
                 self.sym(r, LeafKind::Union(z))
             }
             Av::Pair(a, b) => {
@@ -243,10 +244,27 @@ impl Lowerer<'_> {
                     return a;
                 };
                 let (f, p) = self.union_fn(UnionFn::Plus(u, w));
-                let r = fb.emit1(
-                    Op::Call(f, vec![Val::from_number(pa), Val::from_number(pb)]),
-                    Ty::Ptr,
-                );
+                // A zero made here: the sum is the other operand, as the
+                // plus function's first tests would find at run time.
+                let (va, vb) = (Val::from_number(pa), Val::from_number(pb));
+                if fb.zeros.contains(&va) && self.interchangeable(w, p) {
+                    return self.sym(vb, LeafKind::Union(p));
+                }
+                if fb.zeros.contains(&vb) && self.interchangeable(u, p) {
+                    return self.sym(va, LeafKind::Union(p));
+                }
+                // The plus function's zero tests, at the call too: a zero
+                // made in this function then costs no call.
+                let mut tests = Vec::new();
+                if self.interchangeable(w, p) {
+                    tests.push((va, vb));
+                }
+                if self.interchangeable(u, p) {
+                    tests.push((vb, va));
+                }
+                let r = self.zero_tests(fb, &tests, &mut |_, fb| {
+                    vec![fb.emit1(Op::Call(f, vec![va, vb]), Ty::Ptr)]
+                })[0];
                 return self.sym(r, LeafKind::Union(p));
             }
             (Some(u), None) => return self.plus_member(fb, u, a, b, true),
