@@ -80,6 +80,13 @@ pub trait Sink<V> {
     fn opaque_tagged(&mut self, _tags: &[Tag], _v: V) -> bool {
         false
     }
+    /// Writes the forward value of opaque `p` with tangent `t` (the value
+    /// inside its perturbation), a vector of forward values where `p` is a
+    /// vector (`#((forward 1 (perturbation 0)))`), and says so; `false`
+    /// has it written as `(forward p t)`.
+    fn opaque_bundle(&mut self, _p: V, _t: V) -> bool {
+        false
+    }
 }
 
 /// A string holds the text of values without opaque nodes (those of the
@@ -292,6 +299,11 @@ fn write_shown<V: View>(s: &Shown<V>, out: &mut impl Sink<V>) {
             out.text(")");
         }
         Form::Bundle(p, t) => {
+            if let (Form::Opaque(pv), Some(Shown::Plain(tv))) = (form(&p), perturbation(&t)) {
+                if out.opaque_bundle(pv, tv) {
+                    return;
+                }
+            }
             out.text("(");
             out.text(Tag::Forward.name());
             out.text(" ");

@@ -105,6 +105,10 @@ impl Lowerer<'_> {
                     }
                     Err(v)
                 }
+                Piece::Forward(p, t) => {
+                    let t = self.ops.dom.wrap(ir::Tag::Perturb, t);
+                    Err(self.ops.dom.bundle(p, t))
+                }
             };
             ops.push((std::mem::take(&mut text), op));
         }
@@ -136,6 +140,9 @@ enum Piece {
     Vector(AvId),
     /// A vector under tags (outermost first), on each of its elements.
     Tagged(Vec<ir::Tag>, AvId),
+    /// The forward value of a vector, with the tangent inside its
+    /// perturbation: a vector of forward values.
+    Forward(AvId, AvId),
 }
 
 /// Collects the pieces of a printed value, for `ir::printer`.
@@ -168,6 +175,16 @@ impl printer::Sink<Shape<'_, Sym>> for Pieces {
         );
         if vector {
             self.0.push(Piece::Tagged(tags.to_vec(), x.v));
+        }
+        vector
+    }
+    fn opaque_bundle(&mut self, p: Shape<'_, Sym>, t: Shape<'_, Sym>) -> bool {
+        let vector = matches!(
+            p.dom.get(p.v),
+            Av::Leaf(_, LeafKind::Vector(..)) | Av::Vector(..)
+        );
+        if vector {
+            self.0.push(Piece::Forward(p.v, t.v));
         }
         vector
     }
