@@ -15,6 +15,7 @@ pub struct Progress<W: Write> {
 }
 
 impl<W: Write> Progress<W> {
+    #[cfg(test)]
     pub fn new(inner: W, terminal: bool) -> Self {
         Progress {
             inner: BufWriter::new(inner),
@@ -24,11 +25,16 @@ impl<W: Write> Progress<W> {
     }
 }
 
-/// Standard output, locked, with the flushing policy.
-pub fn stdout() -> Progress<std::io::StdoutLock<'static>> {
-    let out = std::io::stdout();
-    let terminal = out.is_terminal();
-    Progress::new(out.lock(), terminal)
+/// Standard output with the flushing policy, buffered where the exit for
+/// want of memory writes it out before its message
+/// (`base::memory::PendingStdout`).
+pub fn stdout() -> Progress<base::memory::PendingStdout> {
+    let terminal = std::io::stdout().is_terminal();
+    Progress {
+        inner: BufWriter::with_capacity(0, base::memory::PendingStdout),
+        terminal,
+        flushed: None,
+    }
 }
 
 impl<W: Write> Write for Progress<W> {

@@ -240,6 +240,37 @@ fn memory_exhaustion_is_a_clean_error() {
     {
         failures.add(format!("run past --max-memory:\n{}", r.transcript()));
     }
+    // What the program printed before is printed, as a binary prints
+    // it: it was lost in `run`'s buffer (property seed 0x4f1e88,
+    // mutated-generated 1239).
+    let before = temp("printed-before.vlad");
+    std::fs::write(
+        &before,
+        "(define (make n acc) (if (zero? n) acc (make (- n 1) (cons n acc))))\n\
+         (define (sum l acc) (if (null? l) acc (sum (cdr l) (+ acc (car l)))))\n\
+         1\n2\n(list 3 4)\n(sum (make 10000000 '()) 0)\n",
+    )
+    .expect("write the program");
+    let r = run_stalingrad(
+        &[
+            "run".into(),
+            "--max-memory".into(),
+            "64M".into(),
+            before.to_string_lossy().into_owned(),
+        ],
+        None,
+    );
+    if !(clean(&r)
+        && r.stdout == "1\n2\n(3 4)\n"
+        && r.stderr
+            .contains("error: out of memory while running the program"))
+    {
+        failures.add(format!(
+            "output before running out of memory:\n{}",
+            r.transcript()
+        ));
+    }
+    let _ = std::fs::remove_file(&before);
     // The same within it.
     let r = run_stalingrad(
         &[
