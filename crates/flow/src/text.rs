@@ -122,7 +122,8 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
             Av::Wrap(_, x) if matches!(self.dom.get(*x), Av::Leaf(_, LeafKind::Vector(..))) => {
                 Node::Opaque
             }
-            Av::Bundle(p, _) if matches!(self.dom.get(*p), Av::Leaf(_, LeafKind::Vector(..))) => {
+            // So is a forward vector of forward vectors, at any depth.
+            Av::Bundle(p, t) if vector_leaf(self.dom, *p) || vector_leaf(self.dom, *t) => {
                 Node::Opaque
             }
             Av::Wrap(t, x) => Node::Tagged(*t, at(*x)),
@@ -147,6 +148,16 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
                 Node::Opaque
             }
         }
+    }
+}
+
+/// Is `v` a vector of a mode's leaves, under tags or in forward values?
+fn vector_leaf<L: Leaf>(dom: &Domain<L>, v: AvId) -> bool {
+    match dom.get(v) {
+        Av::Leaf(_, LeafKind::Vector(..)) => true,
+        Av::Wrap(_, x) => vector_leaf(dom, *x),
+        Av::Bundle(p, t) => vector_leaf(dom, *p) || vector_leaf(dom, *t),
+        _ => false,
     }
 }
 

@@ -179,10 +179,7 @@ impl printer::Sink<Shape<'_, Sym>> for Pieces {
         vector
     }
     fn opaque_bundle(&mut self, p: Shape<'_, Sym>, t: Shape<'_, Sym>) -> bool {
-        let vector = matches!(
-            p.dom.get(p.v),
-            Av::Leaf(_, LeafKind::Vector(..)) | Av::Vector(..)
-        );
+        let vector = vectorish(p.dom, p.v);
         if vector {
             self.0.push(Piece::Forward(p.v, t.v));
         }
@@ -194,5 +191,14 @@ impl printer::Sink<Shape<'_, Sym>> for Pieces {
         };
         self.0.push(Piece::Union(u, Val::from_number(v), true));
         true
+    }
+}
+
+/// Is `v` a vector, under tags or as the primal of forward values?
+fn vectorish(dom: &flow::Domain<Sym>, v: AvId) -> bool {
+    match dom.get(v) {
+        Av::Leaf(_, LeafKind::Vector(..)) | Av::Vector(..) => true,
+        Av::Wrap(_, x) | Av::Bundle(x, _) => vectorish(dom, *x),
+        _ => false,
     }
 }

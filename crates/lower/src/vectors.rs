@@ -605,65 +605,30 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Prints a vector: `#(`, its elements separated by spaces, `)`.
+    /// Prints a vector: `#(`, its elements separated by spaces, `)`. A
+    /// tagged vector prints as the vector of its elements under the tags,
+    /// and a forward vector (its tangent too, forward values of forward
+    /// vectors included) as the vector of its elements' forward values,
+    /// as the interpreter holds them.
     pub(crate) fn print_vector(&mut self, fb: &mut Fb, v: AvId) {
-        // A forward vector prints as the vector of its elements' forward
-        // values.
-        if let Av::Bundle(pv, tv) = self.ops.dom.get(v).clone() {
-            let Av::Wrap(ir::Tag::Perturb, tv) = self.ops.dom.get(tv).clone() else {
-                return;
-            };
-            let (Some((p, e, n)), Some((q, te, _))) =
-                (self.vector_ptr(fb, pv), self.vector_ptr(fb, tv))
-            else {
-                return;
-            };
-            self.print_str(fb, "#(");
-            let nil = self.ops.dom.nil();
-            let f = self.shared_elem_fn(
-                ("print_forward", vec![e, te]),
-                vec![Ty::Ptr, Ty::Ptr],
-                nil,
-                &mut |this, fb, ps, i| {
-                    this.print_space(fb, i);
-                    let x = this.load_elem(fb, ps[0], i, e);
-                    let dx = this.load_elem(fb, ps[1], i, te);
-                    let dx = this.ops.tag_wrap(ir::Tag::Perturb, dx);
-                    let b = this.ops.bundle(x, dx).unwrap_or(x);
-                    this.print_value(fb, b);
-                    Ok(nil)
-                },
-            );
-            let len = self.vector_len(fb, p, n);
-            self.build(fb, nil, n, len, f, vec![p, q]);
-            self.print_str(fb, ")");
+        let mut leaves = Vec::new();
+        if !self.vector_leaves(fb, v, &mut leaves) {
             return;
         }
-        let mut tags = Vec::new();
-        let mut v = v;
-        while let Av::Wrap(t, x) = self.ops.dom.get(v).clone() {
-            tags.push(t);
-            v = x;
-        }
-        let Some((p, e, n)) = self.vector_ptr(fb, v) else {
+        let Some(&(p, _, n)) = leaves.first() else {
             return;
         };
-        let mut shown = e;
-        for t in tags.iter().rev() {
-            shown = self.ops.dom.wrap(*t, shown);
-        }
+        let shape = self.element_shape(v);
+        let ptrs: Vec<Val> = leaves.iter().map(|l| l.0).collect();
         self.print_str(fb, "#(");
         let nil = self.ops.dom.nil();
         let f = self.shared_elem_fn(
-            ("print", vec![shown]),
-            vec![Ty::Ptr],
+            ("print", vec![shape]),
+            vec![Ty::Ptr; ptrs.len()],
             nil,
             &mut |this, fb, ps, i| {
                 this.print_space(fb, i);
-                let mut x = this.load_elem(fb, ps[0], i, e);
-                for t in tags.iter().rev() {
-                    x = this.ops.tag_wrap(*t, x);
-                }
+                let x = this.element_of(fb, v, ps, &mut 0, i);
                 // Tagging a union's cell is a map, called here.
                 let x = this.resolve(fb, Ok(x)).unwrap_or(x);
                 this.print_value(fb, x);
@@ -671,8 +636,64 @@ impl Lowerer<'_> {
             },
         );
         let len = self.vector_len(fb, p, n);
-        self.build(fb, nil, n, len, f, vec![p]);
+        self.build(fb, nil, n, len, f, ptrs);
         self.print_str(fb, ")");
+    }
+
+    /// The vectors inside `v`, a vector under tags and in forward values
+    /// (its primal's first, then its tangent's), each as a pointer, its
+    /// element and its length; false if `v` is no such value.
+    fn vector_leaves(&mut self, fb: &mut Fb, v: AvId, out: &mut Vec<(Val, AvId, AvId)>) -> bool {
+        match self.ops.dom.get(v).clone() {
+            Av::Wrap(_, x) => self.vector_leaves(fb, x, out),
+            Av::Bundle(a, b) => self.vector_leaves(fb, a, out) && self.vector_leaves(fb, b, out),
+            _ => match self.vector_ptr(fb, v) {
+                Some(l) => {
+                    out.push(l);
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
+    /// What an element of `v` ([`Self::vector_leaves`]) is, its vectors'
+    /// elements in their place: the key of its printing function.
+    fn element_shape(&mut self, v: AvId) -> AvId {
+        match self.ops.dom.get(v).clone() {
+            Av::Wrap(t, x) => {
+                let x = self.element_shape(x);
+                self.ops.dom.wrap(t, x)
+            }
+            Av::Bundle(a, b) => {
+                let (a, b) = (self.element_shape(a), self.element_shape(b));
+                self.ops.dom.bundle(a, b)
+            }
+            Av::Leaf(_, LeafKind::Vector(e, _)) | Av::Vector(e, _) => e,
+            _ => v,
+        }
+    }
+
+    /// Element `i` of `v` ([`Self::vector_leaves`]), its vectors being
+    /// `ps` from the `k`-th on.
+    fn element_of(&mut self, fb: &mut Fb, v: AvId, ps: &[Val], k: &mut usize, i: Val) -> AvId {
+        match self.ops.dom.get(v).clone() {
+            Av::Wrap(t, x) => {
+                let x = self.element_of(fb, x, ps, k, i);
+                self.ops.tag_wrap(t, x)
+            }
+            Av::Bundle(a, b) => {
+                let a = self.element_of(fb, a, ps, k, i);
+                let b = self.element_of(fb, b, ps, k, i);
+                self.ops.bundle(a, b).unwrap_or(a)
+            }
+            Av::Leaf(_, LeafKind::Vector(e, _)) | Av::Vector(e, _) => {
+                let x = self.load_elem(fb, ps[*k], i, e);
+                *k += 1;
+                x
+            }
+            _ => v,
+        }
     }
 
     /// Prints a space before every element but the first.
