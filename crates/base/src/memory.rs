@@ -136,10 +136,15 @@ pub fn parse_size(text: &str) -> Option<usize> {
     n.checked_mul(1 << shift)
 }
 
-/// Output the program has written and that has not gone out yet (`run`'s
-/// standard output, [`PendingStdout`]): an exit for want of memory writes
-/// it out before its message, as a compiled program's runtime does.
-static PENDING: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+thread_local! {
+    /// Output the program has written and that has not gone out yet
+    /// (`run`'s standard output, [`PendingStdout`]): an exit for want of
+    /// memory on the thread that wrote it writes it out before its
+    /// message, as a compiled program's runtime does. A buffer of the
+    /// thread, not behind a lock: a lock per write made a loop printing
+    /// 200,000 reals 8% slower.
+    static PENDING: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// How many bytes [`PENDING`] holds before they go out.
 const PENDING_BYTES: usize = 8192;
@@ -148,10 +153,6 @@ const PENDING_BYTES: usize = 8192;
 pub struct PendingStdout;
 
 impl PendingStdout {
-    fn pending() -> std::sync::MutexGuard<'static, Vec<u8>> {
-        PENDING.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn drain(p: &mut Vec<u8>) -> std::io::Result<()> {
         let mut out = std::io::stdout().lock();
         out.write_all(p)?;
@@ -162,40 +163,44 @@ impl PendingStdout {
 
 impl Write for PendingStdout {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut p = Self::pending();
-        if p.capacity() == 0 {
-            p.reserve(PENDING_BYTES);
-        }
-        p.extend_from_slice(buf);
-        if p.len() >= PENDING_BYTES {
-            Self::drain(&mut p)?;
-        }
-        Ok(buf.len())
+        PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.capacity() == 0 {
+                p.reserve(PENDING_BYTES);
+            }
+            p.extend_from_slice(buf);
+            if p.len() >= PENDING_BYTES {
+                Self::drain(&mut p)?;
+            }
+            Ok(buf.len())
+        })
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        Self::drain(&mut Self::pending())
+        PENDING.with(|p| Self::drain(&mut p.borrow_mut()))
     }
 }
 
-/// Writes out what [`PendingStdout`] holds, allocating nothing: straight
-/// to the file descriptor, as everything before it was flushed through
-/// `std::io::stdout`.
+/// Writes out what [`PendingStdout`] holds on this thread, allocating
+/// nothing: straight to the file descriptor, as everything before it was
+/// flushed through `std::io::stdout`.
 fn write_pending() {
-    let Ok(mut p) = PENDING.try_lock() else {
-        return;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::fd::FromRawFd;
-        // SAFETY: descriptor 1 is open for the whole process; the file is
-        // never dropped, so it is not closed.
-        let mut out = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
-        let _ = out.write_all(&p);
-    }
-    #[cfg(not(unix))]
-    let _ = std::io::stdout().write_all(&p);
-    p.clear();
+    let _ = PENDING.try_with(|p| {
+        let Ok(mut p) = p.try_borrow_mut() else {
+            return;
+        };
+        #[cfg(unix)]
+        {
+            use std::os::fd::FromRawFd;
+            // SAFETY: descriptor 1 is open for the whole process; the file
+            // is never dropped, so it is not closed.
+            let mut out = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+            let _ = out.write_all(&p);
+        }
+        #[cfg(not(unix))]
+        let _ = std::io::stdout().write_all(&p);
+        p.clear();
+    });
 }
 
 /// Ends the process: the budget or the system's memory is exhausted.
