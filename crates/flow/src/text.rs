@@ -123,9 +123,7 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
                 Node::Opaque
             }
             // So is a forward vector of forward vectors, at any depth.
-            Av::Bundle(p, t) if vector_leaf(self.dom, *p) || vector_leaf(self.dom, *t) => {
-                Node::Opaque
-            }
+            Av::Bundle(p, _) if vector_leaf(self.dom, *p) => Node::Opaque,
             Av::Wrap(t, x) => Node::Tagged(*t, at(*x)),
             Av::Bundle(p, t) => Node::Bundle(at(*p), at(*t)),
             Av::Prim(_) | Av::Closure(..) => Node::Procedure,
@@ -151,12 +149,13 @@ impl<L: Leaf> printer::View for Shape<'_, L> {
     }
 }
 
-/// Is `v` a vector of a mode's leaves, under tags or in forward values?
+/// Is `v` a vector of a mode's leaves, under tags or as the primal of
+/// forward values? (Not where only a tangent is one: a value found in a
+/// forward derivative shows its primal, known or not.)
 fn vector_leaf<L: Leaf>(dom: &Domain<L>, v: AvId) -> bool {
     match dom.get(v) {
         Av::Leaf(_, LeafKind::Vector(..)) => true,
-        Av::Wrap(_, x) => vector_leaf(dom, *x),
-        Av::Bundle(p, t) => vector_leaf(dom, *p) || vector_leaf(dom, *t),
+        Av::Wrap(_, x) | Av::Bundle(x, _) => vector_leaf(dom, *x),
         _ => false,
     }
 }
