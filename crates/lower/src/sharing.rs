@@ -521,19 +521,13 @@ impl Lowerer<'_> {
                 .iter()
                 .all(|b| b.insts.iter().all(|i| self.constant_work(i))),
             Op::Call(f, _) => self.sharing.constant_fns.contains(f),
-            Op::F64Const(_)
-            | Op::BoolConst(_)
-            | Op::FBin(..)
-            | Op::FUn(..)
-            | Op::FCmp(..)
-            | Op::Not(_)
-            | Op::Alloc(..)
+            Op::Alloc(..)
             | Op::AllocZero(..)
             | Op::TagIs(..)
             | Op::IsZero(_)
             | Op::Count(_)
             | Op::Load(..) => true,
-            _ => false,
+            op => op.is_pure(),
         }
     }
 
